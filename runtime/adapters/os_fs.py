@@ -1,0 +1,120 @@
+"""The filesystem port over ``os``; every blocking call runs off the event loop.
+
+Only functions that pyfakefs also fakes are used (no ``pread``/``pwrite``), so the adapter
+can be tested hermetically as well as against real temporary directories.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat as stat_module
+from typing import Any, Callable, TypeVar
+
+import trio
+
+from runtime.ports.fs import OpenFlags, StatResult
+
+T = TypeVar("T")
+
+
+def os_open_flags(flags: OpenFlags) -> int:
+    """Map portable flags to ``os.O_*`` (close-on-exec always)."""
+    if OpenFlags.READ in flags and OpenFlags.WRITE in flags:
+        bits = os.O_RDWR
+    elif OpenFlags.WRITE in flags:
+        bits = os.O_WRONLY
+    else:
+        bits = os.O_RDONLY
+    if OpenFlags.CREATE in flags:
+        bits |= os.O_CREAT
+    if OpenFlags.EXCLUSIVE in flags:
+        bits |= os.O_EXCL
+    if OpenFlags.APPEND in flags:
+        bits |= os.O_APPEND
+    if OpenFlags.TRUNCATE in flags:
+        bits |= os.O_TRUNC
+    return bits | getattr(os, "O_CLOEXEC", 0)
+
+
+def _stat_result(st: os.stat_result) -> StatResult:
+    return StatResult(
+        dev=st.st_dev,
+        ino=st.st_ino,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        ctime_ns=st.st_ctime_ns,
+        is_dir=stat_module.S_ISDIR(st.st_mode),
+    )
+
+
+def _write_all(fd: int, data: bytes) -> int:
+    view = memoryview(data)
+    total = 0
+    while total < len(data):
+        total += os.write(fd, view[total:])
+    return total
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _flock(fd: int) -> None:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+class OsFileSystem:
+    """Real filesystem operations, each run in a worker thread."""
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await trio.to_thread.run_sync(fn, *args)
+
+    async def open(self, path: str, flags: OpenFlags, mode: int = 0o600) -> int:
+        return await self._run(os.open, path, os_open_flags(flags), mode)
+
+    async def read(self, fd: int, size: int) -> bytes:
+        return await self._run(os.read, fd, size)
+
+    async def write(self, fd: int, data: bytes) -> int:
+        return await self._run(_write_all, fd, bytes(data))
+
+    async def fsync(self, fd: int) -> None:
+        await self._run(os.fsync, fd)
+
+    async def fsync_dir(self, path: str) -> None:
+        await self._run(_fsync_dir, path)
+
+    async def link(self, src: str, dst: str) -> None:
+        await self._run(os.link, src, dst)
+
+    async def unlink(self, path: str) -> None:
+        await self._run(os.unlink, path)
+
+    async def truncate(self, path: str, size: int) -> None:
+        await self._run(os.truncate, path, size)
+
+    async def ftruncate(self, fd: int, size: int) -> None:
+        await self._run(os.ftruncate, fd, size)
+
+    async def stat(self, path: str) -> StatResult:
+        return _stat_result(await self._run(os.stat, path))
+
+    async def fstat(self, fd: int) -> StatResult:
+        return _stat_result(await self._run(os.fstat, fd))
+
+    async def listdir(self, path: str) -> list[str]:
+        return sorted(await self._run(os.listdir, path))
+
+    async def mkdir(self, path: str, mode: int = 0o700) -> None:
+        await self._run(os.mkdir, path, mode)
+
+    async def flock(self, fd: int) -> None:
+        await self._run(_flock, fd)
+
+    async def close(self, fd: int) -> None:
+        await self._run(os.close, fd)

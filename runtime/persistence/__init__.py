@@ -1,0 +1,1 @@
+"""JSONL + zstd session persistence: layout, codec, write handles, write-behind, lock."""

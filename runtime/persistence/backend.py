@@ -1,0 +1,332 @@
+"""The JSONL + zstd persistence backend: create, open, stat and list sessions.
+
+A session is created lazily: ``create`` records intent and writes nothing; the first append
+(or an explicit flush) publishes the generation file with temp file + fsync + hard link +
+directory fsync.  ``open(id, "read")`` never writes; ``open(id, "write")`` takes the
+exclusive lock and primes the handle with the torn-tail facts of the stored file.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Literal, Sequence
+
+import attrs
+
+from runtime import mutants
+from runtime.persistence import context
+from runtime.persistence.durable import ensure_dir_durable, exists, publish_new_file, read_stable
+from runtime.persistence.errors import (
+    LayoutError,
+    SessionAlreadyExistsError,
+    SessionAlreadyOwnedError,
+    SessionFormatUnsupportedError,
+    SessionPersistenceCorruptionError,
+    SessionPersistenceNotFoundError,
+)
+from runtime.persistence.handles import ReadHandle, WriteHandle
+from runtime.persistence.header import HeaderError, SessionHeader
+from runtime.persistence.layout import SessionPaths, encode_segment, generation_filename, parse_generation_filename
+from runtime.persistence.lease import acquire_lock
+from runtime.persistence.log_format import (
+    COMPRESSIONS,
+    DecodedLog,
+    LogCorruption,
+    LogUnknownEventType,
+    LogVersionUnsupported,
+    decode_log,
+    encode_batch,
+    encode_header,
+)
+from runtime.ports import Ports
+from runtime.session.events import Event
+from runtime.session.vocabulary import SESSION_FORMAT_VERSION
+
+
+@attrs.frozen
+class SessionStat:
+    header: SessionHeader
+    revision: str
+    event_count: int
+    size_bytes: int
+    path: str
+    torn_bytes: int
+
+
+@attrs.frozen
+class Located:
+    """A session found on disk: its directory and its authoritative generation."""
+
+    session_dir: str
+    log: str
+    version: int
+    compression: str
+
+
+class JsonlBackend:
+    def __init__(self, root: str, ports: Ports, *, compression: str = "zstd") -> None:
+        if not root.startswith("/"):
+            raise ValueError(f"persistence root must be an absolute path, got {root!r}")
+        if compression not in COMPRESSIONS:
+            raise ValueError(f'compression must be "zstd" or "none", got {compression!r}')
+        self.root = posixpath.normpath(root)
+        self.fs = ports.fs
+        self.ids = ports.ids
+        self.compression = compression
+        self._claims: dict[str, WriteHandle | None] = {}
+
+    # -- creation and opening -------------------------------------------------------------
+
+    async def create(self, header: SessionHeader) -> WriteHandle:
+        """A write handle for a new session; nothing is written until its first batch."""
+        if type(header.created_at) is not int or not 0 <= header.created_at <= 2**53 - 1:
+            raise ValueError("session metadata createdAt must be a non-negative safe integer")
+        try:
+            header.validate()
+        except HeaderError as err:
+            raise ValueError(f"session metadata: {err}") from None
+        if header.id in self._claims:
+            raise SessionAlreadyExistsError.in_backend(header.id)
+        self._claims[header.id] = None
+        try:
+            if await self._locate(header.id) is not None:
+                raise SessionAlreadyExistsError.on_disk(header.id)
+            paths = SessionPaths.of(self.root, header.cwd, header.id, self.compression)
+        except BaseException:
+            del self._claims[header.id]
+            raise
+        handle = WriteHandle(
+            self, header, paths, materialized=False, next_seq=0, committed_bytes=0, torn=None, lock_fd=None
+        )
+        self._claims[header.id] = handle
+        return handle
+
+    async def open(self, session_id: str, access: Literal["read", "write"]) -> ReadHandle | WriteHandle:
+        if access == "read":
+            claimed = self._claims.get(session_id)
+            if claimed is not None and not claimed.materialized:
+                return ReadHandle(self, session_id, None)
+            located = await self._locate(session_id)
+            if located is None:
+                raise SessionPersistenceNotFoundError(session_id)
+            await self._decode(session_id, located)  # refuse unreadable logs at open
+            return ReadHandle(self, session_id, self._paths_of(located))
+        if access != "write":
+            raise ValueError(f'access must be "read" or "write", got {access!r}')
+        if session_id in self._claims:
+            raise SessionAlreadyOwnedError(session_id)
+        self._claims[session_id] = None
+        lock_fd: int | None = None
+        try:
+            located = await self._locate(session_id)
+            if located is None:
+                raise SessionPersistenceNotFoundError(session_id)
+            paths = self._paths_of(located)
+            if not mutants.on("lease.no_lock_on_write_open"):
+                lock_fd = await acquire_lock(self.fs, paths.lock, session_id)
+            await self._remove_stale_temps(located)
+            decoded = await self._decode(session_id, located)
+        except BaseException:
+            self._claims.pop(session_id, None)
+            if lock_fd is not None:
+                await self.fs.close(lock_fd)
+            raise
+        torn = decoded.torn
+        handle = WriteHandle(
+            self,
+            decoded.header,
+            paths,
+            materialized=True,
+            next_seq=len(decoded.events),
+            committed_bytes=torn.truncate_to if torn else decoded.file_size,
+            torn=torn,
+            lock_fd=lock_fd,
+        )
+        self._claims[session_id] = handle
+        return handle
+
+    async def flush(self) -> None:
+        """Flush every write handle of this backend; failures are raised together."""
+        errors: list[Exception] = []
+        for handle in [h for h in self._claims.values() if h is not None]:
+            try:
+                await handle.flush()
+            except Exception as err:  # collected and re-raised below
+                errors.append(err)
+        if errors:
+            raise ExceptionGroup("session flush failed", errors)
+
+    async def aclose(self) -> None:
+        for handle in [h for h in self._claims.values() if h is not None]:
+            await handle.close()
+
+    def _release(self, handle: WriteHandle) -> None:
+        if self._claims.get(handle.session_id) is handle:
+            del self._claims[handle.session_id]
+
+    # -- observation -----------------------------------------------------------------------
+
+    async def stat(self, session_id: str) -> SessionStat:
+        located = await self._locate(session_id)
+        if located is None:
+            raise SessionPersistenceNotFoundError(session_id)
+        data, st = await read_stable(self.fs, located.log)
+        decoded = self._decode_bytes(session_id, located, data)
+        torn_bytes = decoded.torn.torn_bytes if decoded.torn else 0
+        return SessionStat(decoded.header, st.revision(), len(decoded.events), len(data), located.log, torn_bytes)
+
+    async def list(self) -> list[SessionStat]:
+        """Every materialized session under the root, ordered by project then id directory."""
+        out: list[SessionStat] = []
+        if not await exists(self.fs, self.root):
+            return out
+        for project in await self.fs.listdir(self.root):
+            project_dir = f"{self.root}/{project}"
+            if not (await self.fs.stat(project_dir)).is_dir:
+                continue
+            for entry in await self.fs.listdir(project_dir):
+                path = f"{project_dir}/{entry}"
+                if not (await self.fs.stat(path)).is_dir:
+                    if ".jsonl" in entry:
+                        raise self._flat_layout_error(path)
+                    continue
+                located = await self._generation_in(path)
+                if located is None:
+                    continue
+                data, st = await read_stable(self.fs, located.log)
+                decoded = self._decode_bytes(entry, located, data, check_id=False)
+                torn_bytes = decoded.torn.torn_bytes if decoded.torn else 0
+                out.append(SessionStat(decoded.header, st.revision(), len(decoded.events), len(data), located.log, torn_bytes))
+        return out
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _paths_of(self, located: Located) -> SessionPaths:
+        project_dir = posixpath.dirname(located.session_dir)
+        return SessionPaths(self.root, project_dir, located.session_dir, located.log, f"{located.session_dir}/session.lock")
+
+    def _flat_layout_error(self, path: str) -> LayoutError:
+        return LayoutError(
+            f'session artifact "{path}" uses the unsupported flat-file layout; use a separate root or move it '
+            "into its session directory"
+        )
+
+    async def _locate(self, session_id: str) -> Located | None:
+        encoded = encode_segment(session_id)
+        if not await exists(self.fs, self.root):
+            return None
+        found: list[Located] = []
+        for project in await self.fs.listdir(self.root):
+            project_dir = f"{self.root}/{project}"
+            for suffix in (".jsonl", ".jsonl.zstd"):
+                if await exists(self.fs, f"{project_dir}/{encoded}{suffix}"):
+                    raise self._flat_layout_error(f"{project_dir}/{encoded}{suffix}")
+            candidate = f"{project_dir}/{encoded}"
+            try:
+                if not (await self.fs.stat(candidate)).is_dir:
+                    continue
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            located = await self._generation_in(candidate)
+            if located is not None:
+                found.append(located)
+        if len(found) > 1:
+            raise LayoutError(f'duplicate JSONL session id "{session_id}" appears in multiple project directories')
+        return found[0] if found else None
+
+    async def _generation_in(self, session_dir: str) -> Located | None:
+        """The highest canonical generation in a session directory (spec §10.4)."""
+        best: tuple[int, str] | None = None
+        for name in await self.fs.listdir(session_dir):
+            parsed = parse_generation_filename(name)
+            if parsed is None:
+                continue
+            version, compression = parsed
+            if compression != self.compression:
+                raise LayoutError(
+                    f'session artifact "{session_dir}/{name}" uses {name[name.index(".jsonl"):]}, but this backend is '
+                    f'configured for compression "{self.compression}"; use a separate root or select the matching '
+                    "compression mode"
+                )
+            if best is None or version > best[0]:
+                best = (version, name)
+        if best is None:
+            return None
+        return Located(session_dir, f"{session_dir}/{best[1]}", best[0], self.compression)
+
+    async def _remove_stale_temps(self, located: Located) -> None:
+        """Temp files of a publication that crashed before cleanup (we hold the lock)."""
+        for name in await self.fs.listdir(located.session_dir):
+            if name.endswith(".tmp") and name.startswith("session."):
+                try:
+                    await self.fs.unlink(f"{located.session_dir}/{name}")
+                except FileNotFoundError:
+                    pass
+
+    async def _read_events(self, session_id: str, paths: SessionPaths | None) -> Sequence[Event]:
+        if paths is None:
+            return ()
+        located = await self._locate(session_id)
+        if located is None:
+            raise SessionPersistenceNotFoundError(session_id)
+        return (await self._decode(session_id, located)).events
+
+    async def _decode(self, session_id: str, located: Located) -> DecodedLog:
+        data, _ = await read_stable(self.fs, located.log)
+        return self._decode_bytes(session_id, located, data)
+
+    def _decode_bytes(self, session_id: str, located: Located, data: bytes, *, check_id: bool = True) -> DecodedLog:
+        if located.version != SESSION_FORMAT_VERSION:
+            raise SessionFormatUnsupportedError.version(session_id, located.version, located.log)
+        try:
+            decoded = decode_log(data, self.compression)
+        except LogVersionUnsupported as err:
+            raise SessionFormatUnsupportedError(
+                f'session "{session_id}": "{located.log}" filename identifies v{located.version}, but its header '
+                f"identifies v{err.version}",
+                located.log,
+            ) from None
+        except LogUnknownEventType as err:
+            raise SessionFormatUnsupportedError.unknown_type(session_id, err.kind, err.seq, located.log) from None
+        except LogCorruption as err:
+            raise SessionPersistenceCorruptionError(session_id, str(err), located.log) from None
+        header = decoded.header
+        if check_id and header.id != session_id:
+            raise SessionPersistenceCorruptionError(
+                session_id,
+                f'corrupt session log "{located.log}": requested id "{session_id}" does not match header id "{header.id}"',
+            )
+        expected = SessionPaths.of(self.root, header.cwd, header.id, self.compression).session_dir
+        if expected != located.session_dir:
+            raise SessionPersistenceCorruptionError(
+                header.id, f'corrupt session log "{located.log}": header id "{header.id}" and cwd identify "{expected}"'
+            )
+        return decoded
+
+    async def _materialize(self, handle: WriteHandle, batch: Sequence[Event]) -> None:
+        """First publication (spec §3.6): durable dirs, lock, temp + fsync, link, dir fsync."""
+        paths = handle.paths
+        with context.durability_op(context.FIRST_PUBLICATION):
+            await ensure_dir_durable(self.fs, paths.session_dir)
+            if handle.lock_fd is None and not mutants.on("lease.no_lock_on_write_open"):
+                handle._set_lock(await acquire_lock(self.fs, paths.lock, handle.session_id))
+            await self._generation_in(paths.session_dir)  # refuses an opposite-encoding artifact
+            if await exists(self.fs, paths.log):
+                raise SessionAlreadyExistsError(
+                    f'refusing to materialize "{handle.session_id}": a log already exists on disk (load/resume it instead)'
+                )
+            data = encode_header(handle.header, self.compression)
+            if batch:
+                data += encode_batch(batch, self.compression)
+            temp = paths.temp_for(self.ids.token_hex(6))
+            try:
+                await publish_new_file(self.fs, paths.log, temp, data)
+            except FileExistsError:
+                raise SessionAlreadyExistsError(
+                    f'refusing to materialize "{handle.session_id}": a log already exists on disk (load/resume it instead)'
+                ) from None
+        handle._materialized(len(data))
+
+
+def current_generation_name(compression: str) -> str:
+    return generation_filename(SESSION_FORMAT_VERSION, compression)

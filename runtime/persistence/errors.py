@@ -1,0 +1,111 @@
+"""Typed persistence errors with the reference runtime's messages (spec §3.9, §10.2)."""
+
+from __future__ import annotations
+
+from runtime.session.vocabulary import SESSION_FORMAT_VERSION
+
+
+class SessionPersistenceError(Exception):
+    """Base class of every persistence failure."""
+
+
+class SessionPersistenceNotFoundError(SessionPersistenceError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f'session "{session_id}" not found')
+
+
+class SessionAlreadyExistsError(SessionPersistenceError):
+    @classmethod
+    def in_backend(cls, session_id: str) -> "SessionAlreadyExistsError":
+        return cls(f'session "{session_id}" already exists in this backend')
+
+    @classmethod
+    def on_disk(cls, session_id: str) -> "SessionAlreadyExistsError":
+        return cls(f'session "{session_id}" already has a persisted log on disk; load/resume it instead of creating')
+
+
+class SessionAlreadyOwnedError(SessionPersistenceError):
+    def __init__(self, session_id: str, detail: str = "") -> None:
+        suffix = f" ({detail})" if detail else ""
+        super().__init__(f'session "{session_id}" is already owned by an active write handle{suffix}')
+
+
+class SessionReadOnlyError(SessionPersistenceError):
+    def __init__(self, op: str, session_id: str) -> None:
+        super().__init__(f'{op} on a read-only handle of session "{session_id}"')
+
+
+class SessionHandleClosedError(SessionPersistenceError):
+    def __init__(self, op: str) -> None:
+        super().__init__(f"{op} on a closed handle")
+
+
+class SessionPersistenceCorruptionError(SessionPersistenceError):
+    def __init__(self, session_id: str, inner: str, path: str | None = None) -> None:
+        where = f" (raw log: {path})" if path else ""
+        super().__init__(f'stored session "{session_id}" failed validation: {inner}{where}')
+        self.session_id = session_id
+        self.inner = inner
+        self.path = path
+
+
+class SessionFormatUnsupportedError(SessionPersistenceError):
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message + (f" (raw log: {path})" if path else ""))
+        self.path = path
+
+    @classmethod
+    def version(cls, session_id: str, version: int, path: str | None = None) -> "SessionFormatUnsupportedError":
+        current = SESSION_FORMAT_VERSION
+        if version > current:
+            text = (
+                f'session "{session_id}" uses log format v{version}, but this harness reads only v{current}: '
+                "the log was written by a newer harness — upgrade the harness to open it"
+            )
+        else:
+            text = (
+                f'session "{session_id}" uses log format v{version}, older than the supported v{current}, '
+                "and this build ships no upgrade path for it"
+            )
+        return cls(text, path)
+
+    @classmethod
+    def unknown_type(cls, session_id: str, kind: str, seq: int, path: str | None = None) -> "SessionFormatUnsupportedError":
+        return cls(
+            f'session "{session_id}" contains event type "{kind}" (seq {seq}) unknown to this harness and not marked '
+            "ignorable; refusing to interpret the log — it was likely written by a newer harness",
+            path,
+        )
+
+
+class SessionSeqMismatchError(SessionPersistenceError, ValueError):
+    def __init__(self, session_id: str, expected: int, index: int, got: int) -> None:
+        super().__init__(f'append seq mismatch for "{session_id}": expected {expected} at index {index}, got {got}')
+
+
+class AppendRollbackError(ExceptionGroup):
+    """An append failed and so did its rollback; both errors are kept (spec §3.6)."""
+
+    def __new__(cls, path: str, original: BaseException, rollback: BaseException) -> "AppendRollbackError":
+        self = super().__new__(cls, f'failed to roll back append to "{path}"', [original, rollback])
+        return self
+
+    def __init__(self, path: str, original: BaseException, rollback: BaseException) -> None:
+        super().__init__(f'failed to roll back append to "{path}"', [original, rollback])
+
+    def derive(self, excs):  # type: ignore[override]
+        return ExceptionGroup(self.message, excs)
+
+
+class LayoutError(SessionPersistenceError):
+    """The root holds artifacts this backend must not touch (wrong encoding, flat layout...)."""
+
+
+class GenerationSourceChangedError(SessionPersistenceError):
+    def __init__(self, path: str) -> None:
+        super().__init__(f'historical session generation changed during migration: "{path}"')
+
+
+class GenerationTargetConflictError(SessionPersistenceError):
+    def __init__(self, path: str, detail: str = "target bytes differ from the migrated generation") -> None:
+        super().__init__(f'current session generation already exists at "{path}": {detail}')

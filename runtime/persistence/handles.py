@@ -1,0 +1,218 @@
+"""Session handles: a read handle sees the valid prefix; a write handle owns appends.
+
+A write handle is exclusive (one per id in a process, ``flock`` across processes).  Every
+mutation runs on the handle's chain, in order.  Before its first batch a handle opened over
+a torn tail durably truncates the torn bytes and re-appends the records recovered from them
+as their own batch; committed bytes are never rewritten.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import trio
+
+from runtime.persistence import context
+from runtime.persistence.durable import append_durable, fsync_path, truncate_durable
+from runtime.persistence.errors import (
+    SessionHandleClosedError,
+    SessionPersistenceCorruptionError,
+    SessionReadOnlyError,
+    SessionSeqMismatchError,
+)
+from runtime.persistence.header import SessionHeader
+from runtime.persistence.layout import SessionPaths
+from runtime.persistence.lease import release_lock
+from runtime.persistence.log_format import TornTail, encode_batch
+from runtime.session.events import Event
+from runtime.session.lossless import is_safe_integer, lossless_copy
+
+if TYPE_CHECKING:
+    from runtime.persistence.backend import JsonlBackend
+
+
+def _check_range(offset: int, length: int | None) -> None:
+    if not is_safe_integer(offset) or offset < 0:
+        raise ValueError(f"read offset must be a non-negative safe integer, got {offset!r}")
+    if length is not None and (not is_safe_integer(length) or length < 0):
+        raise ValueError(f"read length must be a non-negative safe integer, got {length!r}")
+
+
+class ReadHandle:
+    access = "read"
+
+    def __init__(self, backend: "JsonlBackend", session_id: str, paths: SessionPaths | None) -> None:
+        self._backend = backend
+        self.session_id = session_id
+        self.paths = paths
+        self._observed = 0
+        self._closed = False
+
+    async def read(self, offset: int = 0, length: int | None = None) -> list[Event]:
+        """The stored events ``[offset, offset+length)`` of the valid prefix (never a torn tail)."""
+        _check_range(offset, length)
+        if self._closed:
+            raise SessionHandleClosedError("read")
+        events = await self._backend._read_events(self.session_id, self.paths)
+        if len(events) < self._observed:
+            raise SessionPersistenceCorruptionError(self.session_id, "stored log shrank below a previously observed prefix")
+        self._observed = len(events)
+        end = len(events) if length is None else offset + length
+        return list(events[offset:end])
+
+    async def append(self, events: Sequence[Event]) -> None:
+        raise SessionReadOnlyError("append", self.session_id)
+
+    async def flush(self) -> None:
+        raise SessionReadOnlyError("flush", self.session_id)
+
+    async def close(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> "ReadHandle":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class WriteHandle:
+    access = "write"
+
+    def __init__(
+        self,
+        backend: "JsonlBackend",
+        header: SessionHeader,
+        paths: SessionPaths,
+        *,
+        materialized: bool,
+        next_seq: int,
+        committed_bytes: int,
+        torn: TornTail | None,
+        lock_fd: int | None,
+    ) -> None:
+        self._backend = backend
+        self._fs = backend.fs
+        self.header = header
+        self.session_id = header.id
+        self.paths = paths
+        self.materialized = materialized
+        self._next_seq = next_seq
+        self._committed_bytes = committed_bytes
+        self._torn = torn
+        self._lock_fd = lock_fd
+        self._fsync_owed = False
+        self._chain = trio.Lock()
+        self._closed = False
+        self._observed = 0
+
+    @property
+    def next_seq(self) -> int:
+        """The seq the next appended event must carry (stored + recovered events)."""
+        return self._next_seq
+
+    @property
+    def torn_tail(self) -> TornTail | None:
+        """A torn tail still waiting to be truncated by the first mutation."""
+        return self._torn
+
+    def _check_open(self, op: str) -> None:
+        if self._closed:
+            raise SessionHandleClosedError(op)
+
+    async def read(self, offset: int = 0, length: int | None = None) -> list[Event]:
+        _check_range(offset, length)
+        self._check_open("read")
+        if not self.materialized:
+            return []
+        events = await self._backend._read_events(self.session_id, self.paths)
+        if len(events) < self._observed:
+            raise SessionPersistenceCorruptionError(self.session_id, "stored log shrank below a previously observed prefix")
+        self._observed = len(events)
+        end = len(events) if length is None else offset + length
+        return list(events[offset:end])
+
+    async def append(self, events: Sequence[Event]) -> None:
+        """Durably append one batch (one zstd frame); returns only after fsync."""
+        self._check_open("append")
+        batch = list(events)
+        if not batch:
+            return
+        for index, event in enumerate(batch):
+            if event.seq != self._next_seq + index:
+                raise SessionSeqMismatchError(self.session_id, self._next_seq + index, index, event.seq)
+            lossless_copy(event.data)
+        async with self._chain:
+            self._check_open("append")
+            if batch[0].seq != self._next_seq:
+                raise SessionSeqMismatchError(self.session_id, self._next_seq, 0, batch[0].seq)
+            if not self.materialized:
+                await self._backend._materialize(self, batch)
+            else:
+                await self._settle_tail()
+                await self._append_bytes(encode_batch(batch, self._backend.compression))
+            self._next_seq += len(batch)
+
+    async def flush(self) -> None:
+        """Durability barrier of the handle: publishes an empty created session (header only)."""
+        self._check_open("flush")
+        async with self._chain:
+            if not self.materialized:
+                await self._backend._materialize(self, [])
+            elif self._fsync_owed:
+                await fsync_path(self._fs, self.paths.log)
+                self._fsync_owed = False
+
+    async def _settle_tail(self) -> None:
+        """Truncate a torn tail durably and re-append its recovered records (spec §10.5)."""
+        torn = self._torn
+        if torn is None:
+            return
+        with context.durability_op(context.TORN_TAIL_REWRITE):
+            await truncate_durable(self._fs, self.paths.log, torn.truncate_to)
+            self._committed_bytes = torn.truncate_to
+            if torn.recovered:
+                await self._append_bytes(encode_batch(torn.recovered, self._backend.compression))
+        self._torn = None
+
+    async def _append_bytes(self, data: bytes) -> None:
+        if self._fsync_owed:
+            await fsync_path(self._fs, self.paths.log)
+            self._fsync_owed = False
+        result = await append_durable(self._fs, self.paths.log, data, self._committed_bytes)
+        self._committed_bytes = result.new_size
+        self._fsync_owed = result.fsync_deferred
+
+    def _materialized(self, size: int) -> None:
+        self.materialized = True
+        self._committed_bytes = size
+
+    def _set_lock(self, fd: int) -> None:
+        self._lock_fd = fd
+
+    @property
+    def lock_fd(self) -> int | None:
+        return self._lock_fd
+
+    async def close(self) -> None:
+        """Release ownership (idempotent).  An owed fsync is paid first."""
+        if self._closed:
+            return
+        async with self._chain:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if self._fsync_owed and self.materialized:
+                    await fsync_path(self._fs, self.paths.log)
+            finally:
+                self._backend._release(self)
+                if self._lock_fd is not None:
+                    fd, self._lock_fd = self._lock_fd, None
+                    await release_lock(self._fs, fd)
+
+    async def __aenter__(self) -> "WriteHandle":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,243 @@
+"""Encode batches and decode whole generation files (spec §3.3–§3.4, §3.7).
+
+Raw mode (``compression="none"``): the file is JSONL.  A final fragment without a newline is
+a torn tail; an unparsable or seq-gapped line starts a tolerated crash tail unless a later
+record is a ``turn/end`` (then the damage is inside the committed region and is refused).
+
+Zstd mode: frame 1 is exactly the header line; each further frame is one durable batch with
+a content checksum.  Every complete frame must decode, pass its checksum and hold only whole,
+contiguous records — a checksummed frame cannot be torn, so damage there is refused, never
+repaired.  A structurally incomplete final frame is the torn tail; the complete records its
+partial plaintext holds are recovered.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import attrs
+
+from runtime import mutants
+from runtime.persistence.header import HeaderError, HeaderVersionError, SessionHeader, parse_header
+from runtime.persistence.zstd_frames import FrameFormatError, compress_frame, decode_frame, decode_torn_frame, scan_frames
+from runtime.session.events import EnvelopeError, Event
+from runtime.session.lossless import dumps
+from runtime.session.vocabulary import KNOWN_EVENT_TYPES
+
+COMPRESSIONS = ("zstd", "none")
+
+
+class LogCorruption(ValueError):
+    """The stored bytes are damaged beyond a torn tail."""
+
+
+class LogVersionUnsupported(ValueError):
+    def __init__(self, version: int) -> None:
+        super().__init__(f"log format v{version}")
+        self.version = version
+
+
+class LogUnknownEventType(ValueError):
+    def __init__(self, kind: str, seq: int) -> None:
+        super().__init__(f'unknown event type "{kind}" at seq {seq}')
+        self.kind = kind
+        self.seq = seq
+
+
+@attrs.frozen
+class TornTail:
+    """Bytes after ``truncate_to`` are a torn tail; ``recovered`` are whole records in it."""
+
+    truncate_to: int
+    recovered: tuple[Event, ...]
+    torn_bytes: int
+
+
+@attrs.frozen
+class DecodedLog:
+    header: SessionHeader
+    events: tuple[Event, ...]  # the valid prefix, seqs 0..n-1, recovered records included
+    torn: TornTail | None
+    file_size: int
+
+
+def header_line(header: SessionHeader) -> bytes:
+    return (dumps(header.to_record()) + "\n").encode()
+
+
+def event_lines(events: Sequence[Event]) -> bytes:
+    return "".join(dumps(event.to_record()) + "\n" for event in events).encode()
+
+
+def encode_header(header: SessionHeader, compression: str) -> bytes:
+    line = header_line(header)
+    return compress_frame(line) if compression == "zstd" else line
+
+
+def encode_batch(events: Sequence[Event], compression: str) -> bytes:
+    """One durable batch: raw lines, or exactly one checksummed zstd frame."""
+    lines = event_lines(events)
+    return compress_frame(lines) if compression == "zstd" else lines
+
+
+def _parse_line(line: bytes) -> Event:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        raise EnvelopeError("not valid JSON") from None
+    return Event.from_record(record)
+
+
+def _header_from_line(line: bytes) -> SessionHeader:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        raise LogCorruption("corrupt session log: header line is not valid JSON") from None
+    try:
+        return parse_header(record)
+    except HeaderVersionError as err:
+        raise LogVersionUnsupported(err.version) from None
+    except HeaderError as err:
+        raise LogCorruption(f"corrupt session log: {err}") from None
+
+
+def _check_vocabulary(events: Sequence[Event]) -> None:
+    for event in events:
+        if event.type not in KNOWN_EVENT_TYPES and not event.ignorable:
+            raise LogUnknownEventType(event.type, event.seq)
+
+
+def decode_log(data: bytes, compression: str) -> DecodedLog:
+    if compression == "zstd":
+        decoded = _decode_zstd(data)
+    elif compression == "none":
+        decoded = _decode_raw(data)
+    else:
+        raise ValueError(f"unknown compression {compression!r}")
+    _check_vocabulary(decoded.events)
+    return decoded
+
+
+def _decode_raw(data: bytes) -> DecodedLog:
+    end = data.find(b"\n")
+    if end < 0:
+        raise LogCorruption("empty or header-less session log")
+    header = _header_from_line(data[:end])
+    events: list[Event] = []
+    committed = end + 1
+    issue: str | None = None
+    pos = committed
+    line_no = 1
+    while True:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break
+        line_no += 1
+        line = data[pos:nl]
+        pos = nl + 1
+        try:
+            event = _parse_line(line)
+        except EnvelopeError:
+            if issue is None:
+                issue = f"corrupt session log: unparsable committed event at line {line_no}"
+            continue
+        if issue is not None:
+            if event.type == "turn/end":
+                raise LogCorruption(issue)
+            continue
+        if event.seq != len(events):
+            issue = f"corrupt session log: seq gap in committed region at line {line_no} (expected {len(events)}, got {event.seq})"
+            if event.type == "turn/end":
+                raise LogCorruption(issue)
+            continue
+        events.append(event)
+        committed = pos
+    torn = TornTail(committed, (), len(data) - committed) if committed < len(data) else None
+    return DecodedLog(header, tuple(events), torn, len(data))
+
+
+def _records_of_frame(plaintext: bytes, start: int, first_seq: int) -> list[Event]:
+    if not plaintext.endswith(b"\n"):
+        raise LogCorruption("corrupt Zstandard session log: complete frame contains a torn JSONL record")
+    out: list[Event] = []
+    for line in plaintext[:-1].split(b"\n"):
+        try:
+            event = _parse_line(line)
+        except EnvelopeError as err:
+            raise LogCorruption(f"corrupt Zstandard session log: invalid record in frame at byte {start}: {err}") from None
+        expected = first_seq + len(out)
+        if event.seq != expected:
+            raise LogCorruption(
+                f"corrupt Zstandard session log: seq gap in frame at byte {start} (expected {expected}, got {event.seq})"
+            )
+        out.append(event)
+    return out
+
+
+def _recover_torn(plaintext: bytes, first_seq: int) -> list[Event]:
+    """Whole, contiguous records at the start of a torn frame's partial plaintext."""
+    out: list[Event] = []
+    complete = plaintext[: plaintext.rfind(b"\n") + 1]
+    for line in complete.split(b"\n")[:-1]:
+        try:
+            event = _parse_line(line)
+        except EnvelopeError:
+            break
+        if event.seq != first_seq + len(out):
+            break
+        out.append(event)
+    return out
+
+
+def _decode_zstd(data: bytes) -> DecodedLog:
+    try:
+        scan = scan_frames(data)
+        if not scan.frames:
+            raise LogCorruption("empty or header-less Zstandard session log")
+        first_start, first_end = scan.frames[0]
+        head = decode_frame(data[first_start:first_end], first_start)
+        if not head.endswith(b"\n") or head.count(b"\n") != 1:
+            raise LogCorruption("corrupt Zstandard session log: first frame is not exactly one header line")
+        header = _header_from_line(head[:-1])
+        events: list[Event] = []
+        for start, end in scan.frames[1:]:
+            events.extend(_records_of_frame(decode_frame(data[start:end], start), start, len(events)))
+    except FrameFormatError as err:
+        raise LogCorruption(str(err)) from None
+    torn = None
+    if scan.torn_start is not None:
+        recovered: list[Event] = []
+        if not mutants.on("read.drop_torn_recovered_records"):
+            recovered = _recover_torn(decode_torn_frame(data[scan.torn_start :]), len(events))
+        if mutants.on("read.accept_torn_final_frame"):
+            events.extend(recovered)
+            return DecodedLog(header, tuple(events), None, len(data))
+        torn = TornTail(scan.torn_start, tuple(recovered), len(data) - scan.torn_start)
+        events.extend(recovered)
+    return DecodedLog(header, tuple(events), torn, len(data))
+
+
+def header_of(data: bytes, compression: str) -> SessionHeader | None:
+    """The header alone (for listing); ``None`` when the file has no complete header yet."""
+    if compression == "none":
+        end = data.find(b"\n")
+        return _header_from_line(data[:end]) if end >= 0 else None
+    scan_error: Any = None
+    try:
+        scan = scan_frames(data)
+    except FrameFormatError as err:
+        scan_error = err
+        scan = None
+    if scan is None or not scan.frames:
+        if scan_error is not None:
+            raise LogCorruption(str(scan_error))
+        return None
+    start, end = scan.frames[0]
+    try:
+        head = decode_frame(data[start:end], start)
+    except FrameFormatError:
+        raise LogCorruption("corrupt Zstandard session log: header frame failed validation") from None
+    if not head.endswith(b"\n") or head.count(b"\n") != 1:
+        raise LogCorruption("corrupt Zstandard session log: first frame is not exactly one header line")
+    return _header_from_line(head[:-1])

@@ -1,0 +1,85 @@
+"""The filesystem port: exactly the operations the persistence backend needs.
+
+Errors are the standard :class:`OSError` subclasses with their ``errno`` set
+(``FileNotFoundError``, ``FileExistsError``, ``BlockingIOError`` for a held lock, ...), so
+the production adapter and the simulated one are interchangeable and can be compared
+operation by operation.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Protocol
+
+import attrs
+
+
+class OpenFlags(enum.Flag):
+    """Portable open flags; adapters map them to their own representation."""
+
+    READ = enum.auto()
+    WRITE = enum.auto()
+    CREATE = enum.auto()
+    EXCLUSIVE = enum.auto()  # with CREATE: fail with EEXIST if the name exists
+    APPEND = enum.auto()  # every write goes to end of file
+    TRUNCATE = enum.auto()
+
+
+@attrs.frozen
+class StatResult:
+    """The identity and size facts the backend uses for revisions and lock checks."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    is_dir: bool = False
+
+    def revision(self) -> str:
+        """A change token: equal tokens mean an unchanged file (spec §3.7)."""
+        return f"{self.dev}:{self.ino}:{self.size}:{self.mtime_ns}:{self.ctime_ns}"
+
+
+class FileSystem(Protocol):
+    """Async filesystem operations. Paths are absolute POSIX strings."""
+
+    async def open(self, path: str, flags: OpenFlags, mode: int = 0o600) -> int: ...
+
+    async def read(self, fd: int, size: int) -> bytes:
+        """Read up to ``size`` bytes from the descriptor's position; ``b""`` at end of file."""
+        ...
+
+    async def write(self, fd: int, data: bytes) -> int: ...
+
+    async def fsync(self, fd: int) -> None: ...
+
+    async def fsync_dir(self, path: str) -> None:
+        """Make the directory's entries (creates, links, unlinks) durable."""
+        ...
+
+    async def link(self, src: str, dst: str) -> None:
+        """Hard link; ``FileExistsError`` if ``dst`` exists (never overwrites)."""
+        ...
+
+    async def unlink(self, path: str) -> None: ...
+
+    async def truncate(self, path: str, size: int) -> None: ...
+
+    async def ftruncate(self, fd: int, size: int) -> None: ...
+
+    async def stat(self, path: str) -> StatResult: ...
+
+    async def fstat(self, fd: int) -> StatResult: ...
+
+    async def listdir(self, path: str) -> list[str]:
+        """Entry names, sorted (so callers never depend on directory order)."""
+        ...
+
+    async def mkdir(self, path: str, mode: int = 0o700) -> None: ...
+
+    async def flock(self, fd: int) -> None:
+        """Non-blocking exclusive lock; ``BlockingIOError`` when another holder has it."""
+        ...
+
+    async def close(self, fd: int) -> None: ...

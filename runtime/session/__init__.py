@@ -1,0 +1,1 @@
+"""The session event log: envelopes, the in-memory ``Session``, and crash repair."""

@@ -1,0 +1,152 @@
+"""The event envelope (spec §1.1): ``type, seq, time, data`` plus optional metadata.
+
+An :class:`Event` is an immutable value.  ``to_record`` gives the stored JSON object in the
+one key order this runtime writes (``type, seq, time, data, ignorable, surfaceOp,
+sourceEventSeqs`` — the order of the reference runtime's synthetic closers);
+``Event.from_record`` validates a stored object and never trusts its shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Union
+
+import attrs
+
+from runtime.session.lossless import is_safe_integer, lossless_copy
+from runtime.session.vocabulary import SURFACE_EVENT_TYPES
+
+# 'append' or {"op": "replace", "startSeq": a, "endSeq": b}
+SurfaceOp = Union[str, dict]
+
+_ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs"})
+
+
+class EnvelopeError(ValueError):
+    """A stored or seeded object is not a valid event envelope."""
+
+
+@attrs.frozen(eq=True, hash=False)
+class Event:
+    type: str
+    seq: int
+    time: int
+    data: Any
+    ignorable: bool = False
+    surface_op: SurfaceOp | None = None
+    source_event_seqs: tuple[int, ...] | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"type": self.type, "seq": self.seq, "time": self.time, "data": self.data}
+        if self.ignorable:
+            record["ignorable"] = True
+        if self.surface_op is not None:
+            record["surfaceOp"] = self.surface_op
+        if self.source_event_seqs is not None:
+            record["sourceEventSeqs"] = encode_seq_ranges(self.source_event_seqs)
+        return record
+
+    def with_seq(self, seq: int) -> "Event":
+        return attrs.evolve(self, seq=seq)
+
+    @classmethod
+    def from_record(cls, record: Any) -> "Event":
+        """Validate one stored record; raise :class:`EnvelopeError` naming what is wrong."""
+        if type(record) is not dict:
+            raise EnvelopeError("event record is not a JSON object")
+        extra = sorted(set(record) - _ENVELOPE_KEYS)
+        if extra:
+            raise EnvelopeError(f"event has unexpected envelope keys {extra}")
+        kind = record.get("type")
+        if type(kind) is not str or not kind:
+            raise EnvelopeError("event type must be a non-empty string")
+        if kind == "request/header-delta":
+            raise EnvelopeError('event type "request/header-delta" is a retired format and is refused')
+        seq = record.get("seq")
+        if not is_safe_integer(seq) or seq < 0:
+            raise EnvelopeError(f"{kind} event seq must be a non-negative safe integer, got {seq!r}")
+        time = record.get("time")
+        if not is_safe_integer(time):
+            raise EnvelopeError(f"{kind} event at seq {seq} has a time that is not a safe integer")
+        if "data" not in record:
+            raise EnvelopeError(f"{kind} event at seq {seq} has no data")
+        try:
+            data = lossless_copy(record["data"])
+        except TypeError as err:
+            raise EnvelopeError(f"{kind} event at seq {seq}: {err}") from None
+        ignorable = record.get("ignorable", False)
+        if "ignorable" in record and ignorable is not True:
+            raise EnvelopeError(f"{kind} event at seq {seq}: ignorable may only be true")
+        surface_op = record.get("surfaceOp")
+        raw_sources = record.get("sourceEventSeqs")
+        sources = None if raw_sources is None else decode_seq_ranges(raw_sources, seq)
+        event = cls(kind, seq, time, data, bool(ignorable), surface_op, sources)
+        validate_surface(event)
+        return event
+
+
+def validate_surface(event: Event) -> None:
+    """Surface metadata rules of the v3 generation (spec §1.3, §10.1)."""
+    where = f"{event.type} at seq {event.seq}"
+    if event.type not in SURFACE_EVENT_TYPES:
+        if event.surface_op is not None or event.source_event_seqs is not None:
+            raise EnvelopeError(f"{where} is log-only and must not carry surface metadata")
+        return
+    op = event.surface_op
+    if op is None:
+        raise EnvelopeError(f"{event.type} requires surfaceOp")
+    if op != "append":
+        if not (
+            type(op) is dict
+            and set(op) == {"op", "startSeq", "endSeq"}
+            and op["op"] == "replace"
+            and is_safe_integer(op["startSeq"])
+            and is_safe_integer(op["endSeq"])
+            and 0 <= op["startSeq"] <= op["endSeq"] < event.seq
+        ):
+            raise EnvelopeError(f"{where} has an invalid surfaceOp {op!r}")
+    if event.type == "assistant/message" and event.source_event_seqs is not None:
+        raise EnvelopeError(f"{where}: assistant/message embeds its stream and must not carry sourceEventSeqs")
+    if event.type == "tool/result" and type(event.data) is dict and event.data.get("error") is not None:
+        message = event.data.get("message")
+        blocks = message.get("content") if type(message) is dict else None
+        if not (type(blocks) is list and blocks and type(blocks[0]) is dict and blocks[0].get("isError") is True):
+            raise EnvelopeError(f"tool/result at seq {event.seq} carries error metadata for a non-error tool result")
+
+
+def encode_seq_ranges(seqs: Iterable[int]) -> list[Any]:
+    """v3 storage form: runs of three or more consecutive seqs become ``[start, end]``."""
+    values = list(seqs)
+    out: list[Any] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        if j - i >= 2:
+            out.append([values[i], values[j]])
+        else:
+            out.extend(values[i : j + 1])
+        i = j + 1
+    return out
+
+
+def decode_seq_ranges(raw: Any, owner_seq: int) -> tuple[int, ...]:
+    """Inverse of :func:`encode_seq_ranges`; seqs must strictly increase and precede the owner."""
+    if type(raw) is not list:
+        raise EnvelopeError(f"sourceEventSeqs at seq {owner_seq} must be an array")
+    out: list[int] = []
+    for item in raw:
+        if type(item) is list:
+            if len(item) != 2 or not all(is_safe_integer(v) for v in item) or item[1] - item[0] < 2:
+                raise EnvelopeError(f"sourceEventSeqs at seq {owner_seq} has an invalid range {item!r}")
+            out.extend(range(item[0], item[1] + 1))
+        elif is_safe_integer(item):
+            out.append(item)
+        else:
+            raise EnvelopeError(f"sourceEventSeqs at seq {owner_seq} has an invalid entry {item!r}")
+    for a, b in zip(out, out[1:]):
+        if b <= a:
+            raise EnvelopeError(f"sourceEventSeqs at seq {owner_seq} must strictly increase")
+    if out and (out[0] < 0 or out[-1] >= owner_seq):
+        raise EnvelopeError(f"sourceEventSeqs at seq {owner_seq} must name earlier events")
+    return tuple(out)

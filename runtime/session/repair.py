@@ -1,0 +1,111 @@
+"""Crash repair: the closers that balance an interrupted tail (spec §2).
+
+Pure and deterministic.  It never changes existing events; it returns events to append:
+one synthetic ``tool/result`` per unanswered tool-call block of the open turn —
+``TOOL_NOT_STARTED`` when no ``tool/call`` was recorded, ``TOOL_OUTCOME_UNKNOWN`` when one
+was — then ``step/end`` (if a step is open) and ``turn/end {interrupted}``.  A balanced log
+yields ``[]``, so repair is idempotent.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import attrs
+
+from runtime import mutants
+from runtime.session.events import Event
+
+TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
+TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
+
+NOT_STARTED_TEXT = "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."
+OUTCOME_UNKNOWN_TEXT = (
+    "The tool call was interrupted after it was recorded, but no result was durably recorded. "
+    "Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the "
+    "operation is read-only or idempotent; if it may have side effects, first verify external "
+    "state or ask the user. Do not retry blindly."
+)
+
+
+@attrs.define
+class _Pending:
+    step: int
+    call_seq: int | None = None
+
+
+def interrupted_turn_closers(events: Sequence[Event]) -> list[Event]:
+    open_turn: int | None = None
+    open_step: int | None = None
+    pending: dict[str, _Pending] = {}
+    for event in events:
+        kind = event.type
+        if kind == "turn/start":
+            open_turn, open_step = event.data["turn"], None
+            pending.clear()
+        elif kind == "turn/end":
+            open_turn, open_step = None, None
+            pending.clear()
+        elif kind == "step/start":
+            open_step = event.data["step"]
+        elif kind == "step/end":
+            pending.clear()
+            open_step = None
+        elif kind == "assistant/message":
+            for block in event.data["message"]["content"]:
+                if block.get("type") == "tool-call":
+                    # a repeated id keeps its first position (JS Map.set semantics)
+                    pending[block["id"]] = _Pending(step=event.data["step"])
+        elif kind == "tool/call":
+            entry = pending.get(event.data["callId"])
+            if entry is not None:
+                entry.call_seq = event.seq
+        elif kind == "tool/result":
+            pending.pop(event.data["message"]["source"]["callId"], None)
+    if open_turn is None or not events:
+        return []
+    last = events[-1]
+    seq, time = last.seq + 1, last.time
+    closers: list[Event] = []
+    for call_id, entry in pending.items():
+        started = entry.call_seq is not None and not mutants.on("repair.not_started_for_recorded")
+        message = {
+            "id": f"interrupted-tool-result-{call_id}-{seq}",
+            "role": "user",
+            "source": {"kind": "tool", "callId": call_id},
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": call_id,
+                    "isError": True,
+                    "content": [{"type": "text", "text": OUTCOME_UNKNOWN_TEXT if started else NOT_STARTED_TEXT}],
+                }
+            ],
+        }
+        error = (
+            {"name": "ToolOutcomeUnknownError", "code": TOOL_OUTCOME_UNKNOWN}
+            if started
+            else {"name": "ToolNotStartedError", "code": TOOL_NOT_STARTED}
+        )
+        data = {"turn": open_turn, "step": entry.step, "message": message, "error": error}
+        sources = (entry.call_seq,) if started else None
+        closers.append(Event("tool/result", seq, time, data, False, "append", sources))
+        seq += 1
+    if open_step is not None:
+        closers.append(Event("step/end", seq, time, {"turn": open_turn, "step": open_step}))
+        seq += 1
+    if mutants.on("repair.seq_gap"):
+        seq += 1
+    closers.append(Event("turn/end", seq, time, {"turn": open_turn, "reason": {"kind": "interrupted"}}))
+    return closers
+
+
+def verdicts(closers: Sequence[Event]) -> dict[str, str]:
+    """callId → ``TOOL_NOT_STARTED``/``TOOL_OUTCOME_UNKNOWN`` for the synthetic results."""
+    out: dict[str, str] = {}
+    for event in closers:
+        if event.type == "tool/result" and event.data.get("error"):
+            code = event.data["error"]["code"]
+            if code in (TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN):
+                out[event.data["message"]["source"]["callId"]] = code
+    return out

@@ -1,0 +1,105 @@
+"""The in-memory session log: dense sequence numbers from 0, atomic appends.
+
+``append`` is an in-memory commit and nothing more: durability is the job of whoever
+listens (the persistence write-behind) and of explicit ``flush`` barriers.  Listeners run
+synchronously inside ``append`` so that the order of events seen by persistence is exactly
+the order of seqs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+from runtime.ports.clock import Clock
+from runtime.session.events import EnvelopeError, Event, SurfaceOp, validate_surface
+from runtime.session.lossless import lossless_copy
+
+Listener = Callable[[Event], None]
+
+
+class SessionSeedError(ValueError):
+    """A resume/fork seed is not a contiguous log from seq 0."""
+
+
+class Session:
+    def __init__(self, session_id: str, clock: Clock, seed: Iterable[Event] = ()) -> None:
+        self.id = session_id
+        self._clock = clock
+        self._log: list[Event] = []
+        self._listeners: list[Listener] = []
+        for index, event in enumerate(seed):
+            if not isinstance(event, Event):
+                raise SessionSeedError(f"seed event at index {index} has an invalid event envelope")
+            if event.seq != index:
+                raise SessionSeedError(
+                    f"seed event at index {index} has seq {event.seq} (expected {index}); "
+                    "seed must be contiguous from 0"
+                )
+            self._log.append(event)
+        self.first_live_seq = len(self._log)
+        if self._log and self._log[-1].type != "session/end-seed":
+            self._log.append(Event("session/end-seed", len(self._log), self._clock.now_ms(), {}))
+
+    @property
+    def seq(self) -> int:
+        """The seq the next appended event will get (= the log length)."""
+        return len(self._log)
+
+    @property
+    def events(self) -> Sequence[Event]:
+        return tuple(self._log)
+
+    def __len__(self) -> int:
+        return len(self._log)
+
+    def __getitem__(self, seq: int) -> Event:
+        return self._log[seq]
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def append(
+        self,
+        type: str,
+        data: Any,
+        *,
+        surface_op: SurfaceOp | None = None,
+        source_event_seqs: Sequence[int] | None = None,
+        ignorable: bool = False,
+    ) -> Event:
+        """Commit one event in memory; ``TypeError`` (nothing stored) for non-lossless data."""
+        copied = lossless_copy(data)
+        op = lossless_copy(surface_op, "surfaceOp") if surface_op is not None else None
+        sources = tuple(source_event_seqs) if source_event_seqs is not None else None
+        event = Event(type, len(self._log), self._clock.now_ms(), copied, ignorable, op, sources)
+        try:
+            validate_surface(event)
+        except EnvelopeError as err:
+            raise ValueError(str(err)) from None
+        if sources is not None and (len(set(sources)) != len(sources) or any(s >= event.seq or s < 0 for s in sources)):
+            raise ValueError(f"sourceEventSeqs of {type} must be unique earlier seqs")
+        self._log.append(event)
+        for listener in tuple(self._listeners):
+            listener(event)
+        return event
+
+    def open_turn(self) -> int | None:
+        """The number of the turn that is open at the end of the log, if any."""
+        for event in reversed(self._log):
+            if event.type == "turn/end":
+                return None
+            if event.type == "turn/start":
+                return int(event.data["turn"])
+        return None
+
+    def last_of(self, type: str) -> Event | None:
+        for event in reversed(self._log):
+            if event.type == type:
+                return event
+        return None
