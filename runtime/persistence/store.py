@@ -37,6 +37,9 @@ class SessionStore:
     def is_live(self, session_id: str | None) -> bool:
         return session_id is not None and session_id in self._bindings
 
+    def session_of(self, session_id: str) -> Session:
+        return self._bindings[session_id].session
+
     def binding(self, session: Session) -> Binding:
         return self._bindings[session.id]
 

@@ -1,0 +1,1 @@
+"""The agent: loop, hooks, plugins (checkpoint policy, approval, sandbox) and resume."""

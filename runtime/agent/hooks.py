@@ -1,0 +1,100 @@
+"""Named waterfalls and mountable plugins.
+
+A waterfall is a chain of handlers ``handler(value, next)`` run in registration order; each
+decides whether and with what to call ``next``, and the last ``next`` is the hook's final
+function.  Policies (checkpoint, approval, sandbox) are plugins that register handlers
+through a :class:`PluginContext`; disposing the context removes exactly what it registered,
+so a runtime works with any subset of policies mounted.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable, Protocol
+
+import attrs
+
+Next = Callable[[Any], Awaitable[Any]]
+Handler = Callable[[Any, Next], Awaitable[Any]]
+
+HOOK_NAMES = (
+    "agent/pre-step",
+    "llm/stream",
+    "tools/pre-execute",
+    "tools/execute",
+    "tools/post-execute",
+    "approval/request",
+)
+
+
+@attrs.define(eq=False)
+class _Entry:
+    handler: Handler
+    owner: object
+
+
+class Hooks:
+    def __init__(self) -> None:
+        self._chains: dict[str, list[_Entry]] = {name: [] for name in HOOK_NAMES}
+
+    def on(self, name: str, handler: Handler, *, owner: object = None, prepend: bool = False) -> Callable[[], None]:
+        if name not in self._chains:
+            raise KeyError(f"unknown hook {name!r}; known hooks: {', '.join(HOOK_NAMES)}")
+        entry = _Entry(handler, owner)
+        chain = self._chains[name]
+        chain.insert(0, entry) if prepend else chain.append(entry)
+
+        def dispose() -> None:
+            if entry in chain:
+                chain.remove(entry)
+
+        return dispose
+
+    def count(self, name: str) -> int:
+        return len(self._chains[name])
+
+    async def waterfall(self, name: str, value: Any, final: Callable[[Any], Awaitable[Any]]) -> Any:
+        chain = tuple(self._chains[name])
+
+        async def call(index: int, current: Any) -> Any:
+            if index == len(chain):
+                return await final(current)
+            return await chain[index].handler(current, lambda nxt: call(index + 1, nxt))
+
+        return await call(0, value)
+
+
+class Plugin(Protocol):
+    name: str
+
+    def apply(self, ctx: "PluginContext") -> None: ...
+
+
+class PluginContext:
+    """What a plugin registers through here is removed again by :meth:`dispose`."""
+
+    def __init__(self, hooks: Hooks, plugin: Plugin) -> None:
+        self._hooks = hooks
+        self.plugin = plugin
+        self._disposers: list[Callable[[], None]] = []
+        self.disposed = False
+
+    @property
+    def hooks(self) -> Hooks:
+        return self._hooks
+
+    def on(self, name: str, handler: Handler, *, prepend: bool = False) -> None:
+        self._disposers.append(self._hooks.on(name, handler, owner=self.plugin, prepend=prepend))
+
+    def on_dispose(self, callback: Callable[[], None]) -> None:
+        self._disposers.append(callback)
+
+    def dispose(self) -> None:
+        while self._disposers:
+            self._disposers.pop()()
+        self.disposed = True
+
+
+def mount(hooks: Hooks, plugin: Plugin) -> PluginContext:
+    ctx = PluginContext(hooks, plugin)
+    plugin.apply(ctx)
+    return ctx

@@ -1,0 +1,81 @@
+"""Built-in file tools confined to the workspace: ``read_file`` and ``write_file``.
+
+Paths are resolved lexically against the workspace root and must stay inside it
+(``..`` cannot climb out).  Both go through the filesystem port, so in a simulation they
+act on the simulated disk.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from runtime.persistence.durable import read_all
+from runtime.ports.fs import FileSystem, OpenFlags
+from runtime.tools.registry import ToolExecution
+from runtime.tools.results import HarnessError, ToolResult
+
+
+class WorkspaceEscapeError(HarnessError):
+    name = "WorkspaceEscapeError"
+    code = "WORKSPACE_ESCAPE"
+
+
+def confine_path(workspace: str, path: Any) -> str:
+    if not isinstance(path, str) or not path:
+        raise HarnessError("path must be a non-empty string", name="InvalidArguments", code="INVALID_ARGUMENTS")
+    resolved = posixpath.normpath(posixpath.join(workspace, path))
+    if resolved != workspace and not resolved.startswith(workspace.rstrip("/") + "/"):
+        raise WorkspaceEscapeError(f'path "{path}" is outside the workspace')
+    return resolved
+
+
+def _args(ex: ToolExecution) -> dict[str, Any]:
+    if not isinstance(ex.arguments, dict):
+        raise HarnessError("arguments must be a JSON object", name="InvalidArguments", code="INVALID_ARGUMENTS")
+    return ex.arguments
+
+
+class ReadFileTool:
+    name = "read_file"
+    description = "Read a UTF-8 text file inside the workspace. Arguments: {path}."
+    requires_approval = False
+
+    def __init__(self, fs: FileSystem, workspace: str) -> None:
+        self._fs = fs
+        self._workspace = posixpath.normpath(workspace)
+
+    def is_concurrency_safe(self, arguments: Any) -> bool:
+        return True
+
+    async def execute(self, ex: ToolExecution) -> ToolResult:
+        path = confine_path(self._workspace, _args(ex).get("path"))
+        data = await read_all(self._fs, path)
+        return ToolResult.text(data.decode("utf-8", errors="replace"))
+
+
+class WriteFileTool:
+    name = "write_file"
+    description = "Write a UTF-8 text file inside the workspace (replacing it). Arguments: {path, content}."
+    requires_approval = False
+
+    def __init__(self, fs: FileSystem, workspace: str) -> None:
+        self._fs = fs
+        self._workspace = posixpath.normpath(workspace)
+
+    def is_concurrency_safe(self, arguments: Any) -> bool:
+        return False
+
+    async def execute(self, ex: ToolExecution) -> ToolResult:
+        args = _args(ex)
+        path = confine_path(self._workspace, args.get("path"))
+        content = args.get("content")
+        if not isinstance(content, str):
+            raise HarnessError("content must be a string", name="InvalidArguments", code="INVALID_ARGUMENTS")
+        fd = await self._fs.open(path, OpenFlags.WRITE | OpenFlags.CREATE | OpenFlags.TRUNCATE, 0o644)
+        try:
+            await self._fs.write(fd, content.encode())
+            await self._fs.fsync(fd)
+        finally:
+            await self._fs.close(fd)
+        return ToolResult.text(f"wrote {len(content.encode())} bytes to {posixpath.relpath(path, self._workspace)}")

@@ -1,0 +1,156 @@
+"""Running one assistant step's tool calls (spec §5.1, §5.3).
+
+Calls run in model order.  A concurrency-safe call opens a parallel group over the following
+concurrency-safe calls (at most ``max_parallel`` in flight); any other call runs alone.
+``tool/call`` is appended when a call starts; ``tool/result`` events are committed in model
+order, each as soon as every earlier call has settled.  On abort no further call starts;
+started calls drain; every unstarted call still gets a ``tool/call`` and an
+``ABORTED_BEFORE_DISPATCH`` result, so a cancelled (not crashed) step never leaves a dangling
+call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import attrs
+import trio
+
+from runtime.agent.signal import AbortSignal
+from runtime.ports.probe import Probe
+from runtime.session.session import Session
+from runtime.tools import results as R
+from runtime.tools.registry import ToolExecution, ToolRegistry, parse_arguments
+from runtime.tools.results import ToolResult
+
+DEFAULT_MAX_PARALLEL_TOOL_CALLS = 10
+
+
+@attrs.frozen
+class ToolCallBlock:
+    id: str
+    name: str
+    arguments: str  # raw JSON string
+
+
+def tool_result_message(call_id: str, result: ToolResult) -> dict[str, Any]:
+    return {
+        "id": f"tool-result-{call_id}",
+        "role": "user",
+        "source": {"kind": "tool", "callId": call_id},
+        "content": [
+            {"type": "tool-result", "toolCallId": call_id, "isError": result.is_error, "content": list(result.content)}
+        ],
+    }
+
+
+class StepTools:
+    """The tool calls of one step, and their events in one session."""
+
+    def __init__(
+        self,
+        *,
+        session: Session,
+        registry: ToolRegistry,
+        probe: Probe,
+        agent: Any,
+        turn: int,
+        step: int,
+        signal: AbortSignal,
+        max_parallel: int = DEFAULT_MAX_PARALLEL_TOOL_CALLS,
+    ) -> None:
+        if type(max_parallel) is not int or max_parallel < 1:
+            raise ValueError("maxParallelToolCalls must be a positive integer")
+        self._session = session
+        self._registry = registry
+        self._probe = probe
+        self._agent = agent
+        self._turn = turn
+        self._step = step
+        self._signal = signal
+        self._max_parallel = max_parallel
+        self._call_seqs: dict[str, int] = {}
+        self._settled: dict[int, ToolResult] = {}
+        self._committed = 0
+        self._calls: list[ToolCallBlock] = []
+        self.results: list[ToolResult] = []
+
+    async def run(self, calls: Sequence[ToolCallBlock]) -> list[ToolResult]:
+        self._calls = list(calls)
+        index = 0
+        while index < len(self._calls) and not self._signal.aborted:
+            call = self._calls[index]
+            if self._registry.execution_mode(call.name, parse_arguments(call.arguments)) == "exclusive":
+                await self._start(index)
+                await self._execute(index)
+                index += 1
+                continue
+            index = await self._run_group(index)
+        for skipped in range(index, len(self._calls)):
+            await self._start(skipped)
+            await self._settle(skipped, R.aborted_before_dispatch())
+        return self.results
+
+    async def _run_group(self, first: int) -> int:
+        limiter = trio.Semaphore(self._max_parallel)
+        index = first
+        async with trio.open_nursery() as nursery:
+            while index < len(self._calls) and not self._signal.aborted:
+                call = self._calls[index]
+                if index > first and self._registry.execution_mode(call.name, parse_arguments(call.arguments)) != "parallel":
+                    break
+                await limiter.acquire()
+                if self._signal.aborted:
+                    limiter.release()
+                    break
+                await self._start(index)
+                nursery.start_soon(self._execute_released, index, limiter)
+                index += 1
+        return index
+
+    async def _execute_released(self, index: int, limiter: trio.Semaphore) -> None:
+        try:
+            await self._execute(index)
+        finally:
+            limiter.release()
+
+    async def _start(self, index: int) -> None:
+        call = self._calls[index]
+        event = self._session.append(
+            "tool/call",
+            {"turn": self._turn, "step": self._step, "callId": call.id, "name": call.name, "arguments": call.arguments},
+        )
+        self._call_seqs[call.id] = event.seq
+        await self._probe.at("tools.call.appended", call_id=call.id, tool=call.name, seq=event.seq)
+
+    async def _execute(self, index: int) -> None:
+        call = self._calls[index]
+        ex = ToolExecution(
+            call_id=call.id,
+            root_call_id=call.id,
+            name=call.name,
+            arguments=parse_arguments(call.arguments),
+            raw_arguments=call.arguments,
+            signal=self._signal.child(),
+            agent=self._agent,
+            registry=self._registry,
+        )
+        result = await self._registry.run(ex)
+        await self._settle(index, result)
+
+    async def _settle(self, index: int, result: ToolResult) -> None:
+        self._settled[index] = result
+        while self._committed in self._settled:
+            slot = self._committed
+            call = self._calls[slot]
+            settled = self._settled.pop(slot)
+            data: dict[str, Any] = {"turn": self._turn, "step": self._step, "message": tool_result_message(call.id, settled)}
+            info = settled.error.info() if settled.error else None
+            if info is not None:
+                data["error"] = info
+            if settled.meta is not None:
+                data["meta"] = settled.meta
+            self._session.append("tool/result", data, surface_op="append", source_event_seqs=[self._call_seqs[call.id]])
+            self.results.append(settled)
+            self._committed += 1
+            await self._probe.at("tools.result.appended", call_id=call.id, tool=call.name)
