@@ -15,12 +15,13 @@ import attrs
 
 from runtime import mutants
 from runtime.persistence import context
-from runtime.persistence.durable import ensure_dir_durable, exists, publish_new_file, read_stable
+from runtime.persistence.durable import close_after_error, ensure_dir_durable, exists, publish_new_file, read_prefix, read_stable
 from runtime.persistence.errors import (
     LayoutError,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionFormatUnsupportedError,
+    SessionHandleClosedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceNotFoundError,
 )
@@ -37,7 +38,9 @@ from runtime.persistence.log_format import (
     decode_log,
     encode_batch,
     encode_header,
+    header_of,
 )
+from runtime.persistence.zstd_frames import FrameFormatError, first_frame
 from runtime.ports import Ports
 from runtime.session.events import Event
 from runtime.session.vocabulary import SESSION_FORMAT_VERSION
@@ -45,12 +48,21 @@ from runtime.session.vocabulary import SESSION_FORMAT_VERSION
 
 @attrs.frozen
 class SessionStat:
+    """What ``stat`` (full decode) and ``list`` (header only) report about a session.
+
+    ``list`` reads only the header, so its ``event_count`` and ``torn_bytes`` are ``None``;
+    a created session not yet materialized has the revision :data:`UNMATERIALIZED`.
+    """
+
     header: SessionHeader
     revision: str
-    event_count: int
+    event_count: int | None
     size_bytes: int
     path: str
-    torn_bytes: int
+    torn_bytes: int | None
+
+
+UNMATERIALIZED = "unmaterialized"
 
 
 @attrs.frozen
@@ -105,12 +117,12 @@ class JsonlBackend:
         if access == "read":
             claimed = self._claims.get(session_id)
             if claimed is not None and not claimed.materialized:
-                return ReadHandle(self, session_id, None)
+                return ReadHandle(self, session_id, None, claimed.header)
             located = await self._locate(session_id)
             if located is None:
                 raise SessionPersistenceNotFoundError(session_id)
-            await self._decode(session_id, located)  # refuse unreadable logs at open
-            return ReadHandle(self, session_id, self._paths_of(located))
+            decoded = await self._decode(session_id, located)  # refuse unreadable logs at open
+            return ReadHandle(self, session_id, self._paths_of(located), decoded.header)
         if access != "write":
             raise ValueError(f'access must be "read" or "write", got {access!r}')
         if session_id in self._claims:
@@ -129,7 +141,7 @@ class JsonlBackend:
         except BaseException:
             self._claims.pop(session_id, None)
             if lock_fd is not None:
-                await self.fs.close(lock_fd)
+                await close_after_error(self.fs, lock_fd)
             raise
         torn = decoded.torn
         handle = WriteHandle(
@@ -151,6 +163,8 @@ class JsonlBackend:
         for handle in [h for h in self._claims.values() if h is not None]:
             try:
                 await handle.flush()
+            except SessionHandleClosedError:
+                pass  # closed concurrently: its close already drained it (spec §10.2)
             except Exception as err:  # collected and re-raised below
                 errors.append(err)
         if errors:
@@ -166,7 +180,17 @@ class JsonlBackend:
 
     # -- observation -----------------------------------------------------------------------
 
+    def _pending_stat(self, session_id: str) -> SessionStat | None:
+        """A created session is visible to its own backend before it has a file (spec §10.2)."""
+        handle = self._claims.get(session_id)
+        if handle is None or handle.materialized:
+            return None
+        return SessionStat(handle.header, UNMATERIALIZED, 0, 0, handle.paths.log, 0)
+
     async def stat(self, session_id: str) -> SessionStat:
+        pending = self._pending_stat(session_id)
+        if pending is not None:
+            return pending
         located = await self._locate(session_id)
         if located is None:
             raise SessionPersistenceNotFoundError(session_id)
@@ -176,28 +200,56 @@ class JsonlBackend:
         return SessionStat(decoded.header, st.revision(), len(decoded.events), len(data), located.log, torn_bytes)
 
     async def list(self) -> list[SessionStat]:
-        """Every materialized session under the root, ordered by project then id directory."""
+        """Every session under the root (by project, then id directory), from headers only.
+
+        Only the header is read (spec §3.8), so damage in later frames does not hide a
+        session; files without a complete header yet are skipped.  Sessions created by this
+        backend but not yet materialized follow.
+        """
         out: list[SessionStat] = []
-        if not await exists(self.fs, self.root):
-            return out
-        for project in await self.fs.listdir(self.root):
-            project_dir = f"{self.root}/{project}"
-            if not (await self.fs.stat(project_dir)).is_dir:
-                continue
-            for entry in await self.fs.listdir(project_dir):
-                path = f"{project_dir}/{entry}"
-                if not (await self.fs.stat(path)).is_dir:
-                    if ".jsonl" in entry:
-                        raise self._flat_layout_error(path)
+        if await exists(self.fs, self.root):
+            for project in await self.fs.listdir(self.root):
+                project_dir = f"{self.root}/{project}"
+                if not (await self.fs.stat(project_dir)).is_dir:
                     continue
-                located = await self._generation_in(path)
-                if located is None:
-                    continue
-                data, st = await read_stable(self.fs, located.log)
-                decoded = self._decode_bytes(entry, located, data, check_id=False)
-                torn_bytes = decoded.torn.torn_bytes if decoded.torn else 0
-                out.append(SessionStat(decoded.header, st.revision(), len(decoded.events), len(data), located.log, torn_bytes))
+                for entry in await self.fs.listdir(project_dir):
+                    path = f"{project_dir}/{entry}"
+                    if not (await self.fs.stat(path)).is_dir:
+                        if ".jsonl" in entry:
+                            raise self._flat_layout_error(path)
+                        continue
+                    located = await self._generation_in(path)
+                    if located is not None:
+                        listed = await self._list_one(entry, located)
+                        if listed is not None:
+                            out.append(listed)
+        listed_ids = {stat.header.id for stat in out}
+        for session_id in sorted(self._claims):
+            pending = self._pending_stat(session_id)
+            if pending is not None and session_id not in listed_ids:
+                out.append(pending)
         return out
+
+    async def _list_one(self, label: str, located: Located) -> SessionStat | None:
+        if located.version != SESSION_FORMAT_VERSION:
+            raise SessionFormatUnsupportedError.version(label, located.version, located.log)
+        complete = _has_newline if self.compression == "none" else _has_first_frame
+        for _ in range(2):
+            before = await self.fs.stat(located.log)
+            data = await read_prefix(self.fs, located.log, complete)
+            after = await self.fs.stat(located.log)
+            if before.revision() == after.revision():
+                break
+        try:
+            header = header_of(data, self.compression)
+        except LogVersionUnsupported as err:
+            raise SessionFormatUnsupportedError.version(label, err.version, located.log) from None
+        except LogCorruption as err:
+            raise SessionPersistenceCorruptionError(label, str(err), located.log) from None
+        if header is None:
+            return None
+        self._check_identity(header, located)
+        return SessionStat(header, after.revision(), None, after.size, located.log, None)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -218,6 +270,8 @@ class JsonlBackend:
         found: list[Located] = []
         for project in await self.fs.listdir(self.root):
             project_dir = f"{self.root}/{project}"
+            if not (await self.fs.stat(project_dir)).is_dir:
+                continue  # a stray file in the root is not a project directory
             for suffix in (".jsonl", ".jsonl.zstd"):
                 if await exists(self.fs, f"{project_dir}/{encoded}{suffix}"):
                     raise self._flat_layout_error(f"{project_dir}/{encoded}{suffix}")
@@ -265,7 +319,10 @@ class JsonlBackend:
 
     async def _read_events(self, session_id: str, paths: SessionPaths | None) -> Sequence[Event]:
         if paths is None:
-            return ()
+            # opened while the creator was unmaterialized: empty until it publishes
+            claimed = self._claims.get(session_id)
+            if claimed is not None and not claimed.materialized:
+                return ()
         located = await self._locate(session_id)
         if located is None:
             raise SessionPersistenceNotFoundError(session_id)
@@ -275,33 +332,34 @@ class JsonlBackend:
         data, _ = await read_stable(self.fs, located.log)
         return self._decode_bytes(session_id, located, data)
 
-    def _decode_bytes(self, session_id: str, located: Located, data: bytes, *, check_id: bool = True) -> DecodedLog:
+    def _decode_bytes(self, session_id: str, located: Located, data: bytes) -> DecodedLog:
         if located.version != SESSION_FORMAT_VERSION:
             raise SessionFormatUnsupportedError.version(session_id, located.version, located.log)
         try:
             decoded = decode_log(data, self.compression)
         except LogVersionUnsupported as err:
-            raise SessionFormatUnsupportedError(
-                f'session "{session_id}": "{located.log}" filename identifies v{located.version}, but its header '
-                f"identifies v{err.version}",
-                located.log,
-            ) from None
+            # the header is the authority on its format: newer → upgrade, older → no path
+            raise SessionFormatUnsupportedError.version(session_id, err.version, located.log) from None
         except LogUnknownEventType as err:
             raise SessionFormatUnsupportedError.unknown_type(session_id, err.kind, err.seq, located.log) from None
         except LogCorruption as err:
             raise SessionPersistenceCorruptionError(session_id, str(err), located.log) from None
         header = decoded.header
-        if check_id and header.id != session_id:
+        if header.id != session_id:
             raise SessionPersistenceCorruptionError(
                 session_id,
                 f'corrupt session log "{located.log}": requested id "{session_id}" does not match header id "{header.id}"',
             )
+        self._check_identity(header, located)
+        return decoded
+
+    def _check_identity(self, header: SessionHeader, located: Located) -> None:
+        """The header's id and cwd must name the directory the file was found in."""
         expected = SessionPaths.of(self.root, header.cwd, header.id, self.compression).session_dir
         if expected != located.session_dir:
             raise SessionPersistenceCorruptionError(
                 header.id, f'corrupt session log "{located.log}": header id "{header.id}" and cwd identify "{expected}"'
             )
-        return decoded
 
     async def _materialize(self, handle: WriteHandle, batch: Sequence[Event]) -> None:
         """First publication (spec §3.6): durable dirs, lock, temp + fsync, link, dir fsync."""
@@ -326,6 +384,17 @@ class JsonlBackend:
                     f'refusing to materialize "{handle.session_id}": a log already exists on disk (load/resume it instead)'
                 ) from None
         handle._materialized(len(data))
+
+
+def _has_newline(data: bytes) -> bool:
+    return b"\n" in data
+
+
+def _has_first_frame(data: bytes) -> bool:
+    try:
+        return first_frame(data) is not None
+    except FrameFormatError:
+        return True  # not a frame at all: stop reading, header_of decides
 
 
 def current_generation_name(compression: str) -> str:

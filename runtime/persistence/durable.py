@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import errno
 import posixpath
+from typing import Callable
+
+import trio
 
 from runtime import mutants
 from runtime.persistence.errors import AppendRollbackError
@@ -17,17 +20,39 @@ from runtime.ports.fs import FileSystem, OpenFlags, StatResult
 READ_CHUNK = 1 << 20
 
 
+async def close_shielded(fs: FileSystem, fd: int) -> None:
+    """Close even inside a cancelled scope: an unshielded close would leak the descriptor."""
+    with trio.CancelScope(shield=True):
+        await fs.close(fd)
+
+
+async def close_after_error(fs: FileSystem, fd: int) -> None:
+    """Close while an error unwinds: shielded, and never masking the error in flight.
+
+    A failing close here (or one refused because the process is already dead) must not
+    replace the exception that explains what happened.
+    """
+    with trio.CancelScope(shield=True):
+        try:
+            await fs.close(fd)
+        except Exception:
+            pass
+
+
 async def read_all(fs: FileSystem, path: str) -> bytes:
     fd = await fs.open(path, OpenFlags.READ)
+    parts: list[bytes] = []
     try:
-        parts: list[bytes] = []
         while True:
             chunk = await fs.read(fd, READ_CHUNK)
             if not chunk:
-                return b"".join(parts)
+                break
             parts.append(chunk)
-    finally:
-        await fs.close(fd)
+    except BaseException:
+        await close_after_error(fs, fd)
+        raise
+    await close_shielded(fs, fd)
+    return b"".join(parts)
 
 
 async def read_stable(fs: FileSystem, path: str) -> tuple[bytes, StatResult]:
@@ -48,7 +73,7 @@ async def read_stable(fs: FileSystem, path: str) -> tuple[bytes, StatResult]:
 async def exists(fs: FileSystem, path: str) -> bool:
     try:
         await fs.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return False
     return True
 
@@ -71,27 +96,40 @@ async def ensure_dir_durable(fs: FileSystem, path: str) -> None:
 
 
 async def publish_new_file(fs: FileSystem, final: str, temp: str, data: bytes) -> None:
-    """Write ``data`` to ``temp``, fsync, hard-link to ``final`` (never overwriting), fsync the dir."""
+    """Write ``data`` to ``temp``, fsync, hard-link to ``final`` (never overwriting), fsync the dir.
+
+    Any failure undoes what this call made (the temp file and, if the directory fsync
+    failed, the new link), so the caller can simply retry the publication; otherwise an
+    undurable link would refuse every retry as "a log already exists".
+    """
     fd = await fs.open(temp, OpenFlags.WRITE | OpenFlags.CREATE | OpenFlags.EXCLUSIVE, 0o600)
+    linked = False
     try:
-        await fs.write(fd, data)
-        await fs.fsync(fd)
-    finally:
-        await fs.close(fd)
-    try:
+        try:
+            await fs.write(fd, data)
+            await fs.fsync(fd)
+        except BaseException:
+            await close_after_error(fs, fd)
+            raise
+        await close_shielded(fs, fd)
         await fs.link(temp, final)
+        linked = True
+        if not mutants.on("persist.skip_dir_fsync_after_link"):
+            await fs.fsync_dir(posixpath.dirname(final))
     except BaseException:
-        await _unlink_quietly(fs, temp)
+        with trio.CancelScope(shield=True):
+            if linked:
+                await _unlink_quietly(fs, final)
+            await _unlink_quietly(fs, temp)
         raise
-    if not mutants.on("persist.skip_dir_fsync_after_link"):
-        await fs.fsync_dir(posixpath.dirname(final))
     await _unlink_quietly(fs, temp)
 
 
 async def _unlink_quietly(fs: FileSystem, path: str) -> None:
+    """Best-effort removal (also used while an error unwinds: it must not mask it)."""
     try:
         await fs.unlink(path)
-    except OSError:
+    except Exception:
         pass
 
 
@@ -100,8 +138,10 @@ async def truncate_durable(fs: FileSystem, path: str, size: int) -> None:
     try:
         await fs.ftruncate(fd, size)
         await fs.fsync(fd)
-    finally:
-        await fs.close(fd)
+    except BaseException:
+        await close_after_error(fs, fd)
+        raise
+    await close_shielded(fs, fd)
 
 
 class AppendResult:
@@ -121,42 +161,69 @@ async def append_durable(fs: FileSystem, path: str, data: bytes, expected_size: 
     same records twice in the file.
     """
     fd = await fs.open(path, OpenFlags.WRITE | OpenFlags.APPEND)
-    prior = expected_size
     try:
         size = (await fs.fstat(fd)).size
-        if size < expected_size:
-            raise OSError(errno.EIO, f'stored log "{path}" shrank below a previously observed prefix ({size} < {expected_size})')
+    except BaseException:
+        await close_after_error(fs, fd)
+        raise
+    if size < expected_size:
+        # not rolled back: truncating "back" to a larger size would pad the log with zeros
+        await close_after_error(fs, fd)
+        raise OSError(errno.EIO, f'stored log "{path}" shrank below a previously observed prefix ({size} < {expected_size})')
+    deferred = False
+    try:
         if size > expected_size:
             await fs.ftruncate(fd, expected_size)
             await fs.fsync(fd)
         await fs.write(fd, data)
-        if mutants.on("persist.ack_before_fsync"):
-            return AppendResult(prior, prior + len(data), True)
-        if not mutants.on("persist.skip_fsync_on_append"):
+        deferred = mutants.on("persist.ack_before_fsync")
+        if not deferred and not mutants.on("persist.skip_fsync_on_append"):
             try:
                 await fs.fsync(fd)
             except OSError:
                 if not mutants.on("persist.swallow_fsync_error"):
                     raise
-        return AppendResult(prior, prior + len(data), False)
     except OSError as original:
-        await fs.close(fd)
-        fd = -1
+        await close_after_error(fs, fd)
         if mutants.on("persist.skip_rollback_truncate"):
             raise
         try:
-            await truncate_durable(fs, path, prior)
+            await truncate_durable(fs, path, expected_size)
         except OSError as rollback:
             raise AppendRollbackError(path, original, rollback) from None
         raise
-    finally:
-        if fd >= 0:
-            await fs.close(fd)
+    except BaseException:
+        await close_after_error(fs, fd)
+        raise
+    await close_shielded(fs, fd)
+    return AppendResult(expected_size, expected_size + len(data), deferred)
+
+
+async def read_prefix(fs: FileSystem, path: str, complete: Callable[[bytes], bool], chunk: int = 8192) -> bytes:
+    """Read from the start until ``complete(prefix)`` holds or EOF (header-only reads)."""
+    fd = await fs.open(path, OpenFlags.READ)
+    data = b""
+    try:
+        while True:
+            part = await fs.read(fd, chunk)
+            if not part:
+                break
+            data += part
+            if complete(data):
+                break
+            chunk = min(chunk * 2, READ_CHUNK)
+    except BaseException:
+        await close_after_error(fs, fd)
+        raise
+    await close_shielded(fs, fd)
+    return data
 
 
 async def fsync_path(fs: FileSystem, path: str) -> None:
     fd = await fs.open(path, OpenFlags.READ)
     try:
         await fs.fsync(fd)
-    finally:
-        await fs.close(fd)
+    except BaseException:
+        await close_after_error(fs, fd)
+        raise
+    await close_shielded(fs, fd)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Sequence
 import trio
 
 from runtime.persistence import context
-from runtime.persistence.durable import append_durable, fsync_path, truncate_durable
+from runtime.persistence.durable import append_durable, close_after_error, fsync_path, truncate_durable
 from runtime.persistence.errors import (
     SessionHandleClosedError,
     SessionPersistenceCorruptionError,
@@ -24,8 +24,8 @@ from runtime.persistence.header import SessionHeader
 from runtime.persistence.layout import SessionPaths
 from runtime.persistence.lease import release_lock
 from runtime.persistence.log_format import TornTail, encode_batch
-from runtime.session.events import Event
-from runtime.session.lossless import is_safe_integer, lossless_copy
+from runtime.session.events import EnvelopeError, Event, checked_copy
+from runtime.session.lossless import is_safe_integer
 
 if TYPE_CHECKING:
     from runtime.persistence.backend import JsonlBackend
@@ -38,13 +38,32 @@ def _check_range(offset: int, length: int | None) -> None:
         raise ValueError(f"read length must be a non-negative safe integer, got {length!r}")
 
 
+def _admit(event: Event) -> Event:
+    """A private, validated copy of an event to store.
+
+    Non-lossless data is a ``TypeError`` (``losslessly JSON-serializable``); any other
+    envelope defect is a ``ValueError``.  Storing only what :meth:`Event.from_record` reads
+    back means an append can never make its own log unreadable, and the copy means the
+    caller cannot change a batch while it waits for the chain.
+    """
+    if not isinstance(event, Event):
+        raise TypeError(f"append expects Event objects, got {type(event).__name__}")
+    try:
+        return checked_copy(event)
+    except EnvelopeError as err:
+        raise ValueError(f"cannot append an invalid event: {err}") from None
+
+
 class ReadHandle:
     access = "read"
 
-    def __init__(self, backend: "JsonlBackend", session_id: str, paths: SessionPaths | None) -> None:
+    def __init__(
+        self, backend: "JsonlBackend", session_id: str, paths: SessionPaths | None, header: SessionHeader | None = None
+    ) -> None:
         self._backend = backend
         self.session_id = session_id
         self.paths = paths
+        self.header = header
         self._observed = 0
         self._closed = False
 
@@ -135,13 +154,12 @@ class WriteHandle:
     async def append(self, events: Sequence[Event]) -> None:
         """Durably append one batch (one zstd frame); returns only after fsync."""
         self._check_open("append")
-        batch = list(events)
+        batch = [_admit(event) for event in events]
         if not batch:
             return
         for index, event in enumerate(batch):
             if event.seq != self._next_seq + index:
                 raise SessionSeqMismatchError(self.session_id, self._next_seq + index, index, event.seq)
-            lossless_copy(event.data)
         async with self._chain:
             self._check_open("append")
             if batch[0].seq != self._next_seq:
@@ -157,6 +175,7 @@ class WriteHandle:
         """Durability barrier of the handle: publishes an empty created session (header only)."""
         self._check_open("flush")
         async with self._chain:
+            self._check_open("flush")
             if not self.materialized:
                 await self._backend._materialize(self, [])
             elif self._fsync_owed:
@@ -205,11 +224,16 @@ class WriteHandle:
             try:
                 if self._fsync_owed and self.materialized:
                     await fsync_path(self._fs, self.paths.log)
-            finally:
+            except BaseException:
                 self._backend._release(self)
                 if self._lock_fd is not None:
                     fd, self._lock_fd = self._lock_fd, None
-                    await release_lock(self._fs, fd)
+                    await close_after_error(self._fs, fd)  # the error in flight explains more
+                raise
+            self._backend._release(self)  # ownership is freed even if the release below fails
+            if self._lock_fd is not None:
+                fd, self._lock_fd = self._lock_fd, None
+                await release_lock(self._fs, fd)
 
     async def __aenter__(self) -> "WriteHandle":
         return self

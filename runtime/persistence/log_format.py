@@ -20,7 +20,14 @@ import attrs
 
 from runtime import mutants
 from runtime.persistence.header import HeaderError, HeaderVersionError, SessionHeader, parse_header
-from runtime.persistence.zstd_frames import FrameFormatError, compress_frame, decode_frame, decode_torn_frame, scan_frames
+from runtime.persistence.zstd_frames import (
+    FrameFormatError,
+    compress_frame,
+    decode_frame,
+    decode_torn_frame,
+    first_frame,
+    scan_frames,
+)
 from runtime.session.events import EnvelopeError, Event
 from runtime.session.lossless import dumps
 from runtime.session.vocabulary import KNOWN_EVENT_TYPES
@@ -81,17 +88,40 @@ def encode_batch(events: Sequence[Event], compression: str) -> bytes:
     return compress_frame(lines) if compression == "zstd" else lines
 
 
+def _parse_int(text: str) -> Any:
+    # JSON "-0" is an integer to Python but negative zero to JavaScript; the reference
+    # refuses it (seqs, createdAt, delegationDepth), so keep it distinguishable.
+    return -0.0 if text == "-0" else int(text)
+
+
+def _loads(line: bytes) -> Any:
+    return json.loads(line, parse_int=_parse_int)
+
+
+class _Unparsable(ValueError):
+    """A line that is not a JSON object: what a torn or garbage write leaves behind."""
+
+
+def _parse_record(line: bytes) -> dict[str, Any]:
+    try:
+        record = _loads(line)
+    except ValueError:
+        raise _Unparsable("not valid JSON") from None
+    if type(record) is not dict:
+        raise _Unparsable("not a JSON object")
+    return record
+
+
 def _parse_line(line: bytes) -> Event:
     try:
-        record = json.loads(line)
-    except ValueError:
-        raise EnvelopeError("not valid JSON") from None
-    return Event.from_record(record)
+        return Event.from_record(_parse_record(line))
+    except _Unparsable as err:
+        raise EnvelopeError(str(err)) from None
 
 
 def _header_from_line(line: bytes) -> SessionHeader:
     try:
-        record = json.loads(line)
+        record = _loads(line)
     except ValueError:
         raise LogCorruption("corrupt session log: header line is not valid JSON") from None
     try:
@@ -137,15 +167,23 @@ def _decode_raw(data: bytes) -> DecodedLog:
         line = data[pos:nl]
         pos = nl + 1
         try:
-            event = _parse_line(line)
-        except EnvelopeError:
+            record = _parse_record(line)
+        except _Unparsable:
             if issue is None:
                 issue = f"corrupt session log: unparsable committed event at line {line_no}"
             continue
         if issue is not None:
-            if event.type == "turn/end":
+            # inside a tolerated crash tail only a turn/end matters: it proves the damage
+            # is in the committed region
+            if record.get("type") == "turn/end":
                 raise LogCorruption(issue)
             continue
+        try:
+            event = Event.from_record(record)
+        except EnvelopeError as err:
+            # a complete JSON object is not a torn write: refuse instead of dropping it
+            # (and everything after it) as a crash tail
+            raise LogCorruption(f"corrupt session log: invalid committed event at line {line_no}: {err}") from None
         if event.seq != len(events):
             issue = f"corrupt session log: seq gap in committed region at line {line_no} (expected {len(events)}, got {event.seq})"
             if event.type == "turn/end":
@@ -219,25 +257,37 @@ def _decode_zstd(data: bytes) -> DecodedLog:
 
 
 def header_of(data: bytes, compression: str) -> SessionHeader | None:
-    """The header alone (for listing); ``None`` when the file has no complete header yet."""
+    """The header alone, from a prefix of the file (for listing; spec §3.8).
+
+    ``None`` when ``data`` holds no complete header record yet (empty, magic-only or a
+    header frame cut short) or when its first record is not a session header at all; a
+    complete header frame that fails its checksum, or holds more than the header line, is
+    corruption.  Later frames are never looked at, so damage there does not hide the
+    session from a listing.
+    """
     if compression == "none":
         end = data.find(b"\n")
-        return _header_from_line(data[:end]) if end >= 0 else None
-    scan_error: Any = None
+        if end < 0:
+            return None
+        line = data[:end]
+    else:
+        try:
+            layout = first_frame(data)
+        except FrameFormatError:
+            return None
+        if layout is None:
+            return None
+        try:
+            head = decode_frame(data[: layout.end], 0)
+        except FrameFormatError:
+            raise LogCorruption("corrupt Zstandard session log: header frame failed validation") from None
+        if not head.endswith(b"\n") or head.count(b"\n") != 1:
+            raise LogCorruption("corrupt Zstandard session log: first frame is not exactly one header line")
+        line = head[:-1]
     try:
-        scan = scan_frames(data)
-    except FrameFormatError as err:
-        scan_error = err
-        scan = None
-    if scan is None or not scan.frames:
-        if scan_error is not None:
-            raise LogCorruption(str(scan_error))
+        record = _loads(line)
+    except ValueError:
         return None
-    start, end = scan.frames[0]
-    try:
-        head = decode_frame(data[start:end], start)
-    except FrameFormatError:
-        raise LogCorruption("corrupt Zstandard session log: header frame failed validation") from None
-    if not head.endswith(b"\n") or head.count(b"\n") != 1:
-        raise LogCorruption("corrupt Zstandard session log: first frame is not exactly one header line")
-    return _header_from_line(head[:-1])
+    if type(record) is not dict or record.get("type") != "session":
+        return None
+    return _header_from_line(line)

@@ -24,11 +24,21 @@ import trio
 from runtime import mutants
 from runtime.persistence import context
 from runtime.session.events import Event
+from runtime.session.lossless import lossless_copy
 
 WINDOW_SECONDS = 0.200
 log = logging.getLogger("dsh.persistence")
 
 Sink = Callable[[Sequence[Event]], Awaitable[None]]
+
+
+def _own(event: Event) -> Event:
+    """The queue's own copy of an event (the reference structured-clones on admission)."""
+    try:
+        data = lossless_copy(event.data)
+        return Event(event.type, event.seq, event.time, data, event.ignorable, event.surface_op, event.source_event_seqs)
+    except TypeError:
+        return event  # not storable: the sink refuses it and the failure is reported
 
 
 class _Barrier:
@@ -42,10 +52,18 @@ class _Barrier:
         self._error = error
         self._done.set()
 
-    async def wait(self) -> None:
+    async def wait(self) -> bool:
+        """``True`` when the barrier succeeded; its failure is raised.
+
+        ``False`` when its owner was cancelled (or interrupted) before finishing: that is
+        not this waiter's outcome, so the waiter runs the barrier itself.
+        """
         await self._done.wait()
-        if self._error is not None:
+        if self._error is None:
+            return True
+        if isinstance(self._error, Exception):
             raise self._error
+        return False
 
 
 class WriteBehind:
@@ -73,7 +91,8 @@ class WriteBehind:
         self._changed = trio.Event()
 
     def enqueue(self, event: Event) -> None:
-        self._pending.append(event)
+        """Admit one event (a private copy: later mutation by the caller changes nothing)."""
+        self._pending.append(_own(event))
         if self._deadline is None and self._barrier is None:
             self._deadline = trio.current_time() + self._window
             self._notify()
@@ -123,9 +142,9 @@ class WriteBehind:
 
     async def flush(self) -> None:
         """Make every event enqueued so far durable, or raise and keep it queued."""
-        if self._barrier is not None:
-            await self._barrier.wait()
-            return
+        while self._barrier is not None:
+            if await self._barrier.wait():
+                return
         barrier = self._barrier = _Barrier()
         try:
             self._deadline = None

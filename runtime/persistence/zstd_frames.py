@@ -102,6 +102,11 @@ def scan_frames(data: bytes) -> FrameScan:
     return FrameScan(tuple(frames), None)
 
 
+def first_frame(data: bytes) -> FrameLayout | None:
+    """Layout of the frame at byte 0 (``None`` while it is incomplete); later bytes unread."""
+    return _frame_at(data, 0) if data else None
+
+
 def frame_layouts(data: bytes) -> list[FrameLayout]:
     """Layouts of the complete frames in ``data`` (for building torn-write cut points)."""
     out: list[FrameLayout] = []

@@ -84,6 +84,40 @@ class Event:
         return event
 
 
+def checked_copy(event: Event) -> Event:
+    """A validated private copy of an in-memory event: the write-side twin of ``from_record``.
+
+    Accepts exactly what :meth:`Event.from_record` would read back.  Non-lossless data is a
+    ``TypeError`` (``losslessly JSON-serializable``); any other defect an
+    :class:`EnvelopeError`.  One deep copy, so it is cheap enough for every append.
+    """
+    data = lossless_copy(event.data)
+    op = event.surface_op
+    if op is not None and op != "append":
+        op = lossless_copy(op, "surfaceOp")
+    sources = event.source_event_seqs
+    if sources is not None:
+        sources = tuple(sources)
+    copy = Event(event.type, event.seq, event.time, data, event.ignorable, op, sources)
+    kind, seq = copy.type, copy.seq
+    if type(kind) is not str or not kind:
+        raise EnvelopeError("event type must be a non-empty string")
+    if kind == "request/header-delta":
+        raise EnvelopeError('event type "request/header-delta" is a retired format and is refused')
+    if not is_safe_integer(seq) or seq < 0:
+        raise EnvelopeError(f"{kind} event seq must be a non-negative safe integer, got {seq!r}")
+    if not is_safe_integer(copy.time):
+        raise EnvelopeError(f"{kind} event at seq {seq} has a time that is not a safe integer")
+    if type(copy.ignorable) is not bool:
+        raise EnvelopeError(f"{kind} event at seq {seq}: ignorable may only be true")
+    if sources is not None and not all(is_safe_integer(v) for v in sources):
+        raise EnvelopeError(f"sourceEventSeqs at seq {seq} must hold safe integers")
+    if sources is not None and decode_seq_ranges(encode_seq_ranges(sources), seq) != sources:
+        raise EnvelopeError(f"sourceEventSeqs at seq {seq} do not survive storage")
+    validate_surface(copy)
+    return copy
+
+
 def validate_surface(event: Event) -> None:
     """Surface metadata rules of the v3 generation (spec §1.3, §10.1)."""
     where = f"{event.type} at seq {event.seq}"
@@ -114,8 +148,14 @@ def validate_surface(event: Event) -> None:
 
 
 def encode_seq_ranges(seqs: Iterable[int]) -> list[Any]:
-    """v3 storage form: runs of three or more consecutive seqs become ``[start, end]``."""
+    """v3 storage form: runs of three or more consecutive seqs become ``[start, end]``.
+
+    Like the reference encoder, a list that is not strictly increasing is stored verbatim:
+    its decoder only accepts ranges inside a strictly increasing expansion.
+    """
     values = list(seqs)
+    if any(b <= a for a, b in zip(values, values[1:])):
+        return values
     out: list[Any] = []
     i = 0
     while i < len(values):
@@ -131,22 +171,30 @@ def encode_seq_ranges(seqs: Iterable[int]) -> list[Any]:
 
 
 def decode_seq_ranges(raw: Any, owner_seq: int) -> tuple[int, ...]:
-    """Inverse of :func:`encode_seq_ranges`; seqs must strictly increase and precede the owner."""
+    """Inverse of :func:`encode_seq_ranges`, as lenient as the reference decoder.
+
+    A pair ``[start, end]`` needs ``start <= end`` (writers only emit runs of three, but
+    shorter pairs are valid storage); once a pair is present the expansion must strictly
+    increase.  Every seq must name an earlier event.
+    """
     if type(raw) is not list:
         raise EnvelopeError(f"sourceEventSeqs at seq {owner_seq} must be an array")
     out: list[int] = []
+    has_range = False
     for item in raw:
         if type(item) is list:
-            if len(item) != 2 or not all(is_safe_integer(v) for v in item) or item[1] - item[0] < 2:
+            if len(item) != 2 or not all(is_safe_integer(v) and v >= 0 for v in item) or item[1] < item[0]:
                 raise EnvelopeError(f"sourceEventSeqs at seq {owner_seq} has an invalid range {item!r}")
+            if item[1] >= owner_seq:
+                raise EnvelopeError(f"sourceEventSeqs at seq {owner_seq} must name earlier events")
             out.extend(range(item[0], item[1] + 1))
-        elif is_safe_integer(item):
+            has_range = True
+        elif is_safe_integer(item) and item >= 0:
             out.append(item)
         else:
             raise EnvelopeError(f"sourceEventSeqs at seq {owner_seq} has an invalid entry {item!r}")
-    for a, b in zip(out, out[1:]):
-        if b <= a:
-            raise EnvelopeError(f"sourceEventSeqs at seq {owner_seq} must strictly increase")
-    if out and (out[0] < 0 or out[-1] >= owner_seq):
+    if has_range and any(b <= a for a, b in zip(out, out[1:])):
+        raise EnvelopeError(f"sourceEventSeqs at seq {owner_seq} must strictly increase")
+    if any(s >= owner_seq for s in out):
         raise EnvelopeError(f"sourceEventSeqs at seq {owner_seq} must name earlier events")
     return tuple(out)
