@@ -32,8 +32,15 @@ ASK_CONTEXT = (
 )
 
 
+OUTSIDE_TURN_MESSAGE = (
+    "approval.request() outside an open turn: the approval/asked + approval/decided audit pair must be "
+    "turn-enclosed (a bare event between turns is crash-tail garbage on reload). Ask from inside the turn "
+    "that needs the decision."
+)
+
+
 class ApprovalOutsideTurnError(RuntimeError):
-    pass
+    """``request`` was called with no open turn; nothing was appended."""
 
 
 @attrs.frozen
@@ -67,6 +74,7 @@ class ApprovalService:
         self._registry.approval_seam = self._seam
 
         def detach() -> None:
+            self._hooks = None
             if self._registry.approval_seam == self._seam:
                 self._registry.approval_seam = None
 
@@ -100,7 +108,7 @@ class ApprovalService:
     ) -> str:
         session = agent.session
         if session.open_turn() is None:
-            raise ApprovalOutsideTurnError(f'approval.request() outside an open turn: session "{session.id}" has no open turn')
+            raise ApprovalOutsideTurnError(OUTSIDE_TURN_MESSAGE)
         request_id = agent.ids.uuid()
         asked: dict[str, Any] = {"id": request_id, "toolName": tool_name}
         if call_id is not None:
@@ -108,7 +116,12 @@ class ApprovalService:
         if reason is not None:
             asked["reason"] = reason
         session.append("approval/asked", asked)
-        outcome = await self._decide(ApprovalRequest(request_id, tool_name, call_id, reason, agent), signal)
+        try:
+            outcome = await self._decide(ApprovalRequest(request_id, tool_name, call_id, reason, agent), signal)
+        except BaseException:
+            # torn down from outside while asking: the audit pair is still closed
+            session.append("approval/decided", {"id": request_id, "outcome": "cancelled"})
+            raise
         session.append("approval/decided", {"id": request_id, "outcome": outcome})
         return outcome
 
@@ -139,7 +152,7 @@ class ApprovalService:
         if outcome == "rejected":
             return Deny(f'the user rejected tool "{ex.name}"')
         if outcome == "cancelled":
-            return Deny(f'approval for tool "{ex.name}" was cancelled')
+            return Deny(f'approval for tool "{ex.name}" was cancelled', cancelled=True)
         return Deny(f'tool "{ex.name}" requires approval, but no approval channel is available')
 
 

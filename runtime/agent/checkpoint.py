@@ -28,6 +28,7 @@ from runtime.tools.results import ToolResult
 
 class CheckpointPolicy:
     name = "session-checkpoint-policy"
+    inject = ("llm", "sessionPersistence", "sessions", "tools")  # the reference plugin's shape
 
     def __init__(self, store: SessionStore) -> None:
         self._store = store

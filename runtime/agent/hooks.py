@@ -9,12 +9,15 @@ so a runtime works with any subset of policies mounted.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Awaitable, Callable, Protocol
 
 import attrs
 
 Next = Callable[[Any], Awaitable[Any]]
-Handler = Callable[[Any, Next], Awaitable[Any]]
+# A handler may be async or plain: a plain handler's return value (or its exception) is used
+# as is, so a synchronously throwing answerer fails through the same path as an async one.
+Handler = Callable[[Any, Next], Any]
 
 HOOK_NAMES = (
     "agent/pre-step",
@@ -53,12 +56,14 @@ class Hooks:
         return len(self._chains[name])
 
     async def waterfall(self, name: str, value: Any, final: Callable[[Any], Awaitable[Any]]) -> Any:
+        """Run the handlers registered now (a snapshot), each deciding whether to call ``next``."""
         chain = tuple(self._chains[name])
 
         async def call(index: int, current: Any) -> Any:
             if index == len(chain):
                 return await final(current)
-            return await chain[index].handler(current, lambda nxt: call(index + 1, nxt))
+            result = chain[index].handler(current, lambda nxt: call(index + 1, nxt))
+            return await result if inspect.isawaitable(result) else result
 
         return await call(0, value)
 

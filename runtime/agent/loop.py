@@ -90,7 +90,7 @@ class _Assembly:
 
     def content(self, *, interrupted: bool) -> list[dict[str, Any]]:
         blocks = [self.blocks[i] for i in sorted(self.blocks)]
-        if interrupted:  # an interrupted prefix never carries tool calls
+        if interrupted or self.finish == "max-tokens":  # a cut-off message never owes tool calls
             blocks = [b for b in blocks if b["type"] != "tool-call"]
         return blocks
 
@@ -106,6 +106,7 @@ class Agent:
         self._signal: AbortSignal | None = None
         self._inbox: list[dict[str, Any]] = []
         self._header_sent: dict[str, Any] | None = None
+        self._last_finish: str | None = None
         self.max_steps = runtime.config.max_steps
 
     @property
@@ -129,17 +130,17 @@ class Agent:
             raise RuntimeError(f'session "{self.id}" already has a turn in progress')
         rt = self.runtime
         session = self.session
-        signal = self._signal = AbortSignal()
         turn = next_turn_number(session.events)
         entering = list(self._inbox)
-        self._inbox.clear()
         if text is not None:
             entering.append(user_message(self.ids.uuid(), text))
-        session.append("turn/start", {"turn": turn})
-        await rt.ports.probe.at("agent.turn.start", turn=turn)
+        session.append("turn/start", {"turn": turn})  # if this fails, no turn was opened
+        self._inbox.clear()
+        signal = self._signal = AbortSignal()
         reason: dict[str, Any] = {"kind": "completed"}
         step = 0
         try:
+            await rt.ports.probe.at("agent.turn.start", turn=turn)
             while True:
                 if signal.aborted:
                     reason = {"kind": "aborted", "reason": signal.reason or {"kind": "user"}}
@@ -149,7 +150,10 @@ class Agent:
                 if decision == "reject":
                     reason = {"kind": "blocked"}
                     break
-                if step == 0 and not entering and not derived_history(session.events):
+                if signal.aborted:  # cancelled during the pre-step barrier: no step is opened
+                    reason = {"kind": "aborted", "reason": signal.reason or {"kind": "user"}}
+                    break
+                if step == 0 and not entering:  # nothing enters the first step: no step at all (§1.6)
                     break
                 step += 1
                 more = await self._step(turn, step, entering if step == 1 else self._drain_inbox(), signal)
@@ -157,12 +161,18 @@ class Agent:
                     reason = {"kind": "aborted", "reason": signal.reason or {"kind": "user"}}
                     break
                 if not more:
+                    if self._last_finish == "max-tokens":
+                        reason = {"kind": "max-tokens"}
                     break
                 if step >= self.max_steps:
                     reason = {"kind": "error", "error": {"message": f"step limit of {self.max_steps} reached", "code": "UNKNOWN"}}
                     break
         except Exception as err:
             reason = {"kind": "error", "error": {"message": str(err) or type(err).__name__, "code": "UNKNOWN"}}
+        except BaseException:
+            # torn down from outside (trio cancellation of the owner): an abort, never "completed"
+            reason = {"kind": "aborted", "reason": {"kind": "disposed"}}
+            raise
         finally:
             self._signal = None
             session.append("turn/end", {"turn": turn, "reason": reason})
@@ -198,8 +208,10 @@ class Agent:
                 model=rt.model.model,
             )
             calls = await self._stream(request, turn, step, signal)
-            if not calls or signal.aborted:
+            if not calls:
                 return False
+            # Even when the turn was cancelled right after the assistant message, every call
+            # gets its tool/call and an ABORTED_BEFORE_DISPATCH result (no dangling call).
             tools = StepTools(
                 session=session,
                 registry=rt.tools,
@@ -211,7 +223,7 @@ class Agent:
                 max_parallel=rt.config.max_parallel_tool_calls,
             )
             await tools.run(calls)
-            return True
+            return not signal.aborted
         finally:
             session.append("step/end", {"turn": turn, "step": step})
 
@@ -240,6 +252,7 @@ class Agent:
         rt = self.runtime
         assembly = _Assembly()
         clock = rt.ports.clock
+        self._last_finish = None
 
         async def final(req: ModelRequest) -> AsyncIterator[StreamPart]:
             await rt.ports.probe.at("llm.request", turn=turn, step=step)
@@ -249,6 +262,8 @@ class Agent:
             stream = await rt.hooks.waterfall("llm/stream", request, final)
             try:
                 async for part in stream:
+                    if signal.aborted:  # checked per part: an adapter need not be cancellable
+                        break
                     assembly.add(part, clock.now_ms())
                     await rt.ports.probe.at("llm.chunk", turn=turn, step=step)
             finally:
@@ -256,7 +271,10 @@ class Agent:
                 if closer is not None:
                     with trio.CancelScope(shield=True):
                         await closer()
+        # Aborted before the assistant message is appended: whatever was delivered is an
+        # interrupted prefix.  An abort after the append closes its calls as not dispatched.
         interrupted = scope.cancelled_caught or signal.aborted
+        self._last_finish = None if interrupted else assembly.finish
         content = assembly.content(interrupted=interrupted)
         if interrupted and not content:
             return []

@@ -24,18 +24,22 @@ from runtime.ports import Ports
 from runtime.ports.model import ModelAdapter
 from runtime.session.session import Session
 from runtime.tools.registry import Tool, ToolRegistry
-from runtime.tools.scheduler import DEFAULT_MAX_PARALLEL_TOOL_CALLS
+from runtime.tools.scheduler import DEFAULT_MAX_PARALLEL_TOOL_CALLS, check_max_parallel
 
 
 @attrs.frozen
 class RuntimeConfig:
     root: str
     compression: str = "zstd"
-    max_parallel_tool_calls: int = DEFAULT_MAX_PARALLEL_TOOL_CALLS
+    max_parallel_tool_calls: int = attrs.field(default=DEFAULT_MAX_PARALLEL_TOOL_CALLS)
     max_steps: int = 16
     system: str | None = None
     checkpoint_policy: bool = True
     approval_policy: str | None = "ask"  # None: no approval service mounted
+
+    @max_parallel_tool_calls.validator
+    def _check_max_parallel(self, _: object, value: object) -> None:
+        check_max_parallel(value)  # fail at configuration, not at the first tool call
 
 
 class Runtime:
@@ -64,7 +68,11 @@ class Runtime:
         header = SessionHeader(id=session_id, created_at=self.ports.clock.now_ms(), cwd=cwd)
         handle = await self.backend.create(header)
         session = Session(session_id, self.ports.clock)
-        self.store.bind(session, handle)
+        try:
+            self.store.bind(session, handle)
+        except BaseException:
+            await handle.close()  # do not leak the claim on the id
+            raise
         return Agent(self, session, system=self.config.system)
 
     async def resume_agent(self, session_id: str) -> tuple[Agent, RecoveryReport]:

@@ -64,9 +64,10 @@ class SandboxPolicy:
 class RunnerFailureRule:
     """How to tell the runner's own failure (setup, namespaces) from the command's failure.
 
-    The rule fires when the exit code is not in ``allowed_exit_codes`` and a stderr line,
-    other than one of the ``informational_lines`` the runner prints harmlessly, contains
-    one of the ``fatal_signatures`` (case-insensitive substrings).
+    The rule fires when the exit code is not in ``allowed_exit_codes`` and the first stderr
+    line, skipping the ``informational_lines`` the runner prints harmlessly, contains one of
+    the ``fatal_signatures`` (case-insensitive substrings).  Only the first line counts: a
+    runner fails before the command starts, and later lines are the command's own.
     """
 
     allowed_exit_codes: tuple[int, ...] = attrs.field(converter=tuple)
@@ -97,13 +98,14 @@ def detect_runner_failure(rules: Iterable[RunnerFailureRule], exit_code: int, st
     for rule in rules:
         if exit_code in rule.allowed_exit_codes:
             continue
-        informational = tuple(line.strip().lower() for line in rule.informational_lines)
+        informational = {line.strip().lower() for line in rule.informational_lines}
         for line in stderr.splitlines():
             lowered = line.strip().lower()
             if not lowered or lowered in informational:
                 continue
             if any(signature.lower() in lowered for signature in rule.fatal_signatures):
                 return line.strip()
+            break
     return None
 
 

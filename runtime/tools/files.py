@@ -78,4 +78,6 @@ class WriteFileTool:
             await self._fs.fsync(fd)
         finally:
             await self._fs.close(fd)
+        # a new name is durable only after its directory is synced: report success only then
+        await self._fs.fsync_dir(posixpath.dirname(path))
         return ToolResult.text(f"wrote {len(content.encode())} bytes to {posixpath.relpath(path, self._workspace)}")

@@ -3,7 +3,11 @@
 For one call: ``tools/pre-execute`` decides allow / deny / ask; ask goes through the
 approval seam; after an allow the monotonic guards may only deny; then ``tools/execute``
 wraps the body (the checkpoint policy's barrier sits there); ``tools/post-execute`` may
-accept or block.  Pipeline failures are final and skip post-execute.
+accept or block.  Pipeline failures (a throwing hook, guard or seam included) are final
+error results and skip post-execute; nothing a hook throws escapes to the scheduler.
+
+``execute`` (prepare + dispatch) and ``finalize`` (post-execute) are separate so that the
+step scheduler can run post-execute in model order even when calls settle out of order.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class Allow:
 class Deny:
     reason: str
     kind: str = "deny"
+    cancelled: bool = False  # the approval question was cancelled (not answered "no")
 
 
 @attrs.frozen
@@ -146,12 +151,32 @@ class ToolRegistry:
             return "exclusive"
 
     async def run(self, ex: ToolExecution) -> ToolResult:
-        result = await self._prepare(ex)
+        """The whole pipeline for one call (nested dispatch and bare calls use this)."""
+        return await self.finalize(ex, await self.execute(ex))
+
+    async def execute(self, ex: ToolExecution) -> ToolResult:
+        """Prepare and dispatch; the result still owes ``finalize`` unless it is final."""
+        try:
+            result = await self._prepare(ex)
+        except Exception as err:  # a throwing pre-execute hook, guard or approval seam
+            return R.from_exception(err, final=True)
         if result is None:
             result = await self._dispatch(ex)
+        return result
+
+    async def finalize(self, ex: ToolExecution, result: ToolResult) -> ToolResult:
+        """``tools/post-execute``; final (pipeline-failure) results pass through untouched."""
         if result.final:
             return result
-        return await self._finalize(ex, result)
+        try:
+            verdict = await self._hooks.waterfall("tools/post-execute", (ex, result), _accept)
+        except Exception as err:
+            return R.from_exception(err, final=True)
+        if isinstance(verdict, Block):
+            return ToolResult.failure(verdict.feedback)
+        if isinstance(verdict, Accept) and verdict.content is not None:
+            return attrs.evolve(result, content=verdict.content)
+        return result
 
     async def _prepare(self, ex: ToolExecution) -> ToolResult | None:
         if ex.signal.aborted:
@@ -159,10 +184,12 @@ class ToolRegistry:
         decision = await self._hooks.waterfall("tools/pre-execute", ex, self._default_decision)
         if isinstance(decision, Ask):
             decision = await self._ask(ex, decision)
-            if isinstance(decision, Deny) and ex.signal.aborted:
+            if isinstance(decision, Deny) and decision.cancelled and ex.signal.aborted:
                 return R.aborted_before_dispatch()
+        if not isinstance(decision, (Allow, Deny)):
+            decision = Deny(f"tools/pre-execute returned an invalid decision {decision!r}")
         if isinstance(decision, Allow) or mutants.on("tools.guard_reopens_denied"):
-            for guard in tuple(self.guards):
+            for guard in tuple(self.guards):  # monotonic: a guard can only deny
                 reason = await guard(ex)
                 if reason is not None:
                     decision = Deny(reason)
@@ -184,7 +211,8 @@ class ToolRegistry:
 
     async def _ask(self, ex: ToolExecution, ask: Ask) -> Decision:
         if self.approval_seam is None:
-            return Deny(ask.reason or f'tool "{ex.name}" requires approval (not yet supported)')
+            reason = ask.reason if ask.reason is not None else f'tool "{ex.name}" requires approval (not yet supported)'
+            return Deny(reason)
         if ex.agent is None:
             return Deny(f'tool "{ex.name}" requires approval, but the call has no agent to route it through')
         return await self.approval_seam(ex, ask)
@@ -208,14 +236,6 @@ class ToolRegistry:
             return R.from_exception(err, final=True)
         if ex.signal.aborted and not result.is_error:
             return R.aborted()
-        return result
-
-    async def _finalize(self, ex: ToolExecution, result: ToolResult) -> ToolResult:
-        verdict = await self._hooks.waterfall("tools/post-execute", (ex, result), _accept)
-        if isinstance(verdict, Block):
-            return ToolResult.failure(verdict.feedback)
-        if isinstance(verdict, Accept) and verdict.content is not None:
-            return attrs.evolve(result, content=verdict.content)
         return result
 
 

@@ -1,12 +1,14 @@
 """Running one assistant step's tool calls (spec §5.1, §5.3).
 
 Calls run in model order.  A concurrency-safe call opens a parallel group over the following
-concurrency-safe calls (at most ``max_parallel`` in flight); any other call runs alone.
-``tool/call`` is appended when a call starts; ``tool/result`` events are committed in model
-order, each as soon as every earlier call has settled.  On abort no further call starts;
-started calls drain; every unstarted call still gets a ``tool/call`` and an
-``ABORTED_BEFORE_DISPATCH`` result, so a cancelled (not crashed) step never leaves a dangling
-call.
+concurrency-safe calls (at most ``max_parallel`` in flight); any other call runs alone.  A
+call is (re)classified right before it starts, once a pool slot is free, so a tool swapped by
+an earlier call is seen.  ``tool/call`` is appended when a call starts; ``tools/post-execute``
+and the ``tool/result`` commit run in model order, each as soon as every earlier call has
+settled.  On abort no further call starts; started calls drain; every unstarted call still
+gets a ``tool/call`` and an ``ABORTED_BEFORE_DISPATCH`` result, so a cancelled (not crashed)
+step never leaves a dangling call.  An internal failure stops new dispatches, lets started
+calls drain (they are not cancelled) and is re-raised without fabricating results.
 """
 
 from __future__ import annotations
@@ -59,8 +61,7 @@ class StepTools:
         signal: AbortSignal,
         max_parallel: int = DEFAULT_MAX_PARALLEL_TOOL_CALLS,
     ) -> None:
-        if type(max_parallel) is not int or max_parallel < 1:
-            raise ValueError("maxParallelToolCalls must be a positive integer")
+        check_max_parallel(max_parallel)
         self._session = session
         self._registry = registry
         self._probe = probe
@@ -70,47 +71,65 @@ class StepTools:
         self._signal = signal
         self._max_parallel = max_parallel
         self._call_seqs: dict[str, int] = {}
-        self._settled: dict[int, ToolResult] = {}
+        self._settled: dict[int, tuple[ToolExecution | None, ToolResult]] = {}
         self._committed = 0
+        self._committing = False
+        self._failure: Exception | None = None
         self._calls: list[ToolCallBlock] = []
         self.results: list[ToolResult] = []
+
+    @property
+    def _stopped(self) -> bool:
+        return self._signal.aborted or self._failure is not None
+
+    def _mode(self, call: ToolCallBlock) -> str:
+        return self._registry.execution_mode(call.name, parse_arguments(call.arguments))
 
     async def run(self, calls: Sequence[ToolCallBlock]) -> list[ToolResult]:
         self._calls = list(calls)
         index = 0
-        while index < len(self._calls) and not self._signal.aborted:
-            call = self._calls[index]
-            if self._registry.execution_mode(call.name, parse_arguments(call.arguments)) == "exclusive":
+        while index < len(self._calls) and not self._stopped:
+            if self._mode(self._calls[index]) == "exclusive":
                 await self._start(index)
                 await self._execute(index)
                 index += 1
                 continue
             index = await self._run_group(index)
+        if self._failure is not None:
+            raise self._failure
         for skipped in range(index, len(self._calls)):
             await self._start(skipped)
-            await self._settle(skipped, R.aborted_before_dispatch())
+            await self._settle(skipped, None, R.aborted_before_dispatch())
         return self.results
 
     async def _run_group(self, first: int) -> int:
         limiter = trio.Semaphore(self._max_parallel)
         index = first
         async with trio.open_nursery() as nursery:
-            while index < len(self._calls) and not self._signal.aborted:
-                call = self._calls[index]
-                if index > first and self._registry.execution_mode(call.name, parse_arguments(call.arguments)) != "parallel":
-                    break
+            while index < len(self._calls) and not self._stopped:
                 await limiter.acquire()
-                if self._signal.aborted:
+                if self._stopped or (index > first and self._mode(self._calls[index]) != "parallel"):
                     limiter.release()
                     break
-                await self._start(index)
-                nursery.start_soon(self._execute_released, index, limiter)
+                try:
+                    await self._start(index)
+                except Exception as err:
+                    self._fail(err)
+                    limiter.release()
+                    break
+                nursery.start_soon(self._execute_in_pool, index, limiter)
                 index += 1
         return index
 
-    async def _execute_released(self, index: int, limiter: trio.Semaphore) -> None:
+    def _fail(self, err: Exception) -> None:
+        if self._failure is None:
+            self._failure = err
+
+    async def _execute_in_pool(self, index: int, limiter: trio.Semaphore) -> None:
         try:
             await self._execute(index)
+        except Exception as err:  # contained so that started siblings drain instead of being cancelled
+            self._fail(err)
         finally:
             limiter.release()
 
@@ -135,22 +154,39 @@ class StepTools:
             agent=self._agent,
             registry=self._registry,
         )
-        result = await self._registry.run(ex)
-        await self._settle(index, result)
+        result = await self._registry.execute(ex)
+        await self._settle(index, ex, result)
 
-    async def _settle(self, index: int, result: ToolResult) -> None:
-        self._settled[index] = result
-        while self._committed in self._settled:
-            slot = self._committed
-            call = self._calls[slot]
-            settled = self._settled.pop(slot)
-            data: dict[str, Any] = {"turn": self._turn, "step": self._step, "message": tool_result_message(call.id, settled)}
-            info = settled.error.info() if settled.error else None
-            if info is not None:
-                data["error"] = info
-            if settled.meta is not None:
-                data["meta"] = settled.meta
-            self._session.append("tool/result", data, surface_op="append", source_event_seqs=[self._call_seqs[call.id]])
-            self.results.append(settled)
-            self._committed += 1
-            await self._probe.at("tools.result.appended", call_id=call.id, tool=call.name)
+    async def _settle(self, index: int, ex: ToolExecution | None, result: ToolResult) -> None:
+        """Record a settled call; whoever finds the next slot settled commits, in model order."""
+        self._settled[index] = (ex, result)
+        if self._committing:
+            return  # the active committer picks this slot up when its turn comes
+        self._committing = True
+        try:
+            while self._committed in self._settled:
+                slot = self._committed
+                settled_ex, raw = self._settled.pop(slot)
+                final = raw if settled_ex is None else await self._registry.finalize(settled_ex, raw)
+                self._commit(slot, final)
+                await self._probe.at("tools.result.appended", call_id=self._calls[slot].id, tool=self._calls[slot].name)
+        finally:
+            self._committing = False
+
+    def _commit(self, slot: int, result: ToolResult) -> None:
+        call = self._calls[slot]
+        data: dict[str, Any] = {"turn": self._turn, "step": self._step, "message": tool_result_message(call.id, result)}
+        info = result.error.info() if result.error else None
+        if info is not None:
+            data["error"] = info
+        if result.meta is not None:
+            data["meta"] = result.meta
+        self._session.append("tool/result", data, surface_op="append", source_event_seqs=[self._call_seqs[call.id]])
+        self.results.append(result)
+        self._committed += 1
+
+
+def check_max_parallel(value: object) -> None:
+    """``maxParallelToolCalls`` must be a positive integer (``bool`` is not one)."""
+    if type(value) is not int or value < 1:
+        raise ValueError("maxParallelToolCalls must be a positive integer")
