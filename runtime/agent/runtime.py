@@ -99,7 +99,7 @@ async def open_runtime(
     tools: Sequence[Tool] = (),
     plugins: Sequence[Plugin] = (),
 ) -> AsyncIterator[Runtime]:
-    async with open_store() as store:
+    async with open_store(ports.probe) as store:
         rt = Runtime(ports, config, store, model, tools)
         if config.checkpoint_policy:
             rt.mount(CheckpointPolicy(store))

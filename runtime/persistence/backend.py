@@ -84,6 +84,7 @@ class JsonlBackend:
         self.root = posixpath.normpath(root)
         self.fs = ports.fs
         self.ids = ports.ids
+        self.probe = ports.probe
         self.compression = compression
         self._claims: dict[str, WriteHandle | None] = {}
 

@@ -170,6 +170,17 @@ class WriteHandle:
                 await self._settle_tail()
                 await self._append_bytes(encode_batch(batch, self._backend.compression))
             self._next_seq += len(batch)
+            await self._acknowledged(batch)
+
+    async def _acknowledged(self, batch: Sequence[Event]) -> None:
+        """Announce that ``batch`` is durable: the runtime's acknowledgement, observable."""
+        await self._backend.probe.at(
+            "persist.batch.durable",
+            session_id=self.session_id,
+            first_seq=batch[0].seq if batch else self._next_seq,
+            count=len(batch),
+            _events=tuple(batch),
+        )
 
     async def flush(self) -> None:
         """Durability barrier of the handle: publishes an empty created session (header only)."""
@@ -178,6 +189,7 @@ class WriteHandle:
             self._check_open("flush")
             if not self.materialized:
                 await self._backend._materialize(self, [])
+                await self._acknowledged([])
             elif self._fsync_owed:
                 await fsync_path(self._fs, self.paths.log)
                 self._fsync_owed = False
@@ -193,6 +205,8 @@ class WriteHandle:
             if torn.recovered:
                 await self._append_bytes(encode_batch(torn.recovered, self._backend.compression))
         self._torn = None
+        if torn.recovered:
+            await self._acknowledged(torn.recovered)
 
     async def _append_bytes(self, data: bytes) -> None:
         if self._fsync_owed:

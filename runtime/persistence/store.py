@@ -17,7 +17,12 @@ import trio
 from runtime.persistence import context
 from runtime.persistence.handles import WriteHandle
 from runtime.persistence.write_behind import WriteBehind
+from runtime.ports.probe import NULL_PROBE, Probe
 from runtime.session.session import Session
+
+
+class SessionNotBoundError(LookupError):
+    """A flush for a session that this store does not persist."""
 
 
 @attrs.define
@@ -30,8 +35,9 @@ class Binding:
 
 
 class SessionStore:
-    def __init__(self, nursery: trio.Nursery) -> None:
+    def __init__(self, nursery: trio.Nursery, probe: Probe = NULL_PROBE) -> None:
         self._nursery = nursery
+        self._probe = probe
         self._bindings: dict[str, Binding] = {}
 
     def is_live(self, session_id: str | None) -> bool:
@@ -69,8 +75,9 @@ class SessionStore:
         """The durability barrier: every event appended so far is durable when this returns."""
         binding = self._bindings.get(session.id)
         if binding is None:
-            raise KeyError(f'session "{session.id}" is not bound to this store')
+            raise SessionNotBoundError(f'session "{session.id}" is not bound to this store')
         with context.durability_op(reason):
+            await self._probe.at("session.flush", session_id=session.id, reason=reason)
             await binding.write_behind.flush()
             await binding.handle.flush()
 
@@ -99,9 +106,9 @@ class SessionStore:
 
 
 @contextlib.asynccontextmanager
-async def open_store() -> AsyncIterator[SessionStore]:
+async def open_store(probe: Probe = NULL_PROBE) -> AsyncIterator[SessionStore]:
     async with trio.open_nursery() as nursery:
-        store = SessionStore(nursery)
+        store = SessionStore(nursery, probe)
         try:
             yield store
         finally:

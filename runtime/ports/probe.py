@@ -1,7 +1,7 @@
 """The probe port: where the runtime announces its named points.
 
 Every place where a test harness may inject a fault, a delay or a crash is a *named point*
-declared in :mod:`runtime.points`.  The runtime calls ``await probe.at(name, **details)``
+announced by name (a harness keeps the registry of names, e.g. ``dsh_sim/points.py``).  The runtime calls ``await probe.at(name, **details)``
 there; in production the probe does nothing.  A harness's probe may sleep, raise an error
 the point allows, or end the simulated process.  Faults enter the runtime nowhere else.
 """

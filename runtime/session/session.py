@@ -8,6 +8,7 @@ the order of seqs.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Iterable, Sequence
 
 from runtime.ports.clock import Clock
@@ -15,6 +16,7 @@ from runtime.session.events import EnvelopeError, Event, SurfaceOp, validate_sur
 from runtime.session.lossless import lossless_copy
 
 Listener = Callable[[Event], None]
+log = logging.getLogger("dsh.session")
 
 
 class SessionSeedError(ValueError):
@@ -52,6 +54,9 @@ class Session:
     def __len__(self) -> int:
         return len(self._log)
 
+    def __bool__(self) -> bool:  # an empty session is still a session
+        return True
+
     def __getitem__(self, seq: int) -> Event:
         return self._log[seq]
 
@@ -86,7 +91,10 @@ class Session:
             raise ValueError(f"sourceEventSeqs of {type} must be unique earlier seqs")
         self._log.append(event)
         for listener in tuple(self._listeners):
-            listener(event)
+            try:
+                listener(event)
+            except Exception as err:  # the event is committed; an observer cannot undo it
+                log.warning("session/event listener threw: %s", err)
         return event
 
     def open_turn(self) -> int | None:

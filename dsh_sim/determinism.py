@@ -1,0 +1,89 @@
+"""Everything that makes a simulated run repeat exactly lives here.
+
+* Virtual time: trio's ``MockClock`` with ``autojump_threshold=0`` and ``rate=0``.
+* Scheduling: trio's deterministic-scheduling switch, and its scheduler RNG seeded per
+  process lifetime.  Both are private trio knobs, so the trio range is pinned in
+  ``pyproject.toml`` and checked here; ``tests/test_determinism.py`` proves the helper still
+  works (same seed → same schedule, different seed → different schedule).
+* Ids and randomness: one ``random.Random`` per simulation, derived from the scenario seed.
+  Hypothesis reseeds trio's RNG to a fixed value per test case, so :func:`seed_scheduler`
+  must be called at every process boot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import uuid
+
+import trio
+import trio.testing
+
+SUPPORTED_TRIO = ((0, 25), (0, 36))  # [low, high)
+EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: simulated wall time starts here
+
+
+def trio_version() -> tuple[int, int]:
+    major, minor = trio.__version__.split(".")[:2]
+    return int(major), int(minor)
+
+
+def check_trio() -> None:
+    low, high = SUPPORTED_TRIO
+    if not (low <= trio_version() < high):
+        raise RuntimeError(
+            f"dsh-sim relies on private trio scheduling knobs tested for trio {low[0]}.{low[1]} up to (not "
+            f"including) {high[0]}.{high[1]}; found {trio.__version__}"
+        )
+    run = _run_module()
+    if not hasattr(run, "_r") or not hasattr(run, "_ALLOW_DETERMINISTIC_SCHEDULING"):
+        raise RuntimeError("this trio build lacks the deterministic-scheduling knobs dsh-sim relies on")
+
+
+def _run_module():  # type: ignore[no-untyped-def]
+    from trio._core import _run
+
+    return _run
+
+
+def seed_scheduler(seed: int) -> None:
+    """Make trio's scheduler deterministic and seed its batch shuffling."""
+    run = _run_module()
+    run._ALLOW_DETERMINISTIC_SCHEDULING = True
+    run._r.seed(seed)
+
+
+def derive_seed(*parts: object) -> int:
+    """A 64-bit seed derived from any printable parts (stable across processes)."""
+    text = "\x1f".join(repr(p) for p in parts)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def new_clock() -> trio.testing.MockClock:
+    return trio.testing.MockClock(rate=0, autojump_threshold=0)
+
+
+class SimClock:
+    """The clock port over a MockClock: epoch milliseconds of virtual time."""
+
+    def __init__(self, clock: trio.testing.MockClock) -> None:
+        self._clock = clock
+
+    def now_ms(self) -> int:
+        return EPOCH_MS + int(round(self._clock.current_time() * 1000))
+
+
+class SimIds:
+    """The ids port drawing from the simulation's seeded generator."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self._rng = rng
+
+    def uuid(self) -> str:
+        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+
+    def token_hex(self, nbytes: int) -> str:
+        return self._rng.getrandbits(8 * nbytes).to_bytes(nbytes, "big").hex()
+
+
+check_trio()

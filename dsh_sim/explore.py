@@ -1,0 +1,299 @@
+"""Systematic crash-point exploration (ALICE/CrashMonkey style) for one scenario.
+
+1. Record: run the scenario once; at every named point capture the state a crash there
+   would leave (disk image, world ledger, what was acknowledged, the in-memory log, where
+   each call stood among the four moments).
+2. Explore: for every recorded point and every post-crash state the crash model allows —
+   kill, and power loss with each torn-length class and each choice of unsynced directory
+   entries — start from the recorded state (no replay of the prefix), recover, continue one
+   turn, and check every invariant.  Cost is linear in the number of states; identical
+   post-crash states are recovered once and their result shared.
+3. Every violation comes with a scenario file that replays it.
+
+Above ``bound`` states at one point, the states are sampled (seeded) and reported as such.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from typing import Any, Iterable
+
+import attrs
+
+from dsh_sim.coverage import barrier_of, build_case, recovery_facts
+from dsh_sim.determinism import derive_seed
+from dsh_sim.faults import CrashSpec, FaultPlan, FaultRule
+from dsh_sim.invariants import Violation
+from dsh_sim.observe import CrashRecord, crash_phase
+from dsh_sim.points import POINTS
+from dsh_sim.replay import run_steps
+from dsh_sim.scenario import Expectation, Scenario
+from dsh_sim.sim import Lifetime, Simulation
+from dsh_sim.simfs.crash import PowerCut, apply_power_cut, crash_states, state_count
+from dsh_sim.simfs.disk import Disk, DiskImage, WriteOp
+from dsh_sim.steps import Step, apply
+from dsh_sim.torn import codec_cut_points, torn_class
+from dsh_sim.world import World
+from runtime import mutants
+
+
+@attrs.frozen
+class CrashPoint:
+    index: int
+    step_index: int
+    lifetime: int
+    point: str
+    occurrence: int  # this point's hit count within its lifetime
+    details: dict[str, Any]
+    image: DiskImage
+    world: World
+    acked: dict[int, Any]
+    acked_bytes: bytes
+    in_memory: tuple[Any, ...]
+    boundaries: dict[str, str]
+    barrier: str | None
+    op: str | None
+    time: float
+    corruptions: tuple[tuple[str, int, bool], ...]
+
+
+class Recorder:
+    """Observer capturing a crash point at every named point of primary processes."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.points: list[CrashPoint] = []
+        self.step_index = 0
+        self._occurrences: dict[tuple[int, str], int] = {}
+
+    def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
+        from dsh_sim.observe import call_boundaries
+        from runtime.persistence import context
+
+        if life is not self.sim.primary:
+            return
+        key = (life.index, name)
+        self._occurrences[key] = self._occurrences.get(key, 0) + 1
+        sim = self.sim
+        op = context.current()
+        self.points.append(
+            CrashPoint(
+                index=len(self.points),
+                step_index=self.step_index,
+                lifetime=life.index,
+                point=name,
+                occurrence=self._occurrences[key],
+                details={k: v for k, v in details.items() if not k.startswith("_")},
+                image=sim.disk.image(),
+                world=sim.world.snapshot(),
+                acked=dict(sim.obs.acked),
+                acked_bytes=sim.obs.acked_bytes,
+                in_memory=tuple(life.session.events) if life.session is not None else (),
+                boundaries=call_boundaries(sim, life),
+                barrier=op.barrier,
+                op=op.step,
+                time=sim.now(),
+                corruptions=tuple(sim.obs.corruptions),
+            )
+        )
+
+
+@attrs.frozen
+class StateResult:
+    point: int
+    kind: str
+    cut: str | None
+    phase: str
+    torn_class: str | None
+    verdicts: dict[str, str]
+    applied: dict[str, bool]
+    violations: tuple[Violation, ...]
+    shared: bool  # outcome reused from an identical post-crash state
+    repro: str | None = None
+
+
+@attrs.frozen
+class ExploreResult:
+    scenario: str
+    points: tuple[CrashPoint, ...]
+    states: tuple[StateResult, ...]
+    possible: dict[str, int]  # point name -> states the model allows
+    explored: dict[str, int]  # point name -> states checked (exhaustive or sampled)
+    sampled: dict[str, int]  # point name -> points where sampling was used
+    seconds: float
+    record_violations: tuple[Violation, ...]
+    cases: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def violations(self) -> list[tuple[StateResult, Violation]]:
+        return [(s, v) for s in self.states for v in s.violations]
+
+
+def _power_states(disk: Disk, model: str) -> list[PowerCut]:
+    return list(crash_states(disk, model, codec_cut_points))
+
+
+def _cut_class(disk: Disk, cut: PowerCut) -> str | None:
+    for choice in cut.files:
+        if choice.torn_bytes is None:
+            continue
+        node = disk.file(choice.ino)
+        op = node.pending[choice.keep_ops]
+        if isinstance(op, WriteOp):
+            return torn_class(op.data, choice.torn_bytes)
+    return None
+
+
+def _state_key(disk: Disk, cp: CrashPoint) -> str:
+    h = hashlib.sha256()
+    h.update(repr(disk.image()).encode())
+    h.update(repr([(e.service, e.call_id, e.applied) for e in cp.world.ledger]).encode())
+    h.update(repr(sorted(cp.acked)).encode())
+    h.update(cp.acked_bytes)
+    h.update(repr(cp.corruptions).encode())
+    return h.hexdigest()
+
+
+def recover_from(
+    scenario: Scenario, cp: CrashPoint, crash: CrashSpec, cut: PowerCut | None, *, continue_turn: bool = True, torn_class: str | None = None
+) -> Simulation:
+    """A fresh simulation whose disk is the post-crash state; boot, recover, continue."""
+    kind = "agent" if scenario.machine == "durability" else "storage"
+    sim = Simulation(derive_seed(scenario.seed, "explore", cp.index, crash.label(), cut.describe() if cut else "-"), scenario.sim_config(), FaultPlan(), kind=kind)
+    sim.source = "explore"
+    sim.torn_class = torn_class
+    sim.disk = Disk.from_image(cp.image)
+    phase = crash_phase(sim.disk, sim.config.log_path, crash.kind, cut)
+    if cut is not None:
+        apply_power_cut(sim.disk, cut)
+    sim.world = cp.world.snapshot()
+    sim.clock.jump(cp.time)
+    sim.obs.acked = dict(cp.acked)
+    sim.obs.acked_bytes = cp.acked_bytes
+    sim.obs.corruptions = list(cp.corruptions)
+    sim.prior_crash = CrashRecord(
+        lifetime=cp.lifetime, point=cp.point, details=cp.details, kind=crash.kind, label=crash.label(),
+        cut=cut.describe() if cut else None, phase=phase, barrier=cp.barrier, step=cp.op,
+        boundaries=cp.boundaries, in_memory=cp.in_memory, time=cp.time, image=sim.disk.image(), acked_bytes=cp.acked_bytes,
+    )
+    try:
+        apply(sim, Step("boot"))
+        if continue_turn and sim.alive:
+            if kind == "agent":
+                apply(sim, Step("prompt", {"text": "continue", "responses": [{"text": "continuing"}]}))
+            else:
+                apply(sim, Step("append", {"count": 1}))
+            if sim.alive:
+                apply(sim, Step("flush"))
+    finally:
+        sim.shutdown()
+    return sim
+
+
+def repro_scenario(scenario: Scenario, cp: CrashPoint, crash: CrashSpec, cut: PowerCut | None, violation: Violation) -> Scenario:
+    """Replays the crash: the original steps up to the crash, the crash rule, and a reboot."""
+    crash_json: dict[str, Any] = {"kind": crash.kind}
+    if crash.kind == "power":
+        crash_json.update({"state": "cut", "cut": (cut or PowerCut()).to_json()})
+    rule = {"point": cp.point, "action": "crash", "hit": cp.occurrence, "lifetime": cp.lifetime, "crash": crash_json}
+    steps = list(scenario.steps[: cp.step_index + 1]) + [{"op": "boot", "args": {}}]
+    return Scenario(
+        name=f"{scenario.name}-explore-{violation.invariant}-{cp.index}",
+        seed=scenario.seed,
+        steps=tuple(steps),
+        config=scenario.config,
+        fault_plan=tuple(scenario.fault_plan) + (rule,),
+        machine=scenario.machine,
+        description=f"found by explore: {violation.describe()}",
+        expect=Expectation("violation", violation.invariant),
+        mutants=scenario.mutants,
+        origin={"found_by": "explore", "scenario": scenario.name, "point": cp.point, "crash": crash.label(), "cut": cut.describe() if cut else None},
+    )
+
+
+def record(scenario: Scenario) -> tuple[list[CrashPoint], Simulation]:
+    kind = "agent" if scenario.machine == "durability" else "storage"
+    plan = FaultPlan([FaultRule.from_json(r) for r in scenario.fault_plan])
+    sim = Simulation(scenario.seed, scenario.sim_config(), plan, kind=kind)
+    recorder = Recorder(sim)
+    sim.observers.append(recorder)
+    try:
+        for index, raw in enumerate(scenario.steps):
+            recorder.step_index = index
+            run_steps(sim, [Step.from_json(raw)], stop_on_violation=False)
+    finally:
+        sim.shutdown()
+    return recorder.points, sim
+
+
+def explore(
+    scenario: Scenario,
+    *,
+    crash: str = "both",
+    model: str = "prefix",
+    bound: int | None = None,
+    continue_turn: bool = True,
+    on_violation: Any = None,
+) -> ExploreResult:
+    started = time.perf_counter()
+    with mutants.enabled(scenario.mutants):
+        points, recorded = record(scenario)
+        rng = random.Random(derive_seed(scenario.seed, "explore-sample"))
+        cache: dict[str, tuple[dict[str, str], dict[str, bool], tuple[Violation, ...]]] = {}
+        states: list[StateResult] = []
+        cases: list[dict[str, Any]] = []
+        possible: dict[str, int] = {name: 0 for name in POINTS}
+        explored: dict[str, int] = {name: 0 for name in POINTS}
+        sampled: dict[str, int] = {}
+        for cp in points:
+            disk = Disk.from_image(cp.image)
+            options: list[tuple[CrashSpec, PowerCut | None]] = []
+            if crash in ("kill", "both"):
+                options.append((CrashSpec("kill"), None))
+            if crash in ("power", "both"):
+                cuts = _power_states(disk, model)
+                options.extend((CrashSpec("power", "cut"), c) for c in cuts)
+            possible[cp.point] += len(options)
+            if bound is not None and len(options) > bound:
+                options = rng.sample(options, bound)
+                sampled[cp.point] = sampled.get(cp.point, 0) + 1
+            for spec, cut in options:
+                after = Disk.from_image(cp.image)
+                phase = crash_phase(after, recorded.config.log_path, spec.kind, cut)
+                cls = _cut_class(after, cut) if cut is not None else None
+                if cut is not None:
+                    apply_power_cut(after, cut)
+                key = _state_key(after, cp) + spec.kind
+                shared = key in cache
+                if not shared:
+                    sim = recover_from(scenario, cp, spec, cut, continue_turn=continue_turn, torn_class=cls)
+                    report = sim.primary.report if sim.primary is not None else None
+                    verdicts = dict(report.verdicts) if report is not None else {}
+                    applied = {c: bool(sim.world.applied_for(c)) for c in verdicts}
+                    facts = recovery_facts(sim, sim.primary) if sim.primary is not None else None
+                    cache[key] = (verdicts, applied, tuple(sim.obs.violations), facts)
+                verdicts, applied, violations, facts = cache[key]
+                if facts is not None:
+                    cases.append(build_case("explore", cp.point, barrier_of(cp.barrier, cp.op), spec.kind, phase, cls, cp.boundaries, facts))
+                repro = None
+                if violations and on_violation is not None:
+                    repro = on_violation(repro_scenario(scenario, cp, spec, cut, violations[0]))
+                states.append(StateResult(cp.index, spec.kind, cut.describe() if cut else None, phase, cls, verdicts, applied, violations, shared, repro))
+                explored[cp.point] += 1
+    return ExploreResult(
+        scenario=scenario.name,
+        points=tuple(points),
+        states=tuple(states),
+        possible={k: v for k, v in possible.items() if v},
+        explored={k: v for k, v in explored.items() if v},
+        sampled=sampled,
+        seconds=time.perf_counter() - started,
+        record_violations=tuple(recorded.obs.violations),
+        cases=tuple(cases),
+    )
+
+
+def total_states(points: Iterable[CrashPoint], model: str = "prefix") -> int:
+    return sum(1 + state_count(Disk.from_image(cp.image), model, codec_cut_points) for cp in points)

@@ -1,0 +1,1 @@
+"""Hypothesis state machines that drive simulations: durability (agent) and storage."""

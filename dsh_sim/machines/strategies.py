@@ -1,0 +1,112 @@
+"""Hypothesis strategies for concrete step arguments (tool-call scripts, faults, crashes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+
+WORKSPACE_FILE = "/sim/workspace/notes.txt"
+# side-effecting tools first: shrinking moves toward the front of a sampled_from list
+TOOL_ORDER = ("pay", "pay_legacy", "write_note", "shell", "batch_pay", "send_message", "get_balance", "lookup_payment")
+
+# Points where a crash separates the four moments of a call (and a few barriers around them).
+MOMENT_POINTS = (
+    "llm.request",  # before moment 1
+    "agent.assistant.appended",  # after 1, before 2
+    "tools.call.appended",  # 1→2: tool/call in memory only
+    "session.flush",  # a barrier is starting
+    "tools.execute.body",  # 2→3: tool/call durable, nothing delivered
+    "world.deliver",  # 2→3: the request is about to reach the service
+    "world.respond",  # 3→4: the effect happened
+    "tools.result.appended",  # 3→4: result in memory only
+    "agent.pre_step",  # before the next step's barrier (after 4 once it lands)
+    "agent.turn.end",
+    "persist.batch.durable",  # right after an acknowledgement
+)
+FS_POINTS = ("fs.write", "fs.fsync", "fs.link", "fs.fsync_dir", "fs.ftruncate", "fs.mkdir", "fs.open", "fs.unlink")
+
+
+def tool_arguments(name: str, earlier_calls: list[str]) -> st.SearchStrategy[dict[str, Any]]:
+    people = st.sampled_from(["alice", "bob"])
+    if name in ("pay", "pay_legacy"):
+        return st.fixed_dictionaries({"to": people, "amount": st.integers(1, 50)})
+    if name == "send_message":
+        return st.fixed_dictionaries({"to": people, "text": st.sampled_from(["hi", "done"])})
+    if name == "get_balance":
+        return st.fixed_dictionaries({"account": people})
+    if name == "lookup_payment":
+        return st.fixed_dictionaries({"key": st.sampled_from(earlier_calls or ["c0"])})
+    if name == "write_note":
+        return st.fixed_dictionaries({"path": st.just(WORKSPACE_FILE), "text": st.sampled_from(["a", "b"])})
+    if name == "batch_pay":
+        return st.fixed_dictionaries({"payments": st.lists(st.fixed_dictionaries({"to": people, "amount": st.integers(1, 9)}), min_size=1, max_size=2)})
+    if name == "shell":
+        return st.fixed_dictionaries(
+            {"argv": st.sampled_from([["echo", "hi"], ["write", "out.txt", "x"], ["write", "/etc/passwd", "pwn"]])}
+        )
+    raise KeyError(name)
+
+
+@st.composite
+def turn_script(draw: st.DrawFn, next_id: list[int]) -> dict[str, Any]:
+    """A prompt with 1–3 model responses; tool calls get fresh, concrete call ids."""
+    responses = []
+    earlier = [f"c{i}" for i in range(max(1, next_id[0] - 3), next_id[0])]
+    for _ in range(draw(st.integers(1, 3))):
+        calls = []
+        for _ in range(draw(st.sampled_from([2, 1, 0, 3]))):
+            name = draw(st.sampled_from(TOOL_ORDER))
+            call_id = f"c{next_id[0]}"
+            next_id[0] += 1
+            calls.append({"id": call_id, "name": name, "arguments": draw(tool_arguments(name, earlier))})
+        responses.append({"text": draw(st.sampled_from(["working", "ok"])), "tool_calls": calls} if calls else {"text": "done"})
+    approvals = draw(st.lists(st.sampled_from(["allowed-once", "rejected", "unavailable", "hang", "raise", "yolo"]), max_size=2))
+    return {"text": draw(st.sampled_from(["go", "pay please"])), "responses": responses, "approvals": approvals}
+
+
+crash_specs = st.one_of(
+    st.just({"kind": "kill"}),
+    st.builds(lambda s: {"kind": "power", "state": s}, st.sampled_from(["drop", "keep", "random"])),
+    st.builds(lambda f: {"kind": "power", "state": "torn", "torn_fraction": f}, st.sampled_from([0.1, 0.5, 0.9])),
+)
+
+io_faults = st.one_of(
+    st.builds(lambda e: {"point": "fs.write", "action": "error", "errno": e}, st.sampled_from(["EIO", "ENOSPC"])),
+    st.builds(lambda d: {"point": "fs.fsync", "action": "fsync_fail", "errno": "EIO", "drop_dirty": d}, st.booleans()),
+    st.just({"point": "fs.link", "action": "error", "errno": "EIO"}),
+    st.just({"point": "fs.fsync_dir", "action": "error", "errno": "EIO"}),
+    st.just({"point": "fs.ftruncate", "action": "error", "errno": "EIO"}),
+)
+domain_faults = st.one_of(
+    st.builds(lambda a: {"point": "world.deliver", "action": a}, st.sampled_from(["request_lost", "duplicate"])),
+    st.just({"point": "world.respond", "action": "response_lost"}),
+    st.just({"point": "approval.answer", "action": "answerer_failure"}),
+    st.just({"point": "sandbox.confine", "action": "sandbox_unavailable"}),
+    st.just({"point": "tools.execute.body", "action": "tool_failure"}),
+    st.just({"point": "model.stream", "action": "stream_cut"}),
+    st.builds(lambda p: {"point": p, "action": "cancel"}, st.sampled_from(["tools.call.appended", "session.flush", "llm.chunk", "tools.execute.body"])),
+)
+
+
+def aimed_crash_rule(script: dict[str, Any], step: int, call_id: str, boundary: str, crash: dict[str, Any], lifetime: int) -> dict[str, Any]:
+    """The fault rule that crashes at ``boundary`` of one call of ``script``.
+
+    ``step`` is the 1-based position, within the prompt, of the model response that emits the
+    call; hits of per-turn points count from the moment the rule is armed (just before the
+    prompt), so ``llm.request`` hit ``step`` is exactly that response's request.
+    """
+    base: dict[str, Any] = {"action": "crash", "lifetime": lifetime, "crash": crash}
+    if boundary == "before 1":
+        return {**base, "point": "llm.request", "hit": step}
+    if boundary == "1→2":
+        return {**base, "point": "tools.call.appended", "hit": 1, "match": {"call_id": call_id}}
+    if boundary == "2→3":
+        return {**base, "point": "world.deliver", "hit": 1, "match": {"call_id": call_id}}
+    if boundary == "3→4":
+        return {**base, "point": "world.respond", "hit": 1, "match": {"call_id": call_id}}
+    return {**base, "point": "llm.request", "hit": step + 1}  # after 4: the next request
+
+
+BOUNDARY_CHOICES = ("none", "before 1", "1→2", "2→3", "3→4", "after 4")

@@ -1,0 +1,90 @@
+"""Step-level minimization of a failing scenario, re-validated by plain replay.
+
+Hypothesis shrinks the choice sequence; this pass then makes the *saved* scenario
+1-minimal at the level a maintainer reads: removing any single step, model response, tool
+call or scripted approval makes the failure disappear (or change invariant).  Every
+candidate is replayed from scratch without Hypothesis, so the result is known to reproduce.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import attrs
+
+from dsh_sim.replay import run_scenario
+from dsh_sim.scenario import Scenario
+
+
+@attrs.frozen
+class Minimized:
+    scenario: Scenario
+    steps_before: int
+    steps_after: int
+    replays: int
+    seconds: float
+
+
+def _fails(scenario: Scenario, invariant: str) -> bool:
+    result, _ = run_scenario(scenario)
+    return result.invariant == invariant and not result.not_applicable
+
+
+def _candidates(steps: tuple[dict[str, Any], ...]) -> list[tuple[dict[str, Any], ...]]:
+    """Smaller variants: drop a step; drop a response / call / approval inside a prompt."""
+    out: list[tuple[dict[str, Any], ...]] = []
+    for i in range(len(steps)):
+        if steps[i]["op"] == "boot" and i == 0:
+            continue
+        out.append(steps[:i] + steps[i + 1 :])
+    for i, step in enumerate(steps):
+        if step["op"] != "prompt":
+            continue
+        args = step["args"]
+        responses = args.get("responses", [])
+        for r in range(len(responses)):
+            smaller = responses[:r] + responses[r + 1 :]
+            out.append(steps[:i] + ({"op": "prompt", "args": {**args, "responses": smaller}},) + steps[i + 1 :])
+        for r, response in enumerate(responses):
+            calls = response.get("tool_calls", [])
+            for c in range(len(calls)):
+                fewer = calls[:c] + calls[c + 1 :]
+                new_response = {**response, "tool_calls": fewer} if fewer else {"text": response.get("text", "done")}
+                new_responses = responses[:r] + [new_response] + responses[r + 1 :]
+                out.append(steps[:i] + ({"op": "prompt", "args": {**args, "responses": new_responses}},) + steps[i + 1 :])
+        approvals = args.get("approvals", [])
+        for a in range(len(approvals)):
+            out.append(steps[:i] + ({"op": "prompt", "args": {**args, "approvals": approvals[:a] + approvals[a + 1 :]}},) + steps[i + 1 :])
+    return out
+
+
+def minimize(scenario: Scenario, invariant: str, *, budget: float = 60.0, progress: Callable[[str], None] | None = None) -> Minimized:
+    started = time.perf_counter()
+    current = scenario
+    replays = 0
+    improved = True
+    while improved and time.perf_counter() - started < budget:
+        improved = False
+        for steps in _candidates(current.steps):
+            if time.perf_counter() - started >= budget:
+                break
+            candidate = attrs.evolve(current, steps=steps)
+            replays += 1
+            if _fails(candidate, invariant):
+                current = candidate
+                improved = True
+                if progress is not None:
+                    progress(f"minimized to {len(steps)} steps")
+                break
+    return Minimized(current, len(scenario.steps), len(current.steps), replays, time.perf_counter() - started)
+
+
+def set_hypothesis_shrink_budget(seconds: float) -> None:
+    """Cap Hypothesis' total shrinking time (a private engine constant; skipped if absent)."""
+    try:
+        from hypothesis.internal.conjecture import engine
+    except ImportError:  # pragma: no cover - layout changed in a future Hypothesis
+        return
+    if hasattr(engine, "MAX_SHRINKING_SECONDS"):
+        engine.MAX_SHRINKING_SECONDS = seconds

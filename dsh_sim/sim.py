@@ -1,0 +1,446 @@
+"""The simulation: one simulated machine with its disk, world, clock and processes.
+
+Everything the runtime sees comes from here, through its ports: the disk through a
+per-process :class:`ProcessView`, time from the shared ``MockClock``, ids from the seeded
+generator, faults from the plan at named points.  Process lifetimes follow one another
+(crash → reboot → resume with repair); the disk and the world's ledger outlive them.
+
+The methods are the *operations* a state machine or a scenario step performs; each runs
+the current process until it is quiescent again.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable
+
+import attrs
+import trio
+
+from dsh_sim import invariants as inv
+from dsh_sim.answerer import SimAnswerer
+from dsh_sim.config import SimConfig
+from dsh_sim.determinism import SimClock, SimIds, derive_seed, new_clock
+from dsh_sim.faults import CrashSpec, FaultPlan, FaultRule, Firing
+from dsh_sim.model import SimModel
+from dsh_sim.observe import CrashRecord, Observation, call_boundaries, crash_phase
+from dsh_sim.points import spec as point_spec
+from dsh_sim.process import Reply, SimProcess, SimulatedCrash
+from dsh_sim.sim_shell import SimRunner, SimSandboxProvider
+from dsh_sim.simfs import Disk, FidelityError, FsFault, ProcessView
+from dsh_sim.simfs.crash import DROP_ALL, PowerCut, TornCut, apply_power_cut, random_state
+from dsh_sim.trace import TaskTracer, Trace
+from dsh_sim.world import World
+from dsh_sim.world_tools import world_tools
+from runtime.adapters.script_model import ScriptedResponse
+from runtime.agent.runtime import Runtime, RuntimeConfig, open_runtime
+from runtime.agent.sandbox import SandboxUnavailableError
+from runtime.persistence import context as durability
+from runtime.persistence.backend import JsonlBackend
+from runtime.persistence.errors import SessionPersistenceNotFoundError
+from runtime.persistence.header import SessionHeader
+from runtime.persistence.store import open_store
+from runtime.session.session import Session
+from runtime.persistence.zstd_frames import FrameFormatError, scan_frames
+from runtime.ports import Ports
+from runtime.tools.results import HarnessError
+from runtime.tools.shell import ShellTool
+
+_ERRNO = {"EIO": 5, "ENOSPC": 28, "EACCES": 13, "EWOULDBLOCK": 11, "EAGAIN": 11}
+
+
+@attrs.define(eq=False)
+class Lifetime:
+    index: int
+    proc: SimProcess
+    view: ProcessView
+    runtime: Runtime | None = None
+    agent: Any = None
+    report: Any = None
+    created: bool = False
+    boot_error: BaseException | None = None
+    exit_error: BaseException | None = None  # a live process that failed (e.g. its final drain)
+    dead: bool = False
+    crash: CrashRecord | None = None
+    store: Any = None  # the process's SessionStore
+    session: Any = None  # the live Session (the agent's, or the storage process's)
+    handle: Any = None  # storage processes: the write handle
+
+
+class Simulation:
+    def __init__(
+        self,
+        seed: int,
+        config: SimConfig | None = None,
+        plan: FaultPlan | None = None,
+        *,
+        keep_trace: bool = False,
+        kind: str = "agent",
+    ) -> None:
+        if kind not in ("agent", "storage"):
+            raise ValueError(f"simulation kind must be agent or storage, got {kind!r}")
+        self.kind = kind
+        self.seed = seed
+        self.config = config or SimConfig()
+        self.plan = plan or FaultPlan()
+        self.trace = Trace(keep=keep_trace)
+        self.clock = new_clock()
+        self.ids_rng = random.Random(derive_seed(seed, "ids"))
+        self.fault_rng = random.Random(derive_seed(seed, "faults"))
+        self.disk = Disk()
+        self.disk.mkdirs_durable(self.config.root)
+        self.disk.mkdirs_durable(self.config.workspace)
+        self.world = World()
+        self.model_queue: list[ScriptedResponse] = []
+        self.approval_answers: list[str] = []
+        self.lifetimes: list[Lifetime] = []
+        self.primary: Lifetime | None = None
+        self.prior_crash: CrashRecord | None = None  # explore: the crash this simulation starts after
+        self.source = "fuzz"  # what produced this simulation, for coverage cases
+        self.retries = 0  # harness-minted retry call ids stay unique
+        self.torn_class: str | None = None  # explore: the torn-write class of the starting state
+        self.obs = Observation(self)
+        self.observers: list[Any] = [self.obs]
+        self.point_hits: dict[str, int] = {}
+
+    # -- time and identity -----------------------------------------------------------------
+
+    def now(self) -> float:
+        return self.clock.current_time()
+
+    @property
+    def current(self) -> Lifetime | None:
+        """The primary process (a second writer never becomes current)."""
+        return self.primary
+
+    @property
+    def alive(self) -> bool:
+        life = self.current
+        return life is not None and not life.dead and life.boot_error is None and life.session is not None
+
+    # -- named points ----------------------------------------------------------------------
+
+    async def point(self, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
+        """Announce a named point; apply crash/delay/cancel/corrupt; return a domain fault."""
+        point_spec(name)
+        public = {k: v for k, v in details.items() if not k.startswith("_")}
+        self.point_hits[name] = self.point_hits.get(name, 0) + 1
+        self.trace.record("point", life.index, name, public)
+        for observer in self.observers:
+            observer.on_point(life, name, details)
+        domain: Firing | None = None
+        for firing in self.plan.hit(name, public, life.index):
+            rule = firing.rule
+            self.trace.record("fault", life.index, name, firing.index, rule.action)
+            self.obs.fired(firing, life, name)
+            if rule.action == "crash":
+                assert rule.crash is not None
+                self.crash_process(life, rule.crash, point=name, details=public)
+                raise SimulatedCrash(f"{rule.crash.label()} at {name}")
+            if rule.action == "delay":
+                await trio.sleep(rule.delay)
+            elif rule.action == "cancel":
+                if life.agent is not None:
+                    life.agent.cancel()
+            elif rule.action == "corrupt":
+                self.corrupt(rule)
+            else:
+                domain = firing
+        return domain
+
+    def corrupt(self, rule: FaultRule) -> None:
+        """Media corruption: flip one stored byte (volatile and durable alike)."""
+        path = rule.corrupt_path or self.config.log_path
+        ino = self.disk.resolve(path)
+        if ino is None:
+            return
+        node = self.disk.file(ino)
+        if not node.durable:
+            return
+        offset = rule.corrupt_offset % len(node.durable)
+
+        def flip(data: bytes) -> bytes:
+            return data[:offset] + bytes([data[offset] ^ 0x40]) + data[offset + 1 :] if offset < len(data) else data
+
+        complete = self.config.compression == "zstd" and offset < _complete_frames_end(node.durable)
+        self.disk.nodes[ino] = attrs.evolve(node, durable=flip(node.durable), volatile=flip(node.volatile))
+        self.obs.corrupted(path, offset, complete)
+
+    # -- crashes ---------------------------------------------------------------------------
+
+    def power_cut(self, crash: CrashSpec) -> PowerCut:
+        if crash.state == "drop":
+            return DROP_ALL
+        if crash.state == "random":
+            return random_state(self.disk, self.fault_rng)
+        if crash.state == "cut":
+            return PowerCut.from_json(crash.cut or {})
+        files, entries = [], []
+        for node in self.disk.iter_files():
+            if node.pending:
+                files.append(TornCut(node.ino, len(node.pending)))
+        for d in self.disk.iter_dirs():
+            entries.extend((d.ino, n, True) for n in d.unsynced_names())
+        if crash.state == "torn":
+            log = self.disk.resolve(self.config.log_path)
+            for index, cut in enumerate(files):
+                node = self.disk.file(cut.ino)
+                writes = [i for i, op in enumerate(node.pending) if hasattr(op, "data")]
+                if cut.ino == log and writes:
+                    last = writes[-1]
+                    size = len(node.pending[last].data)  # type: ignore[union-attr]
+                    files[index] = TornCut(cut.ino, last, max(0, min(size - 1, int(size * crash.torn_fraction))))
+        return PowerCut(tuple(files), tuple(entries))
+
+    def crash_process(self, life: Lifetime, crash: CrashSpec, *, point: str | None, details: dict[str, Any] | None = None) -> CrashRecord:
+        """Fix the disk at the crash instant, revoke the dead views, record the evidence."""
+        cut: PowerCut | None = None
+        phase = crash_phase(self.disk, self.config.log_path, crash.kind, None)
+        boundaries = call_boundaries(self, life)
+        if crash.kind == "power":
+            cut = self.power_cut(crash)
+            phase = crash_phase(self.disk, self.config.log_path, "power", cut)
+            for other in self.lifetimes:
+                other.view.revoke()
+                other.dead = True
+            apply_power_cut(self.disk, cut)
+        else:
+            life.view.revoke()
+            life.dead = True
+        record = CrashRecord(
+            lifetime=life.index,
+            point=point,
+            details=details or {},
+            kind=crash.kind,
+            label=crash.label(),
+            cut=cut.describe() if cut is not None else None,
+            phase=phase,
+            barrier=durability.current().barrier,
+            step=durability.current().step,
+            boundaries=boundaries,
+            in_memory=tuple(life.session.events) if life.session is not None else (),
+            time=self.now(),
+            image=self.disk.image(),
+            acked_bytes=self.obs.acked_bytes,
+        )
+        life.crash = record
+        self.trace.record("crash", life.index, point, crash.label(), record.cut)
+        self.obs.crashed(record)
+        return record
+
+    # -- processes ---------------------------------------------------------------------------
+
+    def _ports(self, life: Lifetime) -> Ports:
+        return Ports(fs=life.view, clock=SimClock(self.clock), ids=SimIds(self.ids_rng), probe=_Probe(self, life))
+
+    def boot(self, *, secondary: bool = False) -> Lifetime:
+        """Start a process; it resumes the session with repair (or creates it).
+
+        A ``secondary`` process is a second writer: it opens the stored session for write
+        while the primary is alive, appends one event and exits — the lock must refuse it.
+        """
+        index = len(self.lifetimes) + 1
+        last = self.lifetimes[-1] if self.lifetimes else None
+        if last is not None and last.crash is not None and all(l.dead for l in self.lifetimes):
+            inv.check_fidelity(self.obs, last.crash)
+
+        async def main(proc: SimProcess) -> None:
+            if secondary:
+                await self._second_writer_main(life)
+            elif self.kind == "agent":
+                await self._process_main(life)
+            else:
+                await self._storage_main(life)
+
+        proc = SimProcess(index, main, clock=self.clock, seed=derive_seed(self.seed, "sched", index), instruments=[TaskTracer(self.trace, index)])
+        view = ProcessView(self.disk, index, None, now_ns=lambda: int(self.now() * 1e9))
+        life = Lifetime(index, proc, view)
+        view.gate = _Gate(self, life)
+        self.lifetimes.append(life)
+        if not secondary:
+            self.primary = life
+        self.trace.record("boot", index, secondary)
+        reply = proc.start()
+        self._after(life, reply)
+        if secondary:
+            if not life.dead:
+                self._after(life, proc.stop())
+            life.dead = True
+            self.obs.second_writer(life)
+        else:
+            self.obs.booted(life)
+        return life
+
+    async def _second_writer_main(self, life: Lifetime) -> None:
+        cfg = self.config
+        ports = self._ports(life)
+        backend = JsonlBackend(cfg.root, ports, compression=cfg.compression)
+        handle = await backend.open(cfg.session_id, "write")
+        try:
+            stored = await handle.read()
+            session = Session(cfg.session_id, ports.clock, stored)
+            await handle.append(session.events[len(stored) :])
+        finally:
+            await handle.close()
+
+    async def _process_main(self, life: Lifetime) -> None:
+        cfg = self.config
+        ports = self._ports(life)
+        gate = _Gate(self, life)
+        tools = world_tools(self.world, gate.domain, self.now, life.index, approval_tools=cfg.approval_tools)
+        tools.append(ShellTool(SimSandboxProvider(), SimRunner(self.world, gate.domain, self.now, life.index), cfg.workspace, ports.probe, default_mode=cfg.sandbox_mode))
+        model = SimModel(self.model_queue, gate.domain, chunk_delay=cfg.chunk_delay)
+        runtime_config = RuntimeConfig(
+            root=cfg.root,
+            compression=cfg.compression,
+            max_parallel_tool_calls=cfg.max_parallel_tool_calls,
+            system=cfg.system,
+            checkpoint_policy=cfg.checkpoint_policy,
+            approval_policy=cfg.approval_policy,
+        )
+        plugins = [SimAnswerer(self.approval_answers, gate.domain)]
+        async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
+            life.runtime = rt
+            life.store = rt.store
+            try:
+                life.agent, life.report = await rt.resume_agent(cfg.session_id)
+            except SessionPersistenceNotFoundError:
+                life.agent = await rt.create_agent(cfg.session_id, cwd=cfg.workspace)
+                life.created = True
+            life.session = life.agent.session
+            life.proc.ready = True
+            await trio.sleep_forever()
+
+    async def _storage_main(self, life: Lifetime) -> None:
+        """A persistence-level process: backend + store, no agent (the storage machine)."""
+        cfg = self.config
+        ports = self._ports(life)
+        backend = JsonlBackend(cfg.root, ports, compression=cfg.compression)
+        async with open_store(ports.probe) as store:
+            life.store = store
+            try:
+                handle = await backend.open(cfg.session_id, "write")
+                life.report = StorageRecovery(tuple(await handle.read()), handle.torn_tail)
+                stored = list(life.report.events)
+            except SessionPersistenceNotFoundError:
+                handle = await backend.create(SessionHeader(cfg.session_id, ports.clock.now_ms(), cwd=cfg.workspace))
+                life.created = True
+                stored = []
+            life.handle = handle
+            life.session = Session(cfg.session_id, ports.clock, stored)
+            store.bind(life.session, handle)
+            life.proc.ready = True
+            await trio.sleep_forever()
+
+    def _after(self, life: Lifetime, reply: Reply) -> Reply:
+        """Account for a command's reply; a crash is known from our own record, not the exception.
+
+        (Cleanup code of the dying process may raise something else on top of the crash.)
+        """
+        if reply.state == "exited":
+            life.dead = True
+            error = reply.error
+            if life.crash is not None:
+                pass
+            elif isinstance(error, (SimulatedCrash, FidelityError)):
+                raise RuntimeError(f"process {life.index} died ({error!r}) without a crash record")
+            elif error is not None and not life.proc.ready:
+                life.boot_error = error
+            elif error is not None:
+                life.exit_error = error
+        return reply
+
+    def run(self, fn: Callable[[Lifetime], Any], horizon: float = 600.0) -> Reply:
+        """Run ``fn(life)`` inside the current process until done or quiescent."""
+        life = self.current
+        if life is None or life.dead:
+            raise RuntimeError("no live simulated process")
+
+        async def task() -> Any:
+            return await fn(life)
+
+        return self._after(life, life.proc.call(task, horizon))
+
+    def advance(self, seconds: float) -> Reply | None:
+        life = self.current
+        if life is None or life.dead:
+            self.clock.jump(seconds)
+            return None
+        return self._after(life, life.proc.advance(seconds))
+
+    def kill_now(self, crash: CrashSpec) -> CrashRecord:
+        """A crash at a quiescent moment (not at a named point)."""
+        life = self.current
+        assert life is not None and not life.dead
+        record = self.crash_process(life, crash, point=None)
+        self._after(life, life.proc.crash())
+        return record
+
+    def shutdown(self) -> None:
+        for life in self.lifetimes:
+            if not life.dead and not life.proc.exited:
+                self._after(life, life.proc.stop())
+                life.dead = True
+
+
+@attrs.frozen
+class StorageRecovery:
+    """What a storage process found at open: the valid prefix (no closers at this level)."""
+
+    events: tuple[Any, ...]
+    torn: Any
+    closers: tuple[Any, ...] = ()
+    verdicts: dict[str, str] = attrs.field(factory=dict)
+
+
+class _Probe:
+    """The probe port of one process: runtime points go through the simulation."""
+
+    def __init__(self, sim: Simulation, life: Lifetime) -> None:
+        self._sim = sim
+        self._life = life
+
+    async def at(self, point: str, **details: Any) -> None:
+        firing = await self._sim.point(self._life, point, details)
+        if firing is None:
+            return
+        action = firing.rule.action
+        if action == "tool_failure":
+            raise HarnessError("injected tool failure", name="InjectedToolFailure", code="INJECTED")
+        if action == "sandbox_unavailable":
+            raise SandboxUnavailableError(str(details.get("mode")), "injected by the fault plan")
+
+
+class _Gate:
+    """Filesystem gate and domain gate of one process."""
+
+    def __init__(self, sim: Simulation, life: Lifetime | None) -> None:
+        self._sim = sim
+        self._life = life
+
+    async def before_fs(self, view: ProcessView, op: str, path: str, details: dict[str, Any]) -> FsFault | None:
+        assert self._life is not None
+        firing = await self._sim.point(self._life, f"fs.{op}", {"path": path, **details})
+        if firing is None:
+            return None
+        rule = firing.rule
+        errno = _ERRNO.get(rule.errno, 5)
+        if rule.action == "fsync_fail":
+            return FsFault("fsync_fail", errno, rule.drop_dirty)
+        return FsFault("error", errno)
+
+    def after_fs(self, view: ProcessView, op: str, path: str, outcome: str) -> None:
+        self._sim.trace.record("fs", view.pid, op, path, outcome)
+
+    async def domain(self, point: str, details: dict[str, Any]) -> Firing | None:
+        assert self._life is not None
+        return await self._sim.point(self._life, point, details)
+
+
+def _complete_frames_end(data: bytes) -> int:
+    """End offset of the last complete zstd frame (0 if none or unreadable)."""
+    try:
+        frames = scan_frames(data).frames
+    except FrameFormatError:
+        return 0
+    return frames[-1][1] if frames else 0

@@ -1,0 +1,214 @@
+"""The simulated storage: what survives a process, and what survives power loss.
+
+Per file inode: ``volatile`` (what reads see — the page cache) and ``durable`` (what a power
+cut keeps), plus ``pending``: the writes and truncates since the last successful fsync, in
+order.  Per directory inode: ``entries`` (volatile names) and ``durable`` names; a create,
+link or unlink is durable only after an fsync of the directory.
+
+A failed fsync can drop its pending operations without applying them (Linux marks the pages
+clean), so ``durable + pending`` need not equal ``volatile`` — the fsyncgate behaviour.
+
+:class:`DiskImage` is an immutable snapshot (bytes are shared, not copied), cheap enough to
+take at every named point of a recorded run.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import attrs
+
+ROOT_INO = 1
+
+
+class FidelityError(BaseException):
+    """A dead simulated process touched the filesystem.
+
+    A ``BaseException``, like the crash itself: cleanup code of a dead process must not be
+    able to catch it with ``except Exception`` and carry on doing things.
+    """
+
+
+@attrs.frozen
+class WriteOp:
+    offset: int
+    data: bytes
+
+
+@attrs.frozen
+class TruncateOp:
+    size: int
+
+
+PendingOp = WriteOp | TruncateOp
+
+
+def apply_op(content: bytes, op: PendingOp) -> bytes:
+    if isinstance(op, TruncateOp):
+        return content[: op.size] if op.size <= len(content) else content + b"\0" * (op.size - len(content))
+    if op.offset > len(content):
+        content = content + b"\0" * (op.offset - len(content))
+    return content[: op.offset] + op.data + content[op.offset + len(op.data) :]
+
+
+@attrs.frozen
+class FileNode:
+    ino: int
+    volatile: bytes = b""
+    durable: bytes = b""
+    pending: tuple[PendingOp, ...] = ()
+    mtime_ns: int = 0
+    ctime_ns: int = 0
+
+
+@attrs.frozen
+class DirNode:
+    ino: int
+    entries: tuple[tuple[str, int], ...] = ()  # sorted (name, ino)
+    durable: tuple[tuple[str, int], ...] = ()
+    mtime_ns: int = 0
+    ctime_ns: int = 0
+
+    def lookup(self, name: str) -> int | None:
+        for entry_name, ino in self.entries:
+            if entry_name == name:
+                return ino
+        return None
+
+    def durable_lookup(self, name: str) -> int | None:
+        for entry_name, ino in self.durable:
+            if entry_name == name:
+                return ino
+        return None
+
+    def unsynced_names(self) -> list[str]:
+        """Names whose volatile binding differs from the durable one (sorted)."""
+        vol, dur = dict(self.entries), dict(self.durable)
+        return sorted(n for n in set(vol) | set(dur) if vol.get(n) != dur.get(n))
+
+
+Node = FileNode | DirNode
+
+
+@attrs.frozen
+class DiskImage:
+    """An immutable state of the whole disk."""
+
+    nodes: tuple[tuple[int, Node], ...]
+    next_ino: int
+
+    def node_map(self) -> dict[int, Node]:
+        return dict(self.nodes)
+
+
+class Disk:
+    """Mutable storage shared by every process of one simulation."""
+
+    def __init__(self, dev: int = 0x5D5) -> None:
+        self.dev = dev
+        self.nodes: dict[int, Node] = {ROOT_INO: DirNode(ROOT_INO)}
+        self.next_ino = ROOT_INO + 1
+        self.locks: dict[int, tuple[int, int]] = {}  # ino -> (pid, fd)
+        self.fidelity_errors: list[str] = []
+        self.ops = 0  # every mutation counts; mtime/ctime derive from it (strictly increasing)
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    def image(self) -> DiskImage:
+        return DiskImage(tuple(sorted(self.nodes.items())), self.next_ino)
+
+    @classmethod
+    def from_image(cls, image: DiskImage) -> "Disk":
+        disk = cls()
+        disk.nodes = image.node_map()
+        disk.next_ino = image.next_ino
+        return disk
+
+    # -- helpers used by views and the crash model ----------------------------------------
+
+    def new_ino(self) -> int:
+        ino = self.next_ino
+        self.next_ino += 1
+        return ino
+
+    def stamp(self, now_ns: int) -> int:
+        """A modification time: virtual time, nudged so every mutation is distinguishable."""
+        self.ops += 1
+        return now_ns + self.ops
+
+    def file(self, ino: int) -> FileNode:
+        node = self.nodes[ino]
+        assert isinstance(node, FileNode)
+        return node
+
+    def dir(self, ino: int) -> DirNode:
+        node = self.nodes[ino]
+        assert isinstance(node, DirNode)
+        return node
+
+    def iter_files(self) -> Iterator[FileNode]:
+        for ino in sorted(self.nodes):
+            node = self.nodes[ino]
+            if isinstance(node, FileNode):
+                yield node
+
+    def iter_dirs(self) -> Iterator[DirNode]:
+        for ino in sorted(self.nodes):
+            node = self.nodes[ino]
+            if isinstance(node, DirNode):
+                yield node
+
+    def path_of(self, ino: int, *, durable: bool = False) -> str | None:
+        """A path naming ``ino`` through volatile (or durable) entries, for reports."""
+        parents: dict[int, tuple[int, str]] = {}
+        for d in self.iter_dirs():
+            for name, child in d.durable if durable else d.entries:
+                parents.setdefault(child, (d.ino, name))
+        parts: list[str] = []
+        cur = ino
+        while cur != ROOT_INO:
+            if cur not in parents:
+                return None
+            cur, name = parents[cur][0], parents[cur][1]
+            parts.append(name)
+        return "/" + "/".join(reversed(parts))
+
+    def resolve(self, path: str, *, durable: bool = False) -> int | None:
+        """Inode at ``path`` (no error mapping; for harness inspection)."""
+        ino = ROOT_INO
+        for part in [p for p in path.split("/") if p]:
+            node = self.nodes.get(ino)
+            if not isinstance(node, DirNode):
+                return None
+            found = node.durable_lookup(part) if durable else node.lookup(part)
+            if found is None:
+                return None
+            ino = found
+        return ino
+
+    def read_path(self, path: str) -> bytes | None:
+        ino = self.resolve(path)
+        if ino is None:
+            return None
+        node = self.nodes[ino]
+        return node.volatile if isinstance(node, FileNode) else None
+
+    def unsynced_bytes(self) -> int:
+        return sum(len(op.data) for f in self.iter_files() for op in f.pending if isinstance(op, WriteOp))
+
+    def release_locks(self, pid: int) -> None:
+        for ino in [i for i, (owner, _) in self.locks.items() if owner == pid]:
+            del self.locks[ino]
+
+    def mkdirs_durable(self, path: str) -> None:
+        """Harness setup: create a directory chain that is durable from the start."""
+        ino = ROOT_INO
+        for part in [p for p in path.split("/") if p]:
+            parent = self.dir(ino)
+            child = parent.lookup(part)
+            if child is None:
+                child = self.new_ino()
+                self.nodes[child] = DirNode(child)
+                entries = tuple(sorted(parent.entries + ((part, child),)))
+                self.nodes[ino] = attrs.evolve(parent, entries=entries, durable=tuple(sorted(parent.durable + ((part, child),))))
+            ino = child
