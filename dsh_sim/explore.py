@@ -161,7 +161,8 @@ def recover_from(
 ) -> Simulation:
     """A fresh simulation whose disk is the post-crash state; boot, recover, continue."""
     kind = "agent" if scenario.machine == "durability" else "storage"
-    sim = Simulation(derive_seed(scenario.seed, "explore", cp.index, crash.label(), cut.describe() if cut else "-"), scenario.sim_config(), FaultPlan(), kind=kind)
+    seed = derive_seed(scenario.seed, "explore", cp.index, crash.label(), cut.describe() if cut else "-")
+    sim = Simulation(seed, scenario.sim_config(), FaultPlan(), kind=kind, trace=False)
     sim.source = "explore"
     sim.torn_class = torn_class
     sim.disk = Disk.from_image(cp.image)
@@ -236,12 +237,16 @@ def explore(
     bound: int | None = None,
     continue_turn: bool = True,
     on_violation: Any = None,
+    cache: dict[str, Any] | None = None,
 ) -> ExploreResult:
+    """Explore every crash state of ``scenario``; ``cache`` may be shared by several calls
+    (recoveries of identical post-crash states under the same configuration are reused)."""
     started = time.perf_counter()
     with mutants.enabled(scenario.mutants):
         points, recorded = record(scenario)
         rng = random.Random(derive_seed(scenario.seed, "explore-sample"))
-        cache: dict[str, tuple[dict[str, str], dict[str, bool], tuple[Violation, ...]]] = {}
+        cache = {} if cache is None else cache
+        config_key = repr((scenario.machine, sorted(scenario.config.items()), scenario.mutants, continue_turn))
         states: list[StateResult] = []
         cases: list[dict[str, Any]] = []
         possible: dict[str, int] = {name: 0 for name in POINTS}
@@ -265,7 +270,7 @@ def explore(
                 cls = _cut_class(after, cut) if cut is not None else None
                 if cut is not None:
                     apply_power_cut(after, cut)
-                key = _state_key(after, cp) + spec.kind
+                key = _state_key(after, cp) + spec.kind + config_key
                 shared = key in cache
                 if not shared:
                     sim = recover_from(scenario, cp, spec, cut, continue_turn=continue_turn, torn_class=cls)

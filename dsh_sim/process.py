@@ -115,6 +115,9 @@ class SimProcess:
     # -- inside the run --------------------------------------------------------------------
 
     def _thread_main(self) -> None:
+        # Seed before the run starts: trio shuffles its very first batch (the init and system
+        # tasks) before any task of ours could seed it.
+        seed_scheduler(self._seed)
         try:
             trio.run(self._driver, clock=self._clock, instruments=self._instruments, strict_exception_groups=True)
         except BaseException as err:  # the end of this process, reported to the host
@@ -122,7 +125,6 @@ class SimProcess:
         self._replies.put(Reply("exited", error=self.exit_error))
 
     async def _driver(self) -> None:
-        seed_scheduler(self._seed)
         booted = _Task()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery

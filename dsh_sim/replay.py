@@ -89,10 +89,12 @@ def run_scenario(scenario: Scenario, *, keep_trace: bool = False) -> tuple[RunRe
         finally:
             sim.shutdown()
     data = sim.disk.read_path(sim.config.log_path)
+    session_sha256 = hashlib.sha256(data).hexdigest() if data is not None else None
+    sim.trace.record("session-bytes", session_sha256)  # same digest ⇒ same session bytes
     result = RunResult(
         name=scenario.name,
         digest=sim.trace.digest(),
-        session_sha256=hashlib.sha256(data).hexdigest() if data is not None else None,
+        session_sha256=session_sha256,
         outcomes=tuple(outcomes),
         violations=tuple(sim.obs.violations),
         unfired=tuple((i, r.to_json()) for i, r in sim.plan.unfired()),

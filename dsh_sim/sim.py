@@ -76,6 +76,7 @@ class Simulation:
         *,
         keep_trace: bool = False,
         kind: str = "agent",
+        trace: bool = True,
     ) -> None:
         if kind not in ("agent", "storage"):
             raise ValueError(f"simulation kind must be agent or storage, got {kind!r}")
@@ -83,7 +84,7 @@ class Simulation:
         self.seed = seed
         self.config = config or SimConfig()
         self.plan = plan or FaultPlan()
-        self.trace = Trace(keep=keep_trace)
+        self.trace = Trace(keep=keep_trace, enabled=trace)
         self.clock = new_clock()
         self.ids_rng = random.Random(derive_seed(seed, "ids"))
         self.fault_rng = random.Random(derive_seed(seed, "faults"))
@@ -252,7 +253,8 @@ class Simulation:
             else:
                 await self._storage_main(life)
 
-        proc = SimProcess(index, main, clock=self.clock, seed=derive_seed(self.seed, "sched", index), instruments=[TaskTracer(self.trace, index)])
+        tracer = [TaskTracer(self.trace, index)] if self.trace.enabled else []
+        proc = SimProcess(index, main, clock=self.clock, seed=derive_seed(self.seed, "sched", index), instruments=tracer)
         view = ProcessView(self.disk, index, None, now_ns=lambda: int(self.now() * 1e9))
         life = Lifetime(index, proc, view)
         view.gate = _Gate(self, life)

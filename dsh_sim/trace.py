@@ -38,13 +38,16 @@ def _plain_dict(d: dict) -> bool:
 
 
 class Trace:
-    def __init__(self, *, keep: bool = False) -> None:
+    def __init__(self, *, keep: bool = False, enabled: bool = True) -> None:
         self._hash = hashlib.sha256()
         self.count = 0
         self.keep = keep
+        self.enabled = enabled  # a disabled trace (explore's recovery runs) records nothing
         self.records: list[tuple[Any, ...]] = []
 
     def record(self, kind: str, *fields: Any) -> None:
+        if not self.enabled:
+            return
         # Fields are built by deterministic code (dicts in insertion order, plain scalars),
         # so their repr is already stable; only foreign objects need canonicalizing.
         entry = (kind, *(f if type(f) in _PLAIN or (type(f) is dict and _plain_dict(f)) else _canon(f) for f in fields))

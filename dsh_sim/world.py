@@ -161,10 +161,11 @@ class World:
         key: str | None,
         now: float,
         lifetime: int,
+        root_call_id: str | None = None,
     ) -> dict[str, Any]:
         """One request over the simulated network; moment 3 is the ledger entry."""
         service = self.services[service_name]
-        details = {"service": service_name, "op": op, "call_id": call_id}
+        details = {"service": service_name, "op": op, "call_id": call_id, "root_call_id": root_call_id or call_id}
         fault = await gate("world.deliver", details)
         if fault is not None and fault.action == "request_lost":
             raise NetworkError(f"request to {service_name} was lost")

@@ -65,7 +65,8 @@ class WorldTool:
         args = ex.arguments if isinstance(ex.arguments, dict) else {}
         key = args.get("idempotency_key") or ex.idempotency_key
         response = await self._world.call(
-            self._gate, self._service, self._op, args, call_id=ex.call_id, key=key, now=self._now(), lifetime=self._lifetime
+            self._gate, self._service, self._op, args, call_id=ex.call_id, key=key, now=self._now(), lifetime=self._lifetime,
+            root_call_id=ex.root_call_id,
         )
         return ToolResult.text(repr(sorted(response.items())), meta={"service": self._service, "key": key})
 

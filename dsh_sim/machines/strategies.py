@@ -102,10 +102,10 @@ def aimed_crash_rule(script: dict[str, Any], step: int, call_id: str, boundary: 
         return {**base, "point": "llm.request", "hit": step}
     if boundary == "1→2":
         return {**base, "point": "tools.call.appended", "hit": 1, "match": {"call_id": call_id}}
-    if boundary == "2→3":
-        return {**base, "point": "world.deliver", "hit": 1, "match": {"call_id": call_id}}
-    if boundary == "3→4":
-        return {**base, "point": "world.respond", "hit": 1, "match": {"call_id": call_id}}
+    if boundary == "2→3":  # the first request of the call (or of its nested calls) reaches the world
+        return {**base, "point": "world.deliver", "hit": 1, "match": {"root_call_id": call_id}}
+    if boundary == "3→4":  # the first effect of the call happened; its result is not yet durable
+        return {**base, "point": "world.respond", "hit": 1, "match": {"root_call_id": call_id}}
     return {**base, "point": "llm.request", "hit": step + 1}  # after 4: the next request
 
 
