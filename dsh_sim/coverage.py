@@ -19,6 +19,14 @@ if TYPE_CHECKING:
     from dsh_sim.observe import CrashRecord
     from dsh_sim.sim import Lifetime, Simulation
 
+# Torn-write classes (dsh_sim.torn) and post-crash phases (dsh_sim.observe.crash_phase),
+# exported so the report and the requirements cannot drift from the code that makes them.
+TORN_CLASSES = ("magic", "frame-header", "block-header", "block", "checksum", "frame-boundary", "mid-line", "before-newline", "line-boundary")
+PHASES = (
+    "kill", "power:no-log", "power:before-publication", "power:publication-dropped", "power:publication-kept",
+    "power:publication-unsynced", "power:unsynced-dropped", "power:partial", "power:torn", "power:reordered",
+    "power:unsynced-kept", "power:synced",
+)
 BARRIERS = ("pre-step", "llm/stream", "tools/execute", "window write", "first publication", "torn-tail rewrite", "repair append")
 OUTCOMES = ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN", "closed", "lost", "not emitted")
 INNER_BARRIERS = ("first publication", "torn-tail rewrite", "repair append")
@@ -110,9 +118,20 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
     determinism: list[dict[str, Any]] = []
     kill_matrix: list[dict[str, Any]] = []
+    cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
+    sampled: dict[str, int] = {}
     cases = 0
     for doc in results:
-        runs.append(doc.get("meta", {}))
+        if doc.get("meta"):
+            runs.append(doc["meta"])
+        for name, n in doc.get("sampled", {}).items():
+            sampled[name] = sampled.get(name, 0) + n
+        for matrix, rows in doc.get("cells", {}).items():
+            for row, cols in rows.items():
+                for col, counts in cols.items():
+                    slot = cells.setdefault(matrix, {}).setdefault(row, {}).setdefault(col, {"possible": 0, "explored": 0})
+                    slot["possible"] += counts.get("possible", 0)
+                    slot["explored"] += counts.get("explored", 0)
         for name, n in doc.get("checked", {}).items():
             checked[name] = checked.get(name, 0) + n
         for name, counts in doc.get("points", {}).items():
@@ -146,6 +165,8 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "runs": runs,
         "determinism": determinism,
         "kill_matrix": kill_matrix,
+        "cell_states": cells,  # explore: explored/possible crash states per matrix cell
+        "sampled": sampled,  # explore: points where states were sampled above the bound
     }
 
 
@@ -156,7 +177,7 @@ REQUIREMENTS: tuple[tuple[str, str, str], ...] = tuple(
     + [("boundary", b, "power") for b in BOUNDARIES]
     + [("barrier", b, "any") for b in BARRIERS]
     + [("verdict", "TOOL_NOT_STARTED", "not applied"), ("verdict", "TOOL_OUTCOME_UNKNOWN", "applied"), ("verdict", "TOOL_OUTCOME_UNKNOWN", "not applied")]
-    + [("torn", c, "any") for c in ("magic", "frame-header", "block-header", "block", "checksum", "frame-boundary", "mid-line", "line-boundary")]
+    + [("torn", c, "any") for c in TORN_CLASSES if c != "before-newline"]
 )
 
 

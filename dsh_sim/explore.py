@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 import attrs
 
-from dsh_sim.coverage import barrier_of, build_case, recovery_facts
+from dsh_sim.coverage import barrier_of, build_case, phase_group, recovery_facts
 from dsh_sim.determinism import derive_seed
 from dsh_sim.faults import CrashSpec, FaultPlan, FaultRule
 from dsh_sim.invariants import Violation
@@ -125,6 +125,7 @@ class ExploreResult:
     seconds: float
     record_violations: tuple[Violation, ...]
     cases: tuple[dict[str, Any], ...] = ()
+    cells: dict[str, Any] = attrs.field(factory=dict)  # matrix -> row -> col -> {possible, explored}
 
     @property
     def violations(self) -> list[tuple[StateResult, Violation]]:
@@ -238,6 +239,7 @@ def explore(
     continue_turn: bool = True,
     on_violation: Any = None,
     cache: dict[str, Any] | None = None,
+    stop_on_violation: bool = False,
 ) -> ExploreResult:
     """Explore every crash state of ``scenario``; ``cache`` may be shared by several calls
     (recoveries of identical post-crash states under the same configuration are reused)."""
@@ -246,6 +248,7 @@ def explore(
         points, recorded = record(scenario)
         rng = random.Random(derive_seed(scenario.seed, "explore-sample"))
         cache = {} if cache is None else cache
+        cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
         config_key = repr((scenario.machine, sorted(scenario.config.items()), scenario.mutants, continue_turn))
         states: list[StateResult] = []
         cases: list[dict[str, Any]] = []
@@ -261,6 +264,10 @@ def explore(
                 cuts = _power_states(disk, model)
                 options.extend((CrashSpec("power", "cut"), c) for c in cuts)
             possible[cp.point] += len(options)
+            barrier = barrier_of(cp.barrier, cp.op)
+            for spec, cut in options:
+                col = phase_group(spec.kind, crash_phase(disk, recorded.config.log_path, spec.kind, cut))
+                _cell(cells, cp, barrier, col, "possible")
             if bound is not None and len(options) > bound:
                 options = rng.sample(options, bound)
                 sampled[cp.point] = sampled.get(cp.point, 0) + 1
@@ -287,6 +294,11 @@ def explore(
                     repro = on_violation(repro_scenario(scenario, cp, spec, cut, violations[0]))
                 states.append(StateResult(cp.index, spec.kind, cut.describe() if cut else None, phase, cls, verdicts, applied, violations, shared, repro))
                 explored[cp.point] += 1
+                _cell(cells, cp, barrier, phase_group(spec.kind, phase), "explored")
+                if stop_on_violation and violations:
+                    break
+            if stop_on_violation and states and states[-1].violations:
+                break
     return ExploreResult(
         scenario=scenario.name,
         points=tuple(points),
@@ -297,7 +309,17 @@ def explore(
         seconds=time.perf_counter() - started,
         record_violations=tuple(recorded.obs.violations),
         cases=tuple(cases),
+        cells=cells,
     )
+
+
+def _cell(cells: dict[str, Any], cp: CrashPoint, barrier: str, col: str, key: str) -> None:
+    """Count one crash state in every matrix cell it belongs to (a cell per call boundary)."""
+    for row in sorted(set(cp.boundaries.values())) or ["no call"]:
+        slot = cells["boundary"].setdefault(row, {}).setdefault(col, {"possible": 0, "explored": 0})
+        slot[key] += 1
+    slot = cells["barrier"].setdefault(barrier, {}).setdefault(col, {"possible": 0, "explored": 0})
+    slot[key] += 1
 
 
 def total_states(points: Iterable[CrashPoint], model: str = "prefix") -> int:

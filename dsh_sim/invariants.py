@@ -36,6 +36,7 @@ INVARIANTS: dict[str, str] = {
     "recovery_succeeds": "a log that suffered only crashes (no media corruption) is always recoverable",
     "lock_exclusion": "a second writer is refused while the first holds the session",
     "fidelity": "no filesystem operation of a dead process takes effect (the disk is exactly the crash image)",
+    "migration_atomic": "migrating a v0 log never changes it, and a published v3 generation always holds the complete migrated log: old or new readable, never neither, never half a generation",
 }
 
 
@@ -105,6 +106,7 @@ def check_approval_gate(obs: "Observation", life: "Lifetime", details: dict[str,
 
 def check_recovery(obs: "Observation", life: "Lifetime", crash: "CrashRecord | None") -> None:
     sim = obs.sim
+    check_migration_atomic(obs, life)
     error = life.boot_error
     complete_frame_damage = any(frame for _, _, frame in obs.corruptions)
     if error is not None:
@@ -279,3 +281,66 @@ def check_fidelity(obs: "Observation", crash: "CrashRecord") -> None:
     if obs.sim.disk.image() != crash.image:
         _fail(obs, "fidelity", "the disk changed after the crash: a dead process's operation took effect", None,
               f"refused operations: {len(obs.sim.disk.fidelity_errors)}")
+
+
+@attrs.frozen
+class SeededSource:
+    """A historical (v0) log on disk, and what migrating it must publish."""
+
+    path: str  # the v0 generation
+    target: str  # where the v3 generation is published
+    data: bytes  # the v0 bytes, which must never change
+    expected: bytes  # the exact v3 generation the migration publishes
+    events: tuple[dict[str, Any], ...]  # the migrated events, as records
+
+    @classmethod
+    def of(cls, path: str, target: str, data: bytes, compression: str) -> "SeededSource":
+        from runtime.persistence.migration import encode_migrated, migrate_v0
+        from runtime.persistence.v0_format import decode_v0
+
+        migrated = migrate_v0(decode_v0(data, compression))
+        return cls(path, target, data, encode_migrated(migrated, compression), tuple(e.to_record() for e in migrated.events))
+
+
+def _source_on_disk(sim: Any) -> SeededSource | None:
+    """A v0 generation of the configured session found on the disk (e.g. a state explore
+    restored from a recording): judged the same way, except that its original bytes are
+    unknown, so they are taken as found."""
+    from runtime.persistence.layout import SessionPaths, generation_filename
+
+    cfg = sim.config
+    paths = SessionPaths.of(cfg.root, cfg.workspace, cfg.session_id, cfg.compression)
+    path = f"{paths.session_dir}/{generation_filename(0, cfg.compression)}"
+    data = sim.disk.read_path(path)
+    if data is None:
+        return None
+    try:
+        return SeededSource.of(path, paths.log, data, cfg.compression)
+    except ValueError:
+        return None  # not a migratable source: recovery_succeeds judges the refusal
+
+
+def check_migration_atomic(obs: "Observation", life: "Lifetime") -> None:
+    """After every boot of a seeded-v0 simulation (crashed or not): judge the generations on disk."""
+    seeded: SeededSource | None = getattr(obs.sim, "seeded_v0", None) or _source_on_disk(obs.sim)
+    if seeded is None:
+        return
+    obs.count("migration_atomic")
+    disk = obs.sim.disk
+    source = disk.read_path(seeded.path)
+    current = disk.read_path(seeded.target)
+    if source != seeded.data:
+        _fail(obs, "migration_atomic", "the v0 source generation was changed or removed", None,
+              f"{len(seeded.data)} bytes seeded, {'none' if source is None else len(source)} bytes now")
+    if source is None and current is None:
+        _fail(obs, "migration_atomic", "neither the v0 nor the v3 generation exists")
+    if current is not None and not current.startswith(seeded.expected):
+        common = next((i for i, (a, b) in enumerate(zip(seeded.expected, current)) if a != b), min(len(current), len(seeded.expected)))
+        _fail(obs, "migration_atomic", "a half-written or different v3 generation is published", None,
+              f"the complete generation is {len(seeded.expected)} bytes; the file at {seeded.target} has {len(current)}, first difference at byte {common}")
+    if life.session is not None and not life.dead:
+        live = [e.to_record() for e in life.session.events[: len(seeded.events)]]
+        if live != list(seeded.events):
+            at = next((i for i, (a, b) in enumerate(zip(live, seeded.events)) if a != b), min(len(live), len(seeded.events)))
+            _fail(obs, "migration_atomic", "the recovered session does not begin with the migrated log", None,
+                  f"{len(seeded.events)} migrated events; first difference at seq {at}")

@@ -59,6 +59,11 @@ _SPECS = [
     PointSpec("model.stream", "model", "the scripted model is about to emit a part", ("stream_cut",)),
     PointSpec("approval.answer", "approval", "the simulated answerer is asked", ("answerer_failure",)),
     PointSpec("sandbox.confine", "sandbox", "the simulated sandbox is asked to confine argv", ("sandbox_unavailable",)),
+    # migration of a historical generation on write open (announced through the probe port)
+    PointSpec("persist.migration.prepared", "runtime", "write open of a historical log: the source was read and migrated in memory", ()),
+    PointSpec("persist.migration.staged", "runtime", "the migrated generation was written to its temp file and fsynced", ()),
+    PointSpec("persist.migration.verified", "runtime", "the staged generation passed verification; the source identity is rechecked next", ()),
+    PointSpec("persist.migration.published", "runtime", "the current generation was hard-linked and its directory fsynced", ()),
 ]
 
 POINTS: dict[str, PointSpec] = {spec.name: spec for spec in _SPECS}

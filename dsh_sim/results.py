@@ -50,6 +50,8 @@ def explore_document(result: Any, scenario_path: str, seconds: float) -> dict[st
         "cases": list(result.cases),
         "checked": checked,
         "points": points,
+        "cells": result.cells,
+        "sampled": dict(result.sampled),
         "violations": violations,
     }
 

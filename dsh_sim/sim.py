@@ -39,6 +39,7 @@ from runtime.persistence import context as durability
 from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.errors import SessionPersistenceNotFoundError
 from runtime.persistence.header import SessionHeader
+from runtime.persistence.migration import inline_verifier
 from runtime.persistence.store import open_store
 from runtime.session.session import Session
 from runtime.persistence.zstd_frames import FrameFormatError, scan_frames
@@ -103,6 +104,7 @@ class Simulation:
         self.obs = Observation(self)
         self.observers: list[Any] = [self.obs]
         self.point_hits: dict[str, int] = {}
+        self.seeded_v0: inv.SeededSource | None = None  # a historical log placed by the seed_v0 step
 
     # -- time and identity -----------------------------------------------------------------
 
@@ -276,7 +278,7 @@ class Simulation:
     async def _second_writer_main(self, life: Lifetime) -> None:
         cfg = self.config
         ports = self._ports(life)
-        backend = JsonlBackend(cfg.root, ports, compression=cfg.compression)
+        backend = JsonlBackend(cfg.root, ports, compression=cfg.compression, verifier=inline_verifier)
         handle = await backend.open(cfg.session_id, "write")
         try:
             stored = await handle.read()
@@ -304,6 +306,7 @@ class Simulation:
         async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
             life.runtime = rt
             life.store = rt.store
+            rt.backend.verifier = inline_verifier  # no worker threads inside a simulated process
             try:
                 life.agent, life.report = await rt.resume_agent(cfg.session_id)
             except SessionPersistenceNotFoundError:
@@ -314,10 +317,14 @@ class Simulation:
             await trio.sleep_forever()
 
     async def _storage_main(self, life: Lifetime) -> None:
-        """A persistence-level process: backend + store, no agent (the storage machine)."""
+        """A persistence-level process: backend + store, no agent (the storage machine).
+
+        Its write open migrates a seeded v0 log; verification runs inline because a worker
+        thread would escape the simulated process's deterministic scheduler.
+        """
         cfg = self.config
         ports = self._ports(life)
-        backend = JsonlBackend(cfg.root, ports, compression=cfg.compression)
+        backend = JsonlBackend(cfg.root, ports, compression=cfg.compression, verifier=inline_verifier)
         async with open_store(ports.probe) as store:
             life.store = store
             try:

@@ -212,3 +212,26 @@ class Disk:
                 entries = tuple(sorted(parent.entries + ((part, child),)))
                 self.nodes[ino] = attrs.evolve(parent, entries=entries, durable=tuple(sorted(parent.durable + ((part, child),))))
             ino = child
+
+    def write_file_durable(self, path: str, data: bytes) -> int:
+        """Harness setup: a file whose bytes and directory entry are durable from the start.
+
+        Used to place artifacts a simulated process did not write (a historical log left by
+        an older runtime); refuses to replace an existing name.
+        """
+        parent, name = path.rstrip("/").rsplit("/", 1)
+        self.mkdirs_durable(parent)
+        dir_ino = self.resolve(parent)
+        assert dir_ino is not None
+        directory = self.dir(dir_ino)
+        if directory.lookup(name) is not None:
+            raise FileExistsError(path)
+        ino = self.new_ino()
+        stamp = self.stamp(0)
+        self.nodes[ino] = FileNode(ino, volatile=data, durable=data, mtime_ns=stamp, ctime_ns=stamp)
+        self.nodes[dir_ino] = attrs.evolve(
+            directory,
+            entries=tuple(sorted(directory.entries + ((name, ino),))),
+            durable=tuple(sorted(directory.durable + ((name, ino),))),
+        )
+        return ino

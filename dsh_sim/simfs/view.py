@@ -67,7 +67,6 @@ class ProcessView:
         self.gate: FsGate = gate or NoGate()
         self._now_ns = now_ns
         self._fds: dict[int, _Open] = {}
-        self._next_fd = 3
         self.alive = True
         self.refused: list[str] = []
 
@@ -180,8 +179,9 @@ class ProcessView:
             stamp = self.disk.stamp(self._now_ns())
             self.disk.nodes[ino] = FileNode(ino, mtime_ns=stamp, ctime_ns=stamp)
             self._set_entries(parent, name, ino)
-        fd = self._next_fd
-        self._next_fd += 1
+        fd = 3  # like the OS: the lowest free descriptor number (so a stale fd may alias a new file)
+        while fd in self._fds:
+            fd += 1
         self._fds[fd] = _Open(ino, path, flags)
         self._done("open", path, f"fd:{ino}")
         return fd
@@ -255,11 +255,11 @@ class ProcessView:
             self._done("link", dst, f"errno:{fault.errno}")
             raise _err(fault.errno, dst)
         ino = self._resolve(src)
+        parent, name = self._split(dst)
+        if name == "" or self.disk.dir(parent).lookup(name) is not None:  # Linux checks the target first
+            raise _err(errno.EEXIST, dst)
         if isinstance(self.disk.nodes[ino], DirNode):
             raise _err(errno.EPERM, src)
-        parent, name = self._split(dst)
-        if self.disk.dir(parent).lookup(name) is not None:
-            raise _err(errno.EEXIST, dst)
         self._set_entries(parent, name, ino)
         self._done("link", dst)
 

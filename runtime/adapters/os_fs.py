@@ -50,7 +50,7 @@ def _stat_result(st: os.stat_result) -> StatResult:
 
 def _write_all(fd: int, data: bytes) -> int:
     view = memoryview(data)
-    total = 0
+    total = os.write(fd, view)  # always one call, so an empty write still checks the descriptor
     while total < len(data):
         total += os.write(fd, view[total:])
     return total

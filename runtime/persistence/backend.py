@@ -4,6 +4,11 @@ A session is created lazily: ``create`` records intent and writes nothing; the f
 (or an explicit flush) publishes the generation file with temp file + fsync + hard link +
 directory fsync.  ``open(id, "read")`` never writes; ``open(id, "write")`` takes the
 exclusive lock and primes the handle with the torn-tail facts of the stored file.
+
+The highest canonical generation in a session directory is authoritative.  A historical one
+(v0) is decoded and migrated in memory for reads, ``stat`` and ``list``, which never
+publish; a write open first publishes the migrated log as ``session.v3.jsonl[.zstd]`` beside
+it (:mod:`runtime.persistence.migration`) and then opens that.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from runtime import mutants
 from runtime.persistence import context
 from runtime.persistence.durable import close_after_error, ensure_dir_durable, exists, publish_new_file, read_prefix, read_stable
 from runtime.persistence.errors import (
+    GenerationSourceChangedError,
     LayoutError,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
@@ -24,6 +30,7 @@ from runtime.persistence.errors import (
     SessionHandleClosedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceNotFoundError,
+    header_version_refusal,
 )
 from runtime.persistence.handles import ReadHandle, WriteHandle
 from runtime.persistence.header import HeaderError, SessionHeader
@@ -40,8 +47,11 @@ from runtime.persistence.log_format import (
     encode_header,
     header_of,
 )
+from runtime.persistence.migration import MigratedLog, MigrationRefused, Prepared, VerificationError, Verifier, current_header, migrate_v0, publish, thread_verifier
+from runtime.persistence.v0_format import V0_VERSION, V0Unsupported, decode_v0, v0_header_of
 from runtime.persistence.zstd_frames import FrameFormatError, first_frame
 from runtime.ports import Ports
+from runtime.ports.fs import StatResult
 from runtime.session.events import Event
 from runtime.session.vocabulary import SESSION_FORMAT_VERSION
 
@@ -76,7 +86,11 @@ class Located:
 
 
 class JsonlBackend:
-    def __init__(self, root: str, ports: Ports, *, compression: str = "zstd") -> None:
+    """``verifier`` runs the CPU-bound check of a staged migration: a worker thread in
+    production (:func:`~runtime.persistence.migration.thread_verifier`); the simulator, which
+    forbids threads inside a simulated run, injects an inline one."""
+
+    def __init__(self, root: str, ports: Ports, *, compression: str = "zstd", verifier: Verifier | None = None) -> None:
         if not root.startswith("/"):
             raise ValueError(f"persistence root must be an absolute path, got {root!r}")
         if compression not in COMPRESSIONS:
@@ -86,6 +100,7 @@ class JsonlBackend:
         self.ids = ports.ids
         self.probe = ports.probe
         self.compression = compression
+        self.verifier: Verifier = verifier or thread_verifier
         self._claims: dict[str, WriteHandle | None] = {}
 
     # -- creation and opening -------------------------------------------------------------
@@ -122,8 +137,8 @@ class JsonlBackend:
             located = await self._locate(session_id)
             if located is None:
                 raise SessionPersistenceNotFoundError(session_id)
-            decoded = await self._decode(session_id, located)  # refuse unreadable logs at open
-            return ReadHandle(self, session_id, self._paths_of(located), decoded.header)
+            header, _, _, _ = await self._view(session_id, located)  # refuse unreadable logs at open
+            return ReadHandle(self, session_id, self._paths_of(located), header)
         if access != "write":
             raise ValueError(f'access must be "read" or "write", got {access!r}')
         if session_id in self._claims:
@@ -138,6 +153,9 @@ class JsonlBackend:
             if not mutants.on("lease.no_lock_on_write_open"):
                 lock_fd = await acquire_lock(self.fs, paths.lock, session_id)
             await self._remove_stale_temps(located)
+            if located.version != SESSION_FORMAT_VERSION:
+                located = await self._publish_current(session_id, located)
+                paths = self._paths_of(located)
             decoded = await self._decode(session_id, located)
         except BaseException:
             self._claims.pop(session_id, None)
@@ -195,10 +213,8 @@ class JsonlBackend:
         located = await self._locate(session_id)
         if located is None:
             raise SessionPersistenceNotFoundError(session_id)
-        data, st = await read_stable(self.fs, located.log)
-        decoded = self._decode_bytes(session_id, located, data)
-        torn_bytes = decoded.torn.torn_bytes if decoded.torn else 0
-        return SessionStat(decoded.header, st.revision(), len(decoded.events), len(data), located.log, torn_bytes)
+        header, events, torn_bytes, st = await self._view(session_id, located)
+        return SessionStat(header, st.revision(), len(events), st.size, located.log, torn_bytes)
 
     async def list(self) -> list[SessionStat]:
         """Every session under the root (by project, then id directory), from headers only.
@@ -232,7 +248,7 @@ class JsonlBackend:
         return out
 
     async def _list_one(self, label: str, located: Located) -> SessionStat | None:
-        if located.version != SESSION_FORMAT_VERSION:
+        if located.version not in (V0_VERSION, SESSION_FORMAT_VERSION):
             raise SessionFormatUnsupportedError.version(label, located.version, located.log)
         complete = _has_newline if self.compression == "none" else _has_first_frame
         for _ in range(2):
@@ -242,11 +258,17 @@ class JsonlBackend:
             if before.revision() == after.revision():
                 break
         try:
-            header = header_of(data, self.compression)
+            if located.version == V0_VERSION:
+                v0 = v0_header_of(data, self.compression)
+                header = None if v0 is None else current_header(v0)
+            else:
+                header = header_of(data, self.compression)
         except LogVersionUnsupported as err:
-            raise SessionFormatUnsupportedError.version(label, err.version, located.log) from None
+            raise header_version_refusal(label, located.log, located.version, err.version) from None
         except LogCorruption as err:
             raise SessionPersistenceCorruptionError(label, str(err), located.log) from None
+        except (V0Unsupported, MigrationRefused) as err:
+            raise SessionFormatUnsupportedError.migration(label, located.version, str(err), located.log) from None
         if header is None:
             return None
         self._check_identity(header, located)
@@ -327,7 +349,16 @@ class JsonlBackend:
         located = await self._locate(session_id)
         if located is None:
             raise SessionPersistenceNotFoundError(session_id)
-        return (await self._decode(session_id, located)).events
+        return (await self._view(session_id, located))[1]
+
+    async def _view(self, session_id: str, located: Located) -> tuple[SessionHeader, tuple[Event, ...], int, StatResult]:
+        """(header, events, torn bytes, stat) of any readable generation; never writes."""
+        data, st = await read_stable(self.fs, located.log)
+        if located.version != SESSION_FORMAT_VERSION:
+            migrated, torn_bytes = self._migrated(session_id, located, data)
+            return migrated.header, migrated.events, torn_bytes, st
+        decoded = self._decode_bytes(session_id, located, data)
+        return decoded.header, decoded.events, decoded.torn.torn_bytes if decoded.torn else 0, st
 
     async def _decode(self, session_id: str, located: Located) -> DecodedLog:
         data, _ = await read_stable(self.fs, located.log)
@@ -339,20 +370,59 @@ class JsonlBackend:
         try:
             decoded = decode_log(data, self.compression)
         except LogVersionUnsupported as err:
-            # the header is the authority on its format: newer → upgrade, older → no path
-            raise SessionFormatUnsupportedError.version(session_id, err.version, located.log) from None
+            raise header_version_refusal(session_id, located.log, located.version, err.version) from None
         except LogUnknownEventType as err:
             raise SessionFormatUnsupportedError.unknown_type(session_id, err.kind, err.seq, located.log) from None
         except LogCorruption as err:
             raise SessionPersistenceCorruptionError(session_id, str(err), located.log) from None
-        header = decoded.header
+        self._check_header(session_id, decoded.header, located)
+        return decoded
+
+    def _migrated(self, session_id: str, located: Located, data: bytes) -> tuple[MigratedLog, int]:
+        """A historical generation decoded and migrated in memory: (log, torn bytes)."""
+        if located.version != V0_VERSION:
+            raise SessionFormatUnsupportedError.version(session_id, located.version, located.log)
+        try:
+            source = decode_v0(data, self.compression)
+            migrated = migrate_v0(source)
+        except LogVersionUnsupported as err:
+            raise header_version_refusal(session_id, located.log, located.version, err.version) from None
+        except LogCorruption as err:
+            raise SessionPersistenceCorruptionError(session_id, str(err), located.log) from None
+        except (V0Unsupported, MigrationRefused) as err:
+            raise SessionFormatUnsupportedError.migration(session_id, located.version, str(err), located.log) from None
+        self._check_header(session_id, migrated.header, located)
+        return migrated, source.torn.torn_bytes if source.torn else 0
+
+    async def _publish_current(self, session_id: str, source: Located) -> Located:
+        """Write open of a historical generation: publish the current one beside it first.
+
+        The caller holds the lock.  A source that changed between preparation and publication
+        is prepared again once (spec §10.4); nothing is published from stale preparation.
+        """
+        target = f"{source.session_dir}/{current_generation_name(self.compression)}"
+        for attempt in range(2):
+            data, st = await read_stable(self.fs, source.log)
+            migrated, _ = self._migrated(session_id, source, data)
+            await self.probe.at("persist.migration.prepared", session_id=session_id, source=source.log, events=len(migrated.events))
+            try:
+                await publish(self.fs, self.ids, self.probe, self.verifier, Prepared(migrated, source.log, st.revision()), target, self.compression)
+            except GenerationSourceChangedError:
+                if attempt:
+                    raise
+                continue
+            except VerificationError as err:
+                raise SessionPersistenceCorruptionError(session_id, str(err), target) from None
+            break
+        return Located(source.session_dir, target, SESSION_FORMAT_VERSION, self.compression)
+
+    def _check_header(self, session_id: str, header: SessionHeader, located: Located) -> None:
         if header.id != session_id:
             raise SessionPersistenceCorruptionError(
                 session_id,
                 f'corrupt session log "{located.log}": requested id "{session_id}" does not match header id "{header.id}"',
             )
         self._check_identity(header, located)
-        return decoded
 
     def _check_identity(self, header: SessionHeader, located: Located) -> None:
         """The header's id and cwd must name the directory the file was found in."""

@@ -78,6 +78,25 @@ class SessionFormatUnsupportedError(SessionPersistenceError):
         )
 
 
+    @classmethod
+    def migration(cls, session_id: str, version: int, why: str, path: str | None = None) -> "SessionFormatUnsupportedError":
+        """A historical generation this build reads but cannot carry over faithfully (spec §10.4)."""
+        return cls(
+            f'session "{session_id}" cannot be migrated from log format v{version}: {why}; '
+            f"source v{version} artifact remains unchanged",
+            path,
+        )
+
+
+def header_version_refusal(session_id: str, path: str, file_version: int, header_version: int) -> SessionPersistenceError:
+    """A header version this build reads but the file name contradicts (a malformed artifact),
+    or one it cannot read at all (the header is the authority: newer → upgrade, older → none)."""
+    if header_version in (0, SESSION_FORMAT_VERSION):
+        inner = f'session artifact "{path}" filename identifies v{file_version}, but its header identifies v{header_version}'
+        return SessionPersistenceCorruptionError(session_id, inner, path)
+    return SessionFormatUnsupportedError.version(session_id, header_version, path)
+
+
 class SessionSeqMismatchError(SessionPersistenceError, ValueError):
     def __init__(self, session_id: str, expected: int, index: int, got: int) -> None:
         super().__init__(f'append seq mismatch for "{session_id}": expected {expected} at index {index}, got {got}')

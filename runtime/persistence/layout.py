@@ -91,6 +91,15 @@ def parse_generation_filename(name: str) -> tuple[int, str] | None:
     return (int(match.group(1)) if match.group(1) else 0, "zstd" if match.group(2) else "none")
 
 
+def stage_path(session_dir: str, token: str, compression: str) -> str:
+    """Temp name of a migrated generation being published: ``session.migration.<hex><suffix>.tmp``.
+
+    Not canonical (never selected as a generation); a write open removes leftovers.
+    """
+    suffix = ".jsonl.zstd" if compression == "zstd" else ".jsonl"
+    return f"{session_dir}/session.migration.{token}{suffix}.tmp"
+
+
 @attrs.frozen
 class SessionPaths:
     root: str

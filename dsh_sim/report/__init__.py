@@ -1,0 +1,69 @@
+"""The crash-coverage report: coverage.json, coverage.md and coverage.html from one view.
+
+Input is the view returned by :func:`dsh_sim.coverage.aggregate`.  The three files say
+the same thing for three readers: ``coverage.json`` for CI gates and later tooling (stable,
+sorted, versioned by ``schema``), ``coverage.md`` for logs and PR comments, and
+``coverage.html`` for a maintainer deciding whether recovery is sound — self-contained, so
+it opens from a downloaded CI artifact with no network.
+
+All three are deterministic functions of the view (no timestamps, no host names), so the
+report of a deterministic run is itself reproducible and diffable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Mapping
+
+from dsh_sim.coverage import requirement_status
+from dsh_sim.report import model
+from dsh_sim.report.markdown import render_markdown
+from dsh_sim.report.page import render_html
+
+# Bump when a key of coverage.json changes meaning or disappears (adding keys is compatible).
+SCHEMA = 1
+_ADDED = ("schema", "summary", "requirements")
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    return str(value)
+
+
+def coverage_document(view: Mapping[str, Any]) -> dict[str, Any]:
+    """The view plus what the report derives from it: requirement status, summary, schema."""
+    clash = [k for k in _ADDED if k in view]
+    if clash:
+        raise ValueError(f"coverage view already has report keys {clash}; bump the schema instead of overwriting")
+    status = requirement_status(dict(view))
+    return {**view, "schema": SCHEMA, "summary": model.summary(view, status), "requirements": status}
+
+
+def to_json(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, default=_json_default) + "\n"
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+
+
+def write_report(view: dict[str, Any], out_dir: str) -> dict[str, str]:
+    """Write coverage.json, coverage.md and coverage.html into ``out_dir`` (created if needed).
+
+    Returns the paths by format: ``{"json": ..., "md": ..., "html": ...}``.  The view is not
+    modified.
+    """
+    os.makedirs(out_dir, exist_ok=True)
+    document = coverage_document(view)
+    status = document["requirements"]
+    paths = {fmt: os.path.join(out_dir, f"coverage.{fmt}") for fmt in ("json", "md", "html")}
+    _write(paths["json"], to_json(document))
+    _write(paths["md"], render_markdown(view, status))
+    _write(paths["html"], render_html(view, status, SCHEMA))
+    return paths
+
+
+__all__ = ["SCHEMA", "coverage_document", "to_json", "write_report", "render_html", "render_markdown"]

@@ -1,0 +1,235 @@
+"""What the report shows, derived once from a coverage view so Markdown and HTML agree.
+
+The renderers only lay out what this module computes: row and column order of the
+matrices, the headline numbers (and which of them are alarms), the named-point table, and
+a generic flattening of run metadata.  Keeping the arithmetic here means a number in
+``coverage.md`` can never differ from the same number in ``coverage.html``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+
+from dsh_sim.coverage import BARRIERS, OUTCOMES, REQUIREMENTS
+from dsh_sim.invariants import INVARIANTS
+from dsh_sim.observe import BOUNDARIES
+from dsh_sim.points import POINTS
+
+Matrix = Mapping[str, Mapping[str, Mapping[str, int]]]
+
+# Outcomes in reading order; "no call" appears only in the barrier matrix (a crash with no
+# tool call in flight), and is listed last so the verdict columns line up in both matrices.
+CELL_OUTCOMES: tuple[str, ...] = OUTCOMES + ("no call",)
+SHORT: dict[str, str] = {
+    "TOOL_NOT_STARTED": "NS",
+    "TOOL_OUTCOME_UNKNOWN": "UNK",
+    "closed": "closed",
+    "lost": "lost",
+    "not emitted": "n/e",
+    "no call": "none",
+}
+BARRIER_ROWS: tuple[str, ...] = BARRIERS + ("explicit flush", "outside barriers")
+# Crash columns from "nothing of the log survived" to "everything did", kill first: the
+# order a maintainer reads a row in.  Unknown phases (new ones) follow, sorted.
+PHASE_ORDER: tuple[str, ...] = (
+    "kill",
+    "power:no-log",
+    "power:before-publication",
+    "power:publication-dropped",
+    "power:publication-unsynced",
+    "power:publication-kept",
+    "power:unsynced-dropped",
+    "power:partial",
+    "power:torn",
+    "power:reordered",
+    "power:unsynced",
+    "power:unsynced-kept",
+    "power:synced",
+)
+TORN_REQUIRED: tuple[str, ...] = tuple(row for kind, row, _ in REQUIREMENTS if kind == "torn")
+UNSAFE = ("TOOL_NOT_STARTED", "applied")
+
+
+def _ordered(known: Iterable[str], present: Iterable[str]) -> list[str]:
+    """Known names in their canonical order, then any unexpected name, sorted."""
+    known = list(known)
+    extra = sorted(set(present) - set(known))
+    return known + extra
+
+
+def columns(*matrices: Matrix) -> list[str]:
+    """Crash columns present in any of the matrices (shared so both tables line up)."""
+    present = {col for m in matrices for cols in m.values() for col in cols}
+    present.add("kill")
+    return [c for c in _ordered(PHASE_ORDER, present) if c in present]
+
+
+def boundary_rows(view: Mapping[str, Any]) -> list[str]:
+    # Every boundary is listed even when empty: an empty row is exactly what must be seen.
+    return _ordered(BOUNDARIES, view.get("boundary_matrix", {}))
+
+
+def barrier_rows(view: Mapping[str, Any]) -> list[str]:
+    return _ordered(BARRIER_ROWS, view.get("barrier_matrix", {}))
+
+
+def ordered_counts(raw: Mapping[str, int]) -> dict[str, int]:
+    """Outcome counts in reading order, zero counts dropped."""
+    return {o: int(raw[o]) for o in _ordered(CELL_OUTCOMES, raw) if raw.get(o)}
+
+
+def summed(cells: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for counts in cells:
+        for outcome, n in counts.items():
+            out[outcome] = out.get(outcome, 0) + n
+    return ordered_counts(out)
+
+
+def cell(matrix: Matrix, row: str, col: str) -> dict[str, int]:
+    return ordered_counts(matrix.get(row, {}).get(col, {}))
+
+
+def row_total(matrix: Matrix, row: str) -> dict[str, int]:
+    return summed(matrix.get(row, {}).values())
+
+
+def col_total(matrix: Matrix, col: str) -> dict[str, int]:
+    return summed(cols.get(col, {}) for cols in matrix.values())
+
+
+def unsafe_count(view: Mapping[str, Any]) -> int:
+    return int(view.get("confusion", {}).get(UNSAFE[0], {}).get(UNSAFE[1], 0))
+
+
+def point_rows(view: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every declared named point (and any undeclared one the view mentions) with its counts.
+
+    Declared points are all listed, so a point nobody explored or hit shows as a gap
+    instead of silently missing from the report.
+    """
+    seen = view.get("points", {})
+    rows = []
+    for name in _ordered(POINTS, seen):
+        counts = seen.get(name, {})
+        spec = POINTS.get(name)
+        rows.append(
+            {
+                "name": name,
+                "layer": spec.layer if spec else "?",
+                "doc": spec.doc if spec else "undeclared point",
+                "possible": int(counts.get("possible", 0)),
+                "explored": int(counts.get("explored", 0)),
+                "hits": int(counts.get("hits", 0)),
+            }
+        )
+    return rows
+
+
+def invariant_rows(view: Mapping[str, Any]) -> list[dict[str, Any]]:
+    checked = view.get("checked", {})
+    failed: dict[str, int] = {}
+    for v in view.get("violations", []):
+        failed[v.get("invariant", "?")] = failed.get(v.get("invariant", "?"), 0) + 1
+    names = _ordered(INVARIANTS, set(checked) | set(failed))
+    return [{"name": n, "description": INVARIANTS.get(n, ""), "checks": int(checked.get(n, 0)), "violations": failed.get(n, 0)} for n in names]
+
+
+def torn_rows(view: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
+    """(class, count, required) — required classes first so a missing one is visible."""
+    torn = view.get("torn_classes", {})
+    return [(c, int(torn.get(c, 0)), c in TORN_REQUIRED) for c in _ordered(TORN_REQUIRED, torn)]
+
+
+def fmt_value(value: Any) -> str:
+    """Render any metadata value compactly and deterministically."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".") if value else "0"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt_value(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{int(minutes)} min {secs:.0f} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{int(hours)} h {int(minutes)} min"
+
+
+def runs_of(view: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Run metadata worth showing: aggregate() records ``{}`` for a document without meta."""
+    return [r for r in view.get("runs", []) if r]
+
+
+def run_columns(runs: list[Mapping[str, Any]]) -> list[str]:
+    """Union of metadata keys across runs: the usual ones first, then the rest sorted."""
+    usual = ("kind", "machine", "seed", "seeds", "examples", "steps", "scenarios", "seconds")
+    present = {k for r in runs for k in r}
+    return [k for k in _ordered(usual, present) if k in present]
+
+
+def seeds(runs: list[Mapping[str, Any]]) -> list[Any]:
+    """Every distinct seed of the runs, in first-seen order (runs often share seeds)."""
+    out: list[Any] = []
+    for r in runs:
+        for key in ("seed", "seeds"):
+            value = r.get(key)
+            for seed in value if isinstance(value, (list, tuple)) else [value]:
+                if seed is not None and seed not in out:
+                    out.append(seed)
+    return out
+
+
+def total_seconds(runs: list[Mapping[str, Any]]) -> float:
+    return float(sum(r.get("seconds") or 0 for r in runs if isinstance(r.get("seconds"), (int, float))))
+
+
+def headline(view: Mapping[str, Any], status: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The numbers at the top of the report; ``alarm`` marks the ones that must be zero."""
+    kills = view.get("kill_matrix", [])
+    killed = sum(1 for k in kills if k.get("killed"))
+    determinism = view.get("determinism", [])
+    diverged = sum(1 for d in determinism if not d.get("same"))
+    runs = runs_of(view)
+    items: list[dict[str, Any]] = [
+        {"label": "crash cases", "value": fmt_value(int(view.get("cases", 0))), "alarm": False, "key": "cases"},
+        {"label": "violations", "value": str(len(view.get("violations", []))), "alarm": bool(view.get("violations")), "key": "violations"},
+        {"label": "unmet requirements", "value": str(sum(1 for s in status if not s["met"])), "alarm": any(not s["met"] for s in status), "key": "unmet"},
+        {"label": "unsafe verdicts", "value": str(unsafe_count(view)), "alarm": unsafe_count(view) > 0, "key": "unsafe"},
+        {"label": "invariant checks", "value": str(sum(int(n) for n in view.get("checked", {}).values())), "alarm": False, "key": "checks"},
+    ]
+    if kills:
+        items.append({"label": "mutants killed", "value": f"{killed}/{len(kills)}", "alarm": killed < len(kills), "key": "mutants"})
+    if determinism:
+        items.append({"label": "determinism", "value": f"{len(determinism) - diverged}/{len(determinism)} same", "alarm": diverged > 0, "key": "determinism"})
+    items.append({"label": "time spent", "value": fmt_seconds(total_seconds(runs)), "alarm": False, "key": "seconds"})
+    return items
+
+
+def summary(view: Mapping[str, Any], status: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Machine-readable headline for coverage.json (what CI gates on)."""
+    kills = view.get("kill_matrix", [])
+    return {
+        "cases": int(view.get("cases", 0)),
+        "violations": len(view.get("violations", [])),
+        "unmet_requirements": sum(1 for s in status if not s["met"]),
+        "unsafe_verdicts": unsafe_count(view),
+        "invariant_checks": sum(int(n) for n in view.get("checked", {}).values()),
+        "mutants": len(kills),
+        "mutants_killed": sum(1 for k in kills if k.get("killed")),
+        "determinism_diverged": sum(1 for d in view.get("determinism", []) if not d.get("same")),
+        "seconds": round(total_seconds(runs_of(view)), 3),
+    }

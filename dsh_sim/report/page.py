@@ -1,0 +1,173 @@
+"""coverage.html: one self-contained page (inline CSS and SVG, no script, no network).
+
+A maintainer opens it from a CI artifact, often offline, so everything it needs is in the
+file.  The page leads with the alarms (violations, unmet requirements, unsafe verdicts) and the
+verdict confusion matrix — whether recovery was ever unsound — then the two crash matrices
+— how widely crashes were explored — then the supporting tables.  Stable element ids (``coverage-matrix``,
+``barrier-matrix``, ``confusion-matrix``, ``requirements``, ``kill-matrix``) let tests and
+scripts find the parts.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any, Mapping
+
+from dsh_sim.coverage import BARRIERS, OUTCOMES
+from dsh_sim.observe import BOUNDARIES
+from dsh_sim.report import model, sections, svg
+from dsh_sim.report.htmlkit import OUTCOME_CLASS, attrs, chips, esc, section, td, tr
+
+NAV = (
+    ("headline", "Headline"),
+    ("confusion", "Verdicts vs truth"),
+    ("coverage", "Coverage matrix"),
+    ("barriers", "Barrier matrix"),
+    ("requirements", "Requirements"),
+    ("points", "Named points"),
+    ("torn", "Torn classes"),
+    ("invariants", "Invariants"),
+    ("violations", "Violations"),
+    ("determinism", "Determinism"),
+    ("kills", "Kill matrix"),
+    ("runs", "Runs"),
+)
+
+
+def _css() -> str:
+    return resources.files("dsh_sim.report").joinpath("style.css").read_text(encoding="utf-8")
+
+
+def headline(view: Mapping[str, Any], status: list[dict[str, Any]]) -> str:
+    cards = []
+    for item in model.headline(view, status):
+        cls = "card alarm" if item["alarm"] else ("card" if item["key"] in ("violations", "unmet", "unsafe", "mutants", "determinism") else "card neutral")
+        cards.append(f'<div{attrs(class_=cls, id="headline-" + item["key"])}><div class="value">{esc(item["value"])}</div><div class="label">{esc(item["label"])}</div></div>')
+    return f'<div class="cards" id="sec-headline">{"".join(cards)}</div>'
+
+
+def matrix(view: Mapping[str, Any], key: str, rows: list[str], cols: list[str], id_: str, first: str, required: tuple[str, ...]) -> str:
+    """A crash matrix: one row per boundary/barrier, one column per crash kind or power phase.
+
+    Each cell holds one chip per recovery outcome with its count; a required row with no
+    case at all is marked as a gap, since its requirement cannot be met.
+    """
+    data = view.get(key, {})
+    head = _matrix_head(first, cols)
+    body = []
+    for r in rows:
+        cells = []
+        for c in cols:
+            counts = model.cell(data, r, c)
+            cells.append(td(raw=chips(counts), cls="cell", data_row=r, data_col=c) if counts else td("·", cls="cell empty", data_row=r, data_col=c))
+        total = model.row_total(data, r)
+        cells.append(td(raw=chips(total), cls="cell total") if total else td("·", cls="cell empty"))
+        body.append(tr(f'<th class="rowhead">{esc(r)}</th>' + "".join(cells), cls="gap" if not total and r in required else None))
+    foot = "".join(td(raw=chips(model.col_total(data, c)), cls="cell") for c in cols)
+    foot += td(raw=chips(model.summed(model.row_total(data, r) for r in rows)), cls="cell")
+    body.append(tr("<th>all</th>" + foot, cls="total"))
+    return f'<div class="scroll"><table{attrs(id=id_, class_="matrix")}><thead>{head}</thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+def _matrix_head(first: str, cols: list[str]) -> str:
+    """Two header rows: crash kind ("power"), then its phases, so twelve columns stay narrow."""
+    groups: list[tuple[str | None, list[str]]] = []
+    for c in cols:
+        prefix = c.split(":", 1)[0] if ":" in c else None
+        if groups and prefix is not None and groups[-1][0] == prefix:
+            groups[-1][1].append(c)
+        else:
+            groups.append((prefix, [c]))
+    if all(prefix is None for prefix, _ in groups):
+        return "<tr>" + f"<th>{esc(first)}</th>" + "".join(f"<th>{esc(c)}</th>" for c in cols) + "<th>all</th></tr>"
+    top, sub = [f'<th rowspan="2">{esc(first)}</th>'], []
+    for prefix, members in groups:
+        if prefix is None:
+            top.append(f'<th rowspan="2">{esc(members[0])}</th>')
+            continue
+        label = "power loss (what became of the unsynced log)" if prefix == "power" else prefix
+        top.append(f'<th{attrs(colspan=len(members), class_="group")}>{esc(label)}</th>')
+        sub += [f'<th{attrs(class_="phase", title=c)}>{esc(c.split(":", 1)[1])}</th>' for c in members]
+    top.append('<th rowspan="2">all</th>')
+    return "<tr>" + "".join(top) + "</tr><tr>" + "".join(sub) + "</tr>"
+
+
+def legend(outcomes: tuple[str, ...]) -> str:
+    items = "".join(f'<span class="item"><span class="chip {OUTCOME_CLASS.get(o, "o-lost")}">{esc(model.SHORT.get(o, o))}</span>{esc(o)}</span>' for o in outcomes)
+    return f'<p class="legend muted">{items}</p>'
+
+
+def confusion(view: Mapping[str, Any]) -> str:
+    """Repair's verdicts against the ledger; the unsafe cell is the one that must stay 0."""
+    conf = view.get("confusion", {})
+    ns = conf.get("TOOL_NOT_STARTED", {})
+    unk = conf.get("TOOL_OUTCOME_UNKNOWN", {})
+    unsafe = int(ns.get("applied", 0))
+
+    def box(n: int, caption: str, cls: str, **extra: Any) -> str:
+        return td(raw=f'<span class="n">{n}</span>{esc(caption)}', cls=cls, **extra)
+
+    rows = [
+        tr(
+            '<th>TOOL_NOT_STARTED</th>'
+            + box(unsafe, "UNSAFE: said not started, but the effect happened" if unsafe else "safe: never \"not started\" for an applied effect", "unsafe" if unsafe else "ok", id="unsafe-cell", data_cell="TOOL_NOT_STARTED×applied")
+            + box(int(ns.get("not applied", 0)), "correct", "correct", data_cell="TOOL_NOT_STARTED×not applied")
+        ),
+        tr(
+            '<th>TOOL_OUTCOME_UNKNOWN</th>'
+            + box(int(unk.get("applied", 0)), "correct: honest about an applied effect", "correct", data_cell="TOOL_OUTCOME_UNKNOWN×applied")
+            + box(int(unk.get("not applied", 0)), "cost: unknown though nothing happened", "cost", data_cell="TOOL_OUTCOME_UNKNOWN×not applied")
+        ),
+    ]
+    head = "<tr><th>verdict \\ ground truth</th><th>applied (effect happened)</th><th>not applied</th></tr>"
+    table = f'<div class="scroll"><table id="confusion-matrix" class="confusion"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table></div>'
+    why = "After each crash + repair, each verdict is scored against the world's ledger. TOOL_NOT_STARTED × applied must be 0; TOOL_OUTCOME_UNKNOWN × not applied is the price of caution."
+    return section("confusion", "Verdicts vs ground truth (confusion matrix)", why, table)
+
+
+def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: int) -> str:
+    cols = model.columns(view.get("boundary_matrix", {}), view.get("barrier_matrix", {}))
+    b_rows, r_rows = model.boundary_rows(view), model.barrier_rows(view)
+    bm, rm = view.get("boundary_matrix", {}), view.get("barrier_matrix", {})
+    boundary_chart = svg.stacked_chart([(r, model.row_total(bm, r)) for r in b_rows], OUTCOMES, "recovery outcomes per side-effect boundary", required=BOUNDARIES)
+    barrier_chart = svg.stacked_chart([(r, model.row_total(rm, r)) for r in r_rows], model.CELL_OUTCOMES, "recovery outcomes per barrier", label_width=130, required=BARRIERS)
+    coverage = section(
+        "coverage",
+        "Coverage matrix: side-effect boundary × crash kind/phase",
+        "Where each tool call stood among the four moments (1 assistant message, 2 durable tool/call, 3 effect, 4 durable result) when the crash struck, and what recovery made of it. Counts are tool calls.",
+        legend(OUTCOMES) + matrix(view, "boundary_matrix", b_rows, cols, "coverage-matrix", "boundary", BOUNDARIES) + f'<div class="charts">{boundary_chart}</div>',
+    )
+    barriers = section(
+        "barriers",
+        "Barrier matrix: durability barrier × crash kind/phase",
+        "Which durability barrier the crash interrupted. Counts are crashes, once per distinct outcome among their calls (\"none\" = no call in flight).",
+        legend(model.CELL_OUTCOMES) + matrix(view, "barrier_matrix", r_rows, cols, "barrier-matrix", "barrier", BARRIERS) + f'<div class="charts">{barrier_chart}</div>',
+    )
+    nav = "".join(f'<a href="#sec-{k}">{esc(label)}</a>' for k, label in NAV)
+    summary = model.summary(view, status)
+    subtitle = f"{summary['cases']} crash cases from {len(model.runs_of(view))} run(s) · schema {schema}"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>dsh-sim crash coverage</title>",
+        f"<style>{_css()}</style></head><body>",
+        f'<header class="top"><h1>dsh-sim crash coverage</h1><p>{esc(subtitle)}</p></header>',
+        f'<nav class="toc">{nav}</nav><main>',
+        headline(view, status),
+        confusion(view),
+        coverage,
+        barriers,
+        sections.requirements(status),
+        sections.points(view),
+        sections.torn(view),
+        sections.invariants(view),
+        sections.violations(view),
+        sections.determinism(view),
+        sections.kill_matrix(view),
+        sections.runs(view),
+        f"</main><footer>Generated by dsh_sim.report (schema {schema}); self-contained, no network resources.</footer>",
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+

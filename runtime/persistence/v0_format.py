@@ -1,0 +1,369 @@
+"""The reference runtime's v0 log format: decode it (spec §3.3–§3.7), and write it for fixtures.
+
+A v0 generation is ``session.jsonl[.zstd]``: a header line with ``version: 0`` and an optional
+``seedLength``, then one storage record per line — an event verbatim, or a *packed row*
+(``text-chunks`` / ``reasoning-chunks`` / ``tool-call-chunks``) standing for a run of
+``assistant/chunk`` events.  Reading is layout-blind: packed and unpacked files decode to the
+same events.  Torn tails follow the reference scanner: an unparsable record (a malformed
+packed row counts as one) or a seq gap starts a tolerated crash tail unless a later record is
+a ``turn/end``; a torn final zstd frame keeps the complete records of its partial plaintext.
+
+This module only decodes to v0 events (:class:`V0Event`, whose ``surfaceOp`` keeps the v0
+spelling); :mod:`runtime.persistence.migration` turns them into current events.  The runtime
+never writes v0: the reference-compatible writer the simulator and the tests use to build
+historical sources is :func:`dsh_sim.steps.encode_v0`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported, _loads
+from runtime.persistence.zstd_frames import FrameFormatError, decode_frame, decode_torn_frame, first_frame, scan_frames
+from runtime.session.lossless import is_safe_integer
+
+V0_VERSION = 0
+ROW_TAGS = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta", "tool-call-chunks": "tool-call-delta"}
+
+# KNOWN_SESSION_EVENT_TYPES of the reference runtime at format v0 (spec §1.4, 48 names).
+V0_EVENT_TYPES: frozenset[str] = frozenset(
+    "agent-preset/selected agent/inbox/spliced approval/asked approval/decided approval/policy assistant/chunk "
+    "assistant/message command/done command/run compaction/end compaction/prune compaction/start compaction/summary "
+    "feedback/record goal/change hook/invoked hook/result llm/retry llm/retry-started permission/preset plan/mode "
+    "request/context request/header sandbox/mode schedule/change session/end-seed session/title "
+    "session/title-llm-request step/end step/start subagent/descriptor team/member team/message/delivered "
+    "team/message/queued team/task todo/write tool-workflow/agent-end tool-workflow/agent-start tool-workflow/run-end "
+    "tool-workflow/run-start tool/call tool/code-dispatch tool/code-dispatch-start tool/result turn/end turn/start "
+    "user/message web/deepseek-search-llm-request".split()
+)
+_HEADER_KEYS = ("type", "version", "id", "createdAt", "cwd", "parentSession", "seedLength", "origin", "delegationDepth", "agentPreset")
+_ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs"})
+
+
+class V0Unsupported(ValueError):
+    """A well-formed v0 artifact in a shape this build cannot migrate faithfully."""
+
+
+@attrs.frozen
+class V0Header:
+    id: str
+    created_at: int
+    cwd: str | None = None
+    parent_session: str | None = None
+    seed_length: int | None = None
+    origin: str | None = None
+    delegation_depth: int = 0
+    agent_preset: str | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        """The header line in the reference writer's key order."""
+        record: dict[str, Any] = {"type": "session", "version": V0_VERSION, "id": self.id, "createdAt": self.created_at}
+        for key, value in (("cwd", self.cwd), ("parentSession", self.parent_session), ("seedLength", self.seed_length), ("origin", self.origin)):
+            if value is not None:
+                record[key] = value
+        record["delegationDepth"] = self.delegation_depth
+        if self.agent_preset is not None:
+            record["agentPreset"] = self.agent_preset
+        return record
+
+
+@attrs.frozen
+class V0Event:
+    """One stored v0 event; ``surface_op`` keeps the v0 spelling ``{op, start, end}``."""
+
+    type: str
+    seq: int
+    time: int
+    data: Any
+    ignorable: bool = False
+    surface_op: Any = None
+    source_event_seqs: tuple[int, ...] | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"type": self.type, "seq": self.seq, "time": self.time, "data": self.data}
+        if self.ignorable:
+            record["ignorable"] = True
+        if self.source_event_seqs is not None:
+            record["sourceEventSeqs"] = list(self.source_event_seqs)
+        if self.surface_op is not None:
+            record["surfaceOp"] = self.surface_op
+        return record
+
+
+@attrs.frozen
+class V0Torn:
+    truncate_to: int  # where the torn tail starts in the source (which is never truncated)
+    recovered: int  # complete records kept from a torn final zstd frame
+    torn_bytes: int
+
+
+@attrs.frozen
+class V0Log:
+    header: V0Header
+    events: tuple[V0Event, ...]  # the valid prefix, seqs 0..n-1
+    torn: V0Torn | None
+    file_size: int
+
+
+# -- header ---------------------------------------------------------------------------------
+
+
+def _non_negative(value: Any) -> bool:
+    return is_safe_integer(value) and value >= 0
+
+
+def parse_v0_header(line: bytes) -> V0Header:
+    """Validate the header line; the version is checked before the shape (spec §3.3)."""
+    try:
+        record = _loads(line)
+    except ValueError:
+        raise LogCorruption("corrupt session log: header line is not valid JSON") from None
+    if type(record) is not dict or record.get("type") != "session" or type(record.get("version")) is not int:
+        raise LogCorruption("corrupt session log: first line is not a session header")
+    if record["version"] != V0_VERSION:
+        raise LogVersionUnsupported(record["version"])
+    if "sandboxMode" in record or "approvalPolicy" in record:
+        raise LogCorruption("corrupt session log: session header uses retired policy baseline fields")
+    if type(record.get("id")) is not str or not record["id"]:
+        raise LogCorruption("corrupt session log: session header id must be a non-empty string")
+    if not _non_negative(record.get("createdAt")):
+        raise LogCorruption("corrupt session log: session header createdAt must be a non-negative safe integer")
+    depth = record.get("delegationDepth", 0)  # legacy headers predate the field
+    if not _non_negative(depth):
+        raise LogCorruption("corrupt session log: session header delegationDepth must be a non-negative safe integer")
+    if record.get("origin") not in (None, "subagent"):
+        raise LogCorruption('corrupt session log: session header origin must be absent or "subagent"')
+    for key in ("cwd", "parentSession", "agentPreset"):
+        if key in record and type(record[key]) is not str:
+            raise LogCorruption(f"corrupt session log: session header {key} must be a string")
+    if "seedLength" in record and not _non_negative(record["seedLength"]):
+        raise LogCorruption("corrupt session log: session header seedLength must be a non-negative safe integer")
+    extra = sorted(set(record) - set(_HEADER_KEYS))
+    if extra:
+        raise V0Unsupported(f"the v0 session header has members {extra} this build cannot migrate")
+    cwd = record.get("cwd")
+    if cwd is not None and not cwd.startswith("/"):
+        raise V0Unsupported(f"the v0 session header cwd {cwd!r} is not absolute; the current format requires an absolute cwd")
+    return V0Header(
+        id=record["id"],
+        created_at=record["createdAt"],
+        cwd=cwd,
+        parent_session=record.get("parentSession"),
+        seed_length=record.get("seedLength"),
+        origin=record.get("origin"),
+        delegation_depth=depth,
+        agent_preset=record.get("agentPreset"),
+    )
+
+
+def header_version(line: bytes) -> int | None:
+    """The ``version`` a header line claims (``None`` if it names none): picks the decoder."""
+    try:
+        record = _loads(line)
+    except ValueError:
+        return None
+    if type(record) is not dict or record.get("type") != "session" or type(record.get("version")) is not int:
+        return None
+    return record["version"]
+
+
+# -- records --------------------------------------------------------------------------------
+
+
+class _Malformed(ValueError):
+    """Not a record at all (bad JSON, a malformed packed row): a tolerated crash tail."""
+
+
+def _event(record: dict[str, Any]) -> V0Event:
+    extra = sorted(set(record) - _ENVELOPE_KEYS)
+    if extra:
+        raise LogCorruption(f"event has unexpected envelope keys {extra}")
+    kind, seq, time = record.get("type"), record.get("seq"), record.get("time")
+    if type(kind) is not str or not kind:
+        raise LogCorruption("event type must be a non-empty string")
+    if not _non_negative(seq) or not is_safe_integer(time) or "data" not in record:
+        raise LogCorruption(f"{kind} event has an invalid seq, time or data")
+    if "ignorable" in record and record["ignorable"] is not True:
+        raise LogCorruption(f"{kind} event at seq {seq}: ignorable may only be true")
+    sources = record.get("sourceEventSeqs")
+    if sources is not None:
+        sources = _seq_list(sources, seq)
+    return V0Event(kind, seq, time, record["data"], "ignorable" in record, record.get("surfaceOp"), sources)
+
+
+def _seq_list(raw: Any, owner: int) -> tuple[int, ...]:
+    """Plain seqs, or ``[start, end]`` ranges as later writers store them (read leniently)."""
+    if type(raw) is not list:
+        raise LogCorruption(f"sourceEventSeqs at seq {owner} must be an array")
+    out: list[int] = []
+    for item in raw:
+        if type(item) is list and len(item) == 2 and all(_non_negative(v) for v in item) and item[0] <= item[1]:
+            out.extend(range(item[0], item[1] + 1))
+        elif _non_negative(item):
+            out.append(item)
+        else:
+            raise LogCorruption(f"sourceEventSeqs at seq {owner} has an invalid entry {item!r}")
+    return tuple(out)
+
+
+def _bad_row(tag: str, why: str) -> _Malformed:
+    return _Malformed(f"malformed {tag} storage row: {why}")
+
+
+def expand_row(record: dict[str, Any]) -> list[V0Event]:
+    """The chunk events a packed row stands for (exact keys checked, like the reference)."""
+    tag = record["type"]
+    if set(record) != {"type", "seq0", "time0", "data"}:
+        raise _bad_row(tag, "envelope must be exactly {type, seq0, time0, data}")
+    seq0, time0, data = record["seq0"], record["time0"], record["data"]
+    if not _non_negative(seq0) or not is_safe_integer(time0) or type(data) is not dict:
+        raise _bad_row(tag, "seq0/time0 must be safe integers and data an object")
+    payload_key = "args" if tag == "tool-call-chunks" else "texts"
+    keys = {"turn", "step", "index", "dt", payload_key}
+    if tag == "tool-call-chunks":
+        keys |= {"id"} | ({"name"} if "name" in data else set())
+    if set(data) != keys:
+        raise _bad_row(tag, f"data must be exactly {sorted(keys)}")
+    if not all(is_safe_integer(data[k]) for k in ("turn", "step", "index")):
+        raise _bad_row(tag, "turn/step/index must be integers")
+    members, dt = data[payload_key], data["dt"]
+    if type(members) is not list or not members or not all(type(m) is str for m in members):
+        raise _bad_row(tag, f"{payload_key} must be a non-empty string array")
+    if type(dt) is not list or len(dt) != len(members) - 1 or not all(is_safe_integer(g) for g in dt):
+        raise _bad_row(tag, f"dt must hold {len(members) - 1} safe integers")
+    if tag == "tool-call-chunks" and (type(data["id"]) is not str or type(data.get("name", "")) is not str):
+        raise _bad_row(tag, "id (and name when present) must be strings")
+    out: list[V0Event] = []
+    time = time0
+    for k, member in enumerate(members):
+        if k:
+            time += dt[k - 1]
+        if not is_safe_integer(time) or not is_safe_integer(seq0 + k):
+            raise _bad_row(tag, "member seqs and times must stay safe integers")
+        chunk: dict[str, Any] = {"type": ROW_TAGS[tag], "index": data["index"]}
+        if tag == "tool-call-chunks":
+            chunk["id"] = data["id"]
+            if "name" in data:
+                chunk["name"] = data["name"]
+            chunk["argumentsDelta"] = member
+        else:
+            chunk["text"] = member
+        out.append(V0Event("assistant/chunk", seq0 + k, time, {"turn": data["turn"], "step": data["step"], "chunk": chunk}))
+    return out
+
+
+def _records(line: bytes) -> list[V0Event]:
+    try:
+        record = _loads(line)
+    except ValueError:
+        raise _Malformed("not valid JSON") from None
+    if type(record) is not dict:
+        raise _Malformed("not a JSON object")
+    if record.get("type") in ROW_TAGS:
+        return expand_row(record)
+    return [_event(record)]
+
+
+class _Scanner:
+    """The reference ``SessionLogScanner``: contiguous prefix, tolerated crash tail."""
+
+    def __init__(self) -> None:
+        self.events: list[V0Event] = []
+        self.issue: str | None = None
+        self.line = 1
+
+    def feed(self, line: bytes) -> bool:
+        """Scan one record; ``True`` when it joined the committed prefix."""
+        self.line += 1
+        try:
+            members = _records(line)
+        except _Malformed:
+            self.issue = self.issue or f"corrupt session log: unparsable committed event at line {self.line}"
+            return False
+        except LogCorruption as err:
+            if self.issue is not None:
+                return False  # a broken object inside the crash tail proves nothing
+            raise LogCorruption(f"corrupt session log: invalid committed event at line {self.line}: {err}") from None
+        if self.issue is None and members[0].seq != len(self.events):
+            self.issue = f"corrupt session log: seq gap in committed region at line {self.line} (expected {len(self.events)}, got {members[0].seq})"
+        if self.issue is not None:
+            if any(m.type == "turn/end" for m in members):
+                raise LogCorruption(self.issue)  # a later turn/end: the damage is committed
+            return False
+        self.events.extend(members)
+        return True
+
+
+# -- whole files ----------------------------------------------------------------------------
+
+
+def decode_v0(data: bytes, compression: str) -> V0Log:
+    """Header and valid prefix of a v0 generation (never writes, never repairs)."""
+    return _decode_zstd(data) if compression == "zstd" else _decode_raw(data)
+
+
+def _decode_raw(data: bytes) -> V0Log:
+    end = data.find(b"\n")
+    if end < 0:
+        raise LogCorruption("empty or header-less session log")
+    header = parse_v0_header(data[:end])
+    scanner = _Scanner()
+    committed = pos = end + 1
+    while (nl := data.find(b"\n", pos)) >= 0:
+        if scanner.feed(data[pos:nl]):
+            committed = nl + 1
+        pos = nl + 1
+    torn = V0Torn(committed, 0, len(data) - committed) if committed < len(data) else None
+    return V0Log(header, tuple(scanner.events), torn, len(data))
+
+
+def _decode_zstd(data: bytes) -> V0Log:
+    try:
+        scan = scan_frames(data)
+        if not scan.frames:
+            raise LogCorruption("empty or header-less Zstandard session log")
+        head = decode_frame(data[: scan.frames[0][1]], 0)
+        if not head.endswith(b"\n") or head.count(b"\n") != 1:
+            raise LogCorruption("corrupt Zstandard session log: first frame is not exactly one header line")
+        header = parse_v0_header(head[:-1])
+        scanner = _Scanner()
+        for start, end in scan.frames[1:]:
+            plaintext = decode_frame(data[start:end], start)
+            if not plaintext.endswith(b"\n"):
+                raise LogCorruption("corrupt Zstandard session log: complete frame contains a torn JSONL record")
+            for line in plaintext[:-1].split(b"\n"):
+                scanner.feed(line)
+    except FrameFormatError as err:
+        raise LogCorruption(str(err)) from None
+    torn = None
+    if scan.torn_start is not None:
+        partial = decode_torn_frame(data[scan.torn_start :])  # decoder errors: nothing recovered
+        before = len(scanner.events)
+        if scanner.issue is None:
+            for line in partial[: partial.rfind(b"\n") + 1].split(b"\n")[:-1]:
+                try:
+                    if not scanner.feed(line):
+                        break
+                except LogCorruption:
+                    break
+        torn = V0Torn(scan.torn_start, len(scanner.events) - before, len(data) - scan.torn_start)
+    return V0Log(header, tuple(scanner.events), torn, len(data))
+
+
+def v0_header_of(data: bytes, compression: str) -> V0Header | None:
+    """The header alone, from a prefix of the file (listing); ``None`` while incomplete."""
+    if compression == "none":
+        end = data.find(b"\n")
+        return None if end < 0 else parse_v0_header(data[:end])
+    try:
+        layout = first_frame(data)
+        if layout is None:
+            return None
+        head = decode_frame(data[: layout.end], 0)
+    except FrameFormatError:
+        raise LogCorruption("corrupt Zstandard session log: header frame failed validation") from None
+    if not head.endswith(b"\n") or head.count(b"\n") != 1:
+        raise LogCorruption("corrupt Zstandard session log: first frame is not exactly one header line")
+    return parse_v0_header(head[:-1])

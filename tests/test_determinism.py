@@ -1,0 +1,68 @@
+"""Determinism is the product: same seed + scenario → same schedule, digest and session bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import trio
+import trio.testing
+
+from dsh_sim import determinism
+from dsh_sim.determinism import check_trio, derive_seed, new_clock, seed_scheduler
+
+SCENARIO = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter", "crash-during-recovery.json")
+
+
+def schedule(seed: int) -> list[str]:
+    """The order in which 6 racing tasks run their steps under a seeded scheduler."""
+    order: list[str] = []
+
+    async def worker(name: str) -> None:
+        for _ in range(5):
+            order.append(name)
+            await trio.lowlevel.checkpoint()
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            for i in range(6):
+                nursery.start_soon(worker, f"w{i}")
+
+    seed_scheduler(seed)
+    trio.run(main, clock=new_clock())
+    return order
+
+
+def test_same_seed_same_schedule_different_seed_different_schedule():
+    assert schedule(7) == schedule(7)
+    assert len({tuple(schedule(seed)) for seed in range(6)}) > 1
+
+
+def test_the_trio_range_is_checked(monkeypatch):
+    check_trio()
+    monkeypatch.setattr(determinism.trio, "__version__", "0.99.0")
+    with pytest.raises(RuntimeError, match="private trio scheduling knobs"):
+        check_trio()
+
+
+def test_derived_seeds_do_not_depend_on_hash_randomization():
+    assert derive_seed(1, "ids") == derive_seed(1, "ids") != derive_seed(2, "ids")
+    assert derive_seed("x", 3) == 350910598919125271  # pinned: a change here silently re-seeds every scenario
+
+
+def replay_in_fresh_process(hashseed: str) -> dict:
+    env = {**os.environ, "PYTHONHASHSEED": hashseed}
+    done = subprocess.run([sys.executable, "-m", "dsh_sim", "replay", SCENARIO, "--json"], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)[0]
+
+
+def test_same_digest_and_session_bytes_in_two_fresh_processes_with_different_hash_seeds():
+    a = replay_in_fresh_process("1")
+    b = replay_in_fresh_process("12345")
+    assert a["digest"] == b["digest"]
+    assert a["session_sha256"] == b["session_sha256"] and a["session_sha256"] is not None
+    assert a["digest"] == a["recorded_digest"]  # and the same as when the scenario was recorded

@@ -1,0 +1,27 @@
+"""Every scenario under scenarios/ is a regression test: outcome, fired faults and digest."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from dsh_sim.logs import capture_runtime_logs
+from dsh_sim.replay import judge, run_scenario
+from dsh_sim.scenario import discover, load
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "scenarios")
+FILES = discover(ROOT)
+
+
+def test_the_corpus_is_not_empty():
+    assert len(FILES) >= 40
+
+
+@pytest.mark.parametrize("path", FILES, ids=[os.path.relpath(p, ROOT) for p in FILES])
+def test_scenario_holds(path):
+    scenario = load(path)
+    with capture_runtime_logs():
+        result, _ = run_scenario(scenario)
+    problems = judge(scenario, result)
+    assert not problems, "\n".join(problems)

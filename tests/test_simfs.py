@@ -1,0 +1,193 @@
+"""SimFS: volatile vs durable content, directory-entry durability, crash states, faults, fidelity."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+import trio
+import trio.testing
+
+from dsh_sim.simfs import Disk, FidelityError, FsFault, ProcessView, crash_states
+from dsh_sim.simfs.crash import DROP_ALL, PowerCut, TornCut, apply_power_cut, state_count
+from runtime.ports.fs import OpenFlags as F
+
+NEW = F.WRITE | F.CREATE | F.EXCLUSIVE
+
+
+def run(fn):
+    return trio.run(fn)
+
+
+def fresh() -> tuple[Disk, ProcessView]:
+    disk = Disk()
+    disk.mkdirs_durable("/d")
+    return disk, ProcessView(disk, 1)
+
+
+def test_unsynced_data_is_visible_but_not_durable():
+    disk, view = fresh()
+
+    async def main():
+        fd = await view.open("/d/f", NEW)
+        await view.write(fd, b"abc")
+        assert disk.file(disk.resolve("/d/f")).durable == b""
+        assert disk.read_path("/d/f") == b"abc"
+        await view.fsync(fd)
+        assert disk.file(disk.resolve("/d/f")).durable == b"abc"
+
+    run(main)
+
+
+def test_new_names_need_a_directory_fsync():
+    disk, view = fresh()
+
+    async def main():
+        fd = await view.open("/d/f", NEW)
+        await view.write(fd, b"data")
+        await view.fsync(fd)
+        lost = Disk.from_image(disk.image())
+        apply_power_cut(lost, DROP_ALL)
+        assert lost.resolve("/d/f") is None  # the data was synced, the name was not
+        await view.fsync_dir("/d")
+        kept = Disk.from_image(disk.image())
+        apply_power_cut(kept, DROP_ALL)
+        assert kept.read_path("/d/f") == b"data"
+
+    run(main)
+
+
+def test_crash_states_enumerate_prefixes_tears_and_entries():
+    disk, view = fresh()
+
+    async def main():
+        fd = await view.open("/d/f", NEW)
+        await view.write(fd, b"hello")
+        await view.fsync(fd)
+        await view.fsync_dir("/d")
+        await view.write(fd, b" world")
+
+    run(main)
+    states = list(crash_states(disk))
+    # keep 0 ops, each torn length 1..5 of the 6-byte write, keep the whole write
+    assert len(states) == state_count(disk) == 7
+    contents = set()
+    for cut in states:
+        after = Disk.from_image(disk.image())
+        apply_power_cut(after, cut)
+        contents.add(after.read_path("/d/f"))
+    assert contents == {b"hello" + b" world"[:n] for n in range(7)}
+
+
+def test_fsync_failure_can_drop_dirty_pages_so_a_later_fsync_lies():
+    disk, view = fresh()
+
+    async def main():
+        fd = await view.open("/d/f", NEW)
+        await view.fsync_dir("/d")
+        await view.write(fd, b"lost")
+
+        class FailOnce:
+            fired = False
+
+            async def before_fs(self, v, op, path, details):
+                if op == "fsync" and not self.fired:
+                    self.fired = True
+                    return FsFault("fsync_fail", errno.EIO, drop_dirty=True)
+                return None
+
+            def after_fs(self, *a):
+                pass
+
+        view.gate = FailOnce()
+        with pytest.raises(OSError) as err:
+            await view.fsync(fd)
+        assert err.value.errno == errno.EIO
+        await view.fsync(fd)  # "succeeds"
+        assert disk.read_path("/d/f") == b"lost"  # the page cache still shows the data
+        assert disk.file(disk.resolve("/d/f")).durable == b""  # but it never reached the disk
+
+    run(main)
+
+
+def test_fsync_failure_keeping_dirty_pages_persists_on_retry():
+    disk, view = fresh()
+
+    async def main():
+        fd = await view.open("/d/f", NEW)
+        await view.write(fd, b"kept")
+
+        class FailOnce:
+            fired = False
+
+            async def before_fs(self, v, op, path, details):
+                if op == "fsync" and not self.fired:
+                    self.fired = True
+                    return FsFault("fsync_fail", errno.EIO, drop_dirty=False)
+
+            def after_fs(self, *a):
+                pass
+
+        view.gate = FailOnce()
+        with pytest.raises(OSError):
+            await view.fsync(fd)
+        await view.fsync(fd)
+        assert disk.file(disk.resolve("/d/f")).durable == b"kept"
+
+    run(main)
+
+
+def test_locks_are_per_open_file_and_released_when_the_process_dies():
+    disk, a = fresh()
+    b = ProcessView(disk, 2)
+
+    async def main():
+        fa = await a.open("/d/lock", F.WRITE | F.CREATE)
+        await a.flock(fa)
+        fb = await b.open("/d/lock", F.WRITE | F.CREATE)
+        with pytest.raises(BlockingIOError):
+            await b.flock(fb)
+        a.revoke()
+        await b.flock(fb)
+
+    run(main)
+
+
+def test_a_dead_process_cannot_touch_the_disk_even_from_finally_blocks():
+    """The fidelity guard: trio runs finally blocks while unwinding a crash; their writes must not land."""
+    disk, view = fresh()
+    refused = []
+
+    class Crash(BaseException):
+        pass
+
+    async def worker(fd):
+        try:
+            await trio.sleep_forever()
+        finally:
+            try:
+                await view.write(fd, b"written during unwinding")
+            except FidelityError as err:
+                refused.append(str(err))
+                raise
+
+    async def main():
+        fd = await view.open("/d/f", NEW)
+        await view.write(fd, b"before")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(worker, fd)
+            await trio.testing.wait_all_tasks_blocked()
+            view.revoke()
+            raise Crash()
+
+    with pytest.raises(BaseExceptionGroup) as group:
+        trio.run(main)
+    assert group.value.subgroup(FidelityError) is not None
+    assert refused and "is dead" in refused[0]
+    assert disk.read_path("/d/f") == b"before"
+    assert disk.fidelity_errors
+
+
+def test_explicit_power_cut_round_trips_through_json():
+    cut = PowerCut((TornCut(5, 1, 7),), ((2, "x", True),))
+    assert PowerCut.from_json(cut.to_json()) == cut
