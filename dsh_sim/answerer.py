@@ -23,9 +23,10 @@ class AnswererFailure(RuntimeError):
 class SimAnswerer:
     name = "sim-answerer"
 
-    def __init__(self, answers: list[str], gate: Gate) -> None:
+    def __init__(self, answers: list[str], gate: Gate, failures: list[str] | None = None) -> None:
         self._answers = answers  # shared with the simulation (survives lifetimes)
         self._gate = gate
+        self.failures = failures if failures is not None else []  # calls whose answerer failed (ground truth)
 
     def apply(self, ctx: PluginContext) -> None:
         ctx.on("approval/request", self._answer)
@@ -33,6 +34,7 @@ class SimAnswerer:
     async def _answer(self, request: Any, next: Next) -> Any:
         fault = await self._gate("approval.answer", {"tool": request.tool_name, "call_id": request.call_id})
         if fault is not None and fault.action == "answerer_failure":
+            self.failures.append(str(request.call_id))
             raise AnswererFailure("the simulated answerer failed")
         if not self._answers:
             return await next(request)
@@ -40,5 +42,6 @@ class SimAnswerer:
         if answer == "hang":
             await trio.sleep_forever()
         if answer == "raise":
+            self.failures.append(str(request.call_id))
             raise AnswererFailure("the simulated answerer raised")
         return answer

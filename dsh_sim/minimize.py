@@ -31,13 +31,28 @@ def _fails(scenario: Scenario, invariant: str) -> bool:
     return result.invariant == invariant and not result.not_applicable
 
 
+_STARTS_LIFETIME = ("boot", "second_writer")
+
+
+def _without(steps: tuple[dict[str, Any], ...], start: int, count: int) -> tuple[dict[str, Any], ...]:
+    """``steps`` minus ``steps[start:start+count]``, with later fault rules' lifetimes renumbered
+    (removing a boot shifts every later process lifetime down by one)."""
+    removed_boots = sum(1 for s in steps[start : start + count] if s["op"] in _STARTS_LIFETIME)
+    out = list(steps[:start])
+    for step in steps[start + count :]:
+        rule = step["args"].get("rule") if step["op"] == "arm" else None
+        if removed_boots and rule is not None and rule.get("lifetime") is not None:
+            step = {"op": "arm", "args": {**step["args"], "rule": {**rule, "lifetime": max(1, rule["lifetime"] - removed_boots)}}}
+        out.append(step)
+    return tuple(out)
+
+
 def _candidates(steps: tuple[dict[str, Any], ...]) -> list[tuple[dict[str, Any], ...]]:
-    """Smaller variants: drop a step; drop a response / call / approval inside a prompt."""
+    """Smaller variants: drop one or two adjacent steps; drop a response / call / approval."""
     out: list[tuple[dict[str, Any], ...]] = []
-    for i in range(len(steps)):
-        if steps[i]["op"] == "boot" and i == 0:
-            continue
-        out.append(steps[:i] + steps[i + 1 :])
+    for count in (2, 1):
+        for i in range(1, len(steps) - count + 1):  # the first boot stays
+            out.append(_without(steps, i, count))
     for i, step in enumerate(steps):
         if step["op"] != "prompt":
             continue

@@ -107,7 +107,7 @@ class Observation:
         self.acked: dict[int, Event] = {}
         self.acked_bytes = b""
         self.crashes: list[CrashRecord] = []
-        self.faults: list[tuple[int, str, str, int]] = []  # (lifetime, point, action, rule index)
+        self.faults: list[tuple[int, str, str, int, str | None]] = []  # (lifetime, point, action, rule, durability step)
         self.violations: list[inv.Violation] = []
         self.checked: dict[str, int] = {name: 0 for name in inv.INVARIANTS}
         self.corruptions: list[tuple[str, int, bool]] = []  # (path, offset, inside a complete frame)
@@ -140,7 +140,9 @@ class Observation:
             inv.check_request_after_durable_header(self, life)
 
     def fired(self, firing: "Firing", life: "Lifetime", point: str) -> None:
-        self.faults.append((life.index, point, firing.rule.action, firing.index))
+        from runtime.persistence import context
+
+        self.faults.append((life.index, point, firing.rule.action, firing.index, context.current().step))
 
     def corrupted(self, path: str, offset: int, complete_frame: bool) -> None:
         self.corruptions.append((path, offset, complete_frame))

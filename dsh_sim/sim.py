@@ -100,6 +100,7 @@ class Simulation:
         self.prior_crash: CrashRecord | None = None  # explore: the crash this simulation starts after
         self.source = "fuzz"  # what produced this simulation, for coverage cases
         self.retries = 0  # harness-minted retry call ids stay unique
+        self.answerer_failures: list[str] = []  # calls whose simulated approval answerer failed
         self.torn_class: str | None = None  # explore: the torn-write class of the starting state
         self.obs = Observation(self)
         self.observers: list[Any] = [self.obs]
@@ -302,7 +303,7 @@ class Simulation:
             checkpoint_policy=cfg.checkpoint_policy,
             approval_policy=cfg.approval_policy,
         )
-        plugins = [SimAnswerer(self.approval_answers, gate.domain)]
+        plugins = [SimAnswerer(self.approval_answers, gate.domain, self.answerer_failures)]
         async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
             life.runtime = rt
             life.store = rt.store
@@ -386,10 +387,16 @@ class Simulation:
         return record
 
     def shutdown(self) -> None:
+        """Stop every live process gracefully; a clean stop must have persisted everything."""
         for life in self.lifetimes:
             if not life.dead and not life.proc.exited:
+                faults_before = len(self.obs.faults)
                 self._after(life, life.proc.stop())
                 life.dead = True
+                if life is self.primary:
+                    inv.check_eventually_durable(self.obs, life, len(self.obs.faults) > faults_before)
+                    if life.session is not None:
+                        inv.check_fail_closed(self.obs, life.session.events)
 
 
 @attrs.frozen
@@ -441,9 +448,11 @@ class _Gate:
     def after_fs(self, view: ProcessView, op: str, path: str, outcome: str) -> None:
         self._sim.trace.record("fs", view.pid, op, path, outcome)
 
-    async def domain(self, point: str, details: dict[str, Any]) -> Firing | None:
+    async def domain(self, point: str, details: dict[str, Any]) -> FaultRule | None:
+        """For the simulated world, model and answerer: the domain fault to act out, if any."""
         assert self._life is not None
-        return await self._sim.point(self._life, point, details)
+        firing = await self._sim.point(self._life, point, details)
+        return firing.rule if firing is not None else None
 
 
 def _complete_frames_end(data: bytes) -> int:

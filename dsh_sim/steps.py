@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 import attrs
 
 from dsh_sim.determinism import EPOCH_MS
+from dsh_sim import invariants as inv
 from dsh_sim.faults import CrashSpec, FaultRule
 from dsh_sim.invariants import SeededSource
 from dsh_sim.sim import Lifetime, Simulation
@@ -88,8 +89,9 @@ def op_prompt(sim: Simulation, args: dict[str, Any]) -> str:
     life = _require_live(sim)
     if life.agent.turn_active:
         raise StepNotApplicable("a turn is already in progress")
-    sim.model_queue.extend(ScriptedResponse.from_json(r) for r in args.get("responses", ()))
-    sim.approval_answers.extend(args.get("approvals", ()))
+    # a prompt's script is for its own turn: whatever an interrupted turn left unused is gone
+    sim.model_queue[:] = [ScriptedResponse.from_json(r) for r in args.get("responses", ())]
+    sim.approval_answers[:] = list(args.get("approvals", ()))
 
     async def turn(life: Lifetime) -> Any:
         return await life.agent.run_turn(args.get("text", "go"))
@@ -128,7 +130,10 @@ def op_flush(sim: Simulation, args: dict[str, Any]) -> str:
     async def flush(life: Lifetime) -> None:
         await life.store.flush(life.session)
 
-    return _outcome(sim, life, sim.run(flush))
+    reply = sim.run(flush)
+    if reply.error is not None and not life.dead:
+        inv.check_failed_append(sim.obs, life, reply.error)
+    return _outcome(sim, life, reply)
 
 
 def op_append(sim: Simulation, args: dict[str, Any]) -> str:
@@ -382,4 +387,5 @@ OPS: dict[str, Callable[[Simulation, dict[str, Any]], str]] = {
 def apply(sim: Simulation, step: Step) -> str:
     outcome = OPS[step.op](sim, step.args)
     sim.trace.record("step", step.op, outcome)
+    inv.check_idempotent_keys(sim.obs)  # the ledger can go wrong without any crash
     return outcome

@@ -14,6 +14,7 @@ from typing import Iterable, Iterator
 CATALOGUE: dict[str, str] = {
     "checkpoint.no_flush_before_tool_body": "the tools/execute barrier does not flush before the tool body",
     "checkpoint.flush_after_tool_body": "the tools/execute barrier flushes after the tool body instead of before",
+    "checkpoint.abort_recheck_after_body": "the cancellation re-check after the tool checkpoint runs after the body (it reports ABORTED_BEFORE_DISPATCH for a body that ran)",
     "checkpoint.no_lazy_flush_before_request": "llm/stream does not flush before the model request",
     "persist.skip_fsync_on_append": "an append batch is written but never fsynced",
     "persist.skip_dir_fsync_after_link": "first publication skips the directory fsync after the hard link",
@@ -22,6 +23,7 @@ CATALOGUE: dict[str, str] = {
     "persist.skip_rollback_truncate": "a failed append is not truncated back to the prior length",
     "read.accept_torn_final_frame": "a torn final zstd frame is accepted as if complete (never truncated)",
     "read.drop_torn_recovered_records": "complete records inside a torn final frame are dropped",
+    "read.skip_corrupt_complete_frame": "a complete frame that fails its checksum is treated as a torn tail and truncated away",
     "repair.not_started_for_recorded": "repair reports TOOL_NOT_STARTED for a call whose tool/call was recorded",
     "repair.seq_gap": "repair closers skip one sequence number",
     "tools.idempotency_key_not_forwarded": "a side-effecting tool gets a fresh idempotency key instead of callId",

@@ -71,6 +71,9 @@ class CheckpointPolicy:
             await self._store.flush(ex.agent.session, context.TOOLS_EXECUTE)
             return result
         await self._store.flush(ex.agent.session, context.TOOLS_EXECUTE)
+        if mutants.on("checkpoint.abort_recheck_after_body"):
+            result = await next(ex)
+            return R.aborted_before_dispatch() if ex.signal.aborted else result
         if ex.signal.aborted:
             return R.aborted_before_dispatch()
         return await next(ex)

@@ -74,7 +74,7 @@ class ToolExecution:
     def idempotency_key(self) -> str:
         """The key a side-effecting tool forwards to services that accept one."""
         if mutants.on("tools.idempotency_key_not_forwarded"):
-            return f"fresh:{id(self)}"
+            return f"fresh-key-for-{self.call_id}"  # a key that is not the call id (the bug)
         return self.call_id
 
     async def dispatch(self, name: str, arguments: Any, *, index: int) -> ToolResult:

@@ -1,0 +1,135 @@
+"""Every named invariant fails on a bug it guards against.
+
+End to end where a realistic bug exists: a durability mutant switched on while a starter
+scenario replays (or a seeded harness bug for the harness's own guard).  Where the runtime
+has defence in depth that a single bug cannot get past, the check is shown failing on the
+evidence such a bug would leave.
+"""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+import pytest
+
+from dsh_sim import invariants as inv
+from dsh_sim.replay import run_scenario
+from dsh_sim.scenario import load
+from dsh_sim.simfs.view import ProcessView
+from runtime.session.events import Event
+
+STARTER = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter")
+
+# invariant -> (mutant, starter scenario that exposes it)
+BY_MUTANT = [
+    ("acked_events_survive", "persist.skip_fsync_on_append", "boundary-2-3-pay"),
+    ("committed_bytes_stable", "persist.skip_dir_fsync_after_link", "boundary-2-3-pay"),
+    ("verdict_soundness", "repair.not_started_for_recorded", "boundary-2-3-pay"),
+    ("checkpoint_before_effect", "checkpoint.no_flush_before_tool_body", "boundary-2-3-pay"),
+    ("checkpoint_before_effect", "checkpoint.no_lazy_flush_before_request", "approval-unavailable"),
+    ("idempotent_retry_converges", "tools.idempotency_key_not_forwarded", "idempotent-retry-converges"),
+    ("approval_gate", "tools.guard_reopens_denied", "approval-unavailable"),
+    ("approval_gate", "approval.fail_open_on_answerer_error", "approval-answerer-fails"),
+    ("fail_closed", "checkpoint.abort_recheck_after_body", "cancel-during-tool-body"),
+    ("corrupt_frame_refused", "read.skip_corrupt_complete_frame", "corrupt-complete-frame-refused"),
+    ("recovery_succeeds", "repair.seq_gap", "boundary-2-3-pay"),
+    ("lock_exclusion", "lease.no_lock_on_write_open", "two-writers"),
+    ("recovery_maximal", "read.drop_torn_recovered_records", "torn-zstd-checksum"),
+    ("eventually_durable", "read.accept_torn_final_frame", "torn-zstd-checksum"),
+    ("failed_append_rolled_back", "persist.skip_rollback_truncate", "fsync-fail-on-append"),
+]
+
+
+def replay(name: str, *mutant_names: str):
+    scenario = attrs.evolve(load(os.path.join(STARTER, f"{name}.json")), mutants=tuple(mutant_names))
+    result, sim = run_scenario(scenario)
+    return {v.invariant for v in result.violations}, result
+
+
+@pytest.mark.parametrize("invariant,mutant,scenario", BY_MUTANT, ids=[f"{i}-{m}" for i, m, _ in BY_MUTANT])
+def test_invariant_catches_the_mutant(invariant, mutant, scenario):
+    clean, _ = replay(scenario)
+    assert not clean, f"{scenario} must hold on the correct runtime"
+    caught, _ = replay(scenario, mutant)
+    assert invariant in caught, f"{mutant} on {scenario}: got {sorted(caught)}"
+
+
+def test_verdict_soundness_catches_a_runtime_without_the_checkpoint_policy():
+    caught, result = replay("no-checkpoint-policy-unsafe")
+    assert "verdict_soundness" in caught
+    assert "TOOL_NOT_STARTED but the side effect happened" in result.violations[0].message
+
+
+def test_repair_idempotent_catches_a_repair_that_forgets_turn_end(monkeypatch):
+    from runtime.agent import resume
+    from runtime.session.repair import interrupted_turn_closers
+
+    monkeypatch.setattr(resume, "interrupted_turn_closers", lambda events: [e for e in interrupted_turn_closers(events) if e.type != "turn/end"])
+    caught, _ = replay("boundary-2-3-pay")
+    assert "repair_idempotent" in caught
+
+
+def test_fidelity_catches_a_harness_whose_dead_processes_can_still_write(monkeypatch):
+    """The guard against the harness itself: with revocation broken, cleanup writes land."""
+    monkeypatch.setattr(ProcessView, "revoke", lambda self: self.disk.release_locks(self.pid))
+    caught, _ = replay("boundary-3-4-pay")
+    assert "fidelity" in caught
+
+
+# Defence in depth: the runtime refuses these states at several layers, so no single mutant
+# reaches them; the checks are shown failing on the evidence such a bug would leave.
+
+
+class _Obs:
+    def __init__(self):
+        self.violations = []
+        self.checked = {name: 0 for name in inv.INVARIANTS}
+
+    def report(self, violation):
+        self.violations.append(violation)
+
+    def count(self, name):
+        self.checked[name] += 1
+
+
+def ev(seq: int, type: str, data: dict, **kw) -> Event:
+    return Event(type, seq, 1000 + seq, data, **kw)
+
+
+def test_seq_dense_fails_on_a_gap():
+    obs = _Obs()
+    inv.check_seq_dense(obs, [ev(0, "turn/start", {"turn": 1}), ev(2, "turn/end", {"turn": 1, "reason": {"kind": "completed"}})])
+    assert [v.invariant for v in obs.violations] == ["seq_dense"]
+
+
+def test_one_result_per_call_fails_on_a_duplicate_result():
+    obs = _Obs()
+    block = {"type": "tool-call", "id": "c1", "name": "pay", "arguments": "{}"}
+    result = {"turn": 1, "step": 1, "message": {"source": {"callId": "c1"}, "content": [{"type": "tool-result", "isError": False, "content": []}]}}
+    events = [
+        ev(0, "assistant/message", {"turn": 1, "step": 1, "message": {"content": [block]}}, surface_op="append"),
+        ev(1, "tool/result", result, surface_op="append"),
+        ev(2, "tool/result", result, surface_op="append"),
+    ]
+    inv.check_one_result_per_call(obs, events)
+    assert [v.invariant for v in obs.violations] == ["one_result_per_call"]
+
+
+def test_approval_audit_fails_on_an_unanswered_question_in_a_completed_turn():
+    obs = _Obs()
+    events = [
+        ev(0, "turn/start", {"turn": 1}),
+        ev(1, "approval/asked", {"id": "q1", "toolName": "send_message"}),
+        ev(2, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+    ]
+    inv.check_approval_audit(obs, events)
+    assert [v.invariant for v in obs.violations] == ["approval_audit"]
+
+
+def test_every_invariant_has_a_failing_demonstration():
+    shown = {i for i, _, _ in BY_MUTANT} | {
+        "verdict_soundness", "repair_idempotent", "fidelity", "seq_dense", "one_result_per_call", "approval_audit",
+        "migration_atomic",  # tests/test_migration_sim.py: publication that writes in place instead of linking
+    }
+    assert shown == set(inv.INVARIANTS)
