@@ -19,6 +19,7 @@ import time
 
 import trio
 
+from _bench import print_table
 from runtime.adapters import production_ports
 from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.header import SessionHeader
@@ -94,10 +95,16 @@ def bench(compression: str, args: argparse.Namespace, workdir: str) -> None:
     n = args.batches
     events = n * args.events
     print(f"compression={compression}  batches={n}  events/batch={args.events}  bytes/batch={sum(map(len, payloads)) // n}  rounds={args.rounds}")
-    print(f"  plain os (open+write+fsync+close): {bl:8.3f} s  {n / bl:9.1f} batches/s  {events / bl:10.1f} events/s  {1e3 * bl / n:7.3f} ms/batch")
-    print(f"  runtime WriteHandle.append       : {rt:8.3f} s  {n / rt:9.1f} batches/s  {events / rt:10.1f} events/s  {1e3 * rt / n:7.3f} ms/batch")
-    print(f"  ratio runtime/plain (time)       : {rt / bl:8.3f}x   overhead {1e3 * (rt - bl) / n:+.3f} ms/batch")
-    print(f"  of which validate+encode (CPU)   : {1e3 * cpu / n:7.3f} ms/batch; the rest is mostly the 5 thread hops per append")
+    print_table(
+        ["writer", "s (median)", "batches/s", "events/s", "ms/batch"],
+        [
+            ["plain os (open+write+fsync+close)", bl, n / bl, events / bl, 1e3 * bl / n],
+            ["runtime WriteHandle.append", rt, n / rt, events / rt, 1e3 * rt / n],
+        ],
+    )
+    print(f"ratio runtime/plain (time): {rt / bl:.3f}x   overhead {1e3 * (rt - bl) / n:+.3f} ms/batch, "
+          f"of which validate+encode (CPU) {1e3 * cpu / n:.3f} ms/batch; the rest is mostly the 5 thread hops per append")
+    print()
 
 
 def main() -> None:

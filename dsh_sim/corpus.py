@@ -18,7 +18,6 @@ from typing import Any
 import attrs
 
 from dsh_sim.explore import record
-from dsh_sim.faults import FaultPlan
 from dsh_sim.logs import capture_runtime_logs
 from dsh_sim.machines.strategies import aimed_crash_rule
 from dsh_sim.replay import judge, run_scenario

@@ -131,7 +131,7 @@ def fuzz(
     run = FuzzRun(machine, seed)
     started = run.started
     set_hypothesis_shrink_budget(shrink_budget)
-    base_settings = settings.get_profile("fuzz")
+    base_settings = profiles.fuzz_settings()
     with mutants.enabled(active_mutants):
         while True:
             elapsed = time.perf_counter() - started

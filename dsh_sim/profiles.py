@@ -27,3 +27,8 @@ def load_default() -> str:
     name = default_profile()
     settings.load_profile(name)
     return name
+
+
+def fuzz_settings() -> settings:
+    """The base settings of ``dsh-sim fuzz`` (batches get their own example counts)."""
+    return settings.get_profile("fuzz")

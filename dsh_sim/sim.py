@@ -18,36 +18,23 @@ import attrs
 import trio
 
 from dsh_sim import invariants as inv
-from dsh_sim.answerer import SimAnswerer
 from dsh_sim.config import SimConfig
 from dsh_sim.determinism import SimClock, SimIds, derive_seed, new_clock
 from dsh_sim.faults import CrashSpec, FaultPlan, FaultRule, Firing
-from dsh_sim.model import SimModel
+from dsh_sim.gates import Gate, Probe, complete_frames_end
+from dsh_sim.mains import agent_main, second_writer_main, storage_main
 from dsh_sim.observe import CrashRecord, Observation, call_boundaries, crash_phase
 from dsh_sim.points import spec as point_spec
 from dsh_sim.process import Reply, SimProcess, SimulatedCrash
-from dsh_sim.sim_shell import SimRunner, SimSandboxProvider
-from dsh_sim.simfs import Disk, FidelityError, FsFault, ProcessView
+from dsh_sim.simfs import Disk, FidelityError, ProcessView
 from dsh_sim.simfs.crash import DROP_ALL, PowerCut, TornCut, apply_power_cut, random_state
 from dsh_sim.trace import TaskTracer, Trace
 from dsh_sim.world import World
-from dsh_sim.world_tools import world_tools
 from runtime.adapters.script_model import ScriptedResponse
-from runtime.agent.runtime import Runtime, RuntimeConfig, open_runtime
-from runtime.agent.sandbox import SandboxUnavailableError
+from runtime.agent.runtime import Runtime
 from runtime.persistence import context as durability
-from runtime.persistence.backend import JsonlBackend
-from runtime.persistence.errors import SessionPersistenceNotFoundError
-from runtime.persistence.header import SessionHeader
-from runtime.persistence.migration import inline_verifier
-from runtime.persistence.store import open_store
-from runtime.session.session import Session
-from runtime.persistence.zstd_frames import FrameFormatError, scan_frames
 from runtime.ports import Ports
-from runtime.tools.results import HarnessError
-from runtime.tools.shell import ShellTool
 
-_ERRNO = {"EIO": 5, "ENOSPC": 28, "EACCES": 13, "EWOULDBLOCK": 11, "EAGAIN": 11}
 
 
 @attrs.define(eq=False)
@@ -166,7 +153,7 @@ class Simulation:
         def flip(data: bytes) -> bytes:
             return data[:offset] + bytes([data[offset] ^ 0x40]) + data[offset + 1 :] if offset < len(data) else data
 
-        complete = self.config.compression == "zstd" and offset < _complete_frames_end(node.durable)
+        complete = self.config.compression == "zstd" and offset < complete_frames_end(node.durable)
         self.disk.nodes[ino] = attrs.evolve(node, durable=flip(node.durable), volatile=flip(node.volatile))
         self.obs.corrupted(path, offset, complete)
 
@@ -234,8 +221,9 @@ class Simulation:
 
     # -- processes ---------------------------------------------------------------------------
 
-    def _ports(self, life: Lifetime) -> Ports:
-        return Ports(fs=life.view, clock=SimClock(self.clock), ids=SimIds(self.ids_rng), probe=_Probe(self, life))
+    def ports(self, life: Lifetime) -> Ports:
+        """A process's view of the world: its SimFS view, virtual time, seeded ids, the probe."""
+        return Ports(fs=life.view, clock=SimClock(self.clock), ids=SimIds(self.ids_rng), probe=Probe(self, life))
 
     def boot(self, *, secondary: bool = False) -> Lifetime:
         """Start a process; it resumes the session with repair (or creates it).
@@ -249,18 +237,14 @@ class Simulation:
             inv.check_fidelity(self.obs, last.crash)
 
         async def main(proc: SimProcess) -> None:
-            if secondary:
-                await self._second_writer_main(life)
-            elif self.kind == "agent":
-                await self._process_main(life)
-            else:
-                await self._storage_main(life)
+            program = second_writer_main if secondary else agent_main if self.kind == "agent" else storage_main
+            await program(self, life)
 
         tracer = [TaskTracer(self.trace, index)] if self.trace.enabled else []
         proc = SimProcess(index, main, clock=self.clock, seed=derive_seed(self.seed, "sched", index), instruments=tracer)
         view = ProcessView(self.disk, index, None, now_ns=lambda: int(self.now() * 1e9))
         life = Lifetime(index, proc, view)
-        view.gate = _Gate(self, life)
+        view.gate = Gate(self, life)
         self.lifetimes.append(life)
         if not secondary:
             self.primary = life
@@ -275,72 +259,6 @@ class Simulation:
         else:
             self.obs.booted(life)
         return life
-
-    async def _second_writer_main(self, life: Lifetime) -> None:
-        cfg = self.config
-        ports = self._ports(life)
-        backend = JsonlBackend(cfg.root, ports, compression=cfg.compression, verifier=inline_verifier)
-        handle = await backend.open(cfg.session_id, "write")
-        try:
-            stored = await handle.read()
-            session = Session(cfg.session_id, ports.clock, stored)
-            await handle.append(session.events[len(stored) :])
-        finally:
-            await handle.close()
-
-    async def _process_main(self, life: Lifetime) -> None:
-        cfg = self.config
-        ports = self._ports(life)
-        gate = _Gate(self, life)
-        tools = world_tools(self.world, gate.domain, self.now, life.index, approval_tools=cfg.approval_tools)
-        tools.append(ShellTool(SimSandboxProvider(), SimRunner(self.world, gate.domain, self.now, life.index), cfg.workspace, ports.probe, default_mode=cfg.sandbox_mode))
-        model = SimModel(self.model_queue, gate.domain, chunk_delay=cfg.chunk_delay)
-        runtime_config = RuntimeConfig(
-            root=cfg.root,
-            compression=cfg.compression,
-            max_parallel_tool_calls=cfg.max_parallel_tool_calls,
-            system=cfg.system,
-            checkpoint_policy=cfg.checkpoint_policy,
-            approval_policy=cfg.approval_policy,
-        )
-        plugins = [SimAnswerer(self.approval_answers, gate.domain, self.answerer_failures)]
-        async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
-            life.runtime = rt
-            life.store = rt.store
-            rt.backend.verifier = inline_verifier  # no worker threads inside a simulated process
-            try:
-                life.agent, life.report = await rt.resume_agent(cfg.session_id)
-            except SessionPersistenceNotFoundError:
-                life.agent = await rt.create_agent(cfg.session_id, cwd=cfg.workspace)
-                life.created = True
-            life.session = life.agent.session
-            life.proc.ready = True
-            await trio.sleep_forever()
-
-    async def _storage_main(self, life: Lifetime) -> None:
-        """A persistence-level process: backend + store, no agent (the storage machine).
-
-        Its write open migrates a seeded v0 log; verification runs inline because a worker
-        thread would escape the simulated process's deterministic scheduler.
-        """
-        cfg = self.config
-        ports = self._ports(life)
-        backend = JsonlBackend(cfg.root, ports, compression=cfg.compression, verifier=inline_verifier)
-        async with open_store(ports.probe) as store:
-            life.store = store
-            try:
-                handle = await backend.open(cfg.session_id, "write")
-                life.report = StorageRecovery(tuple(await handle.read()), handle.torn_tail)
-                stored = list(life.report.events)
-            except SessionPersistenceNotFoundError:
-                handle = await backend.create(SessionHeader(cfg.session_id, ports.clock.now_ms(), cwd=cfg.workspace))
-                life.created = True
-                stored = []
-            life.handle = handle
-            life.session = Session(cfg.session_id, ports.clock, stored)
-            store.bind(life.session, handle)
-            life.proc.ready = True
-            await trio.sleep_forever()
 
     def _after(self, life: Lifetime, reply: Reply) -> Reply:
         """Account for a command's reply; a crash is known from our own record, not the exception.
@@ -397,68 +315,3 @@ class Simulation:
                     inv.check_eventually_durable(self.obs, life, len(self.obs.faults) > faults_before)
                     if life.session is not None:
                         inv.check_fail_closed(self.obs, life.session.events)
-
-
-@attrs.frozen
-class StorageRecovery:
-    """What a storage process found at open: the valid prefix (no closers at this level)."""
-
-    events: tuple[Any, ...]
-    torn: Any
-    closers: tuple[Any, ...] = ()
-    verdicts: dict[str, str] = attrs.field(factory=dict)
-
-
-class _Probe:
-    """The probe port of one process: runtime points go through the simulation."""
-
-    def __init__(self, sim: Simulation, life: Lifetime) -> None:
-        self._sim = sim
-        self._life = life
-
-    async def at(self, point: str, **details: Any) -> None:
-        firing = await self._sim.point(self._life, point, details)
-        if firing is None:
-            return
-        action = firing.rule.action
-        if action == "tool_failure":
-            raise HarnessError("injected tool failure", name="InjectedToolFailure", code="INJECTED")
-        if action == "sandbox_unavailable":
-            raise SandboxUnavailableError(str(details.get("mode")), "injected by the fault plan")
-
-
-class _Gate:
-    """Filesystem gate and domain gate of one process."""
-
-    def __init__(self, sim: Simulation, life: Lifetime | None) -> None:
-        self._sim = sim
-        self._life = life
-
-    async def before_fs(self, view: ProcessView, op: str, path: str, details: dict[str, Any]) -> FsFault | None:
-        assert self._life is not None
-        firing = await self._sim.point(self._life, f"fs.{op}", {"path": path, **details})
-        if firing is None:
-            return None
-        rule = firing.rule
-        errno = _ERRNO.get(rule.errno, 5)
-        if rule.action == "fsync_fail":
-            return FsFault("fsync_fail", errno, rule.drop_dirty)
-        return FsFault("error", errno)
-
-    def after_fs(self, view: ProcessView, op: str, path: str, outcome: str) -> None:
-        self._sim.trace.record("fs", view.pid, op, path, outcome)
-
-    async def domain(self, point: str, details: dict[str, Any]) -> FaultRule | None:
-        """For the simulated world, model and answerer: the domain fault to act out, if any."""
-        assert self._life is not None
-        firing = await self._sim.point(self._life, point, details)
-        return firing.rule if firing is not None else None
-
-
-def _complete_frames_end(data: bytes) -> int:
-    """End offset of the last complete zstd frame (0 if none or unreadable)."""
-    try:
-        frames = scan_frames(data).frames
-    except FrameFormatError:
-        return 0
-    return frames[-1][1] if frames else 0

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from dsh_sim.coverage import REQUIREMENTS, aggregate, requirement_status
+from dsh_sim.coverage import REQUIREMENTS, TORN_CLASSES, aggregate, requirement_status
 from dsh_sim.observe import BOUNDARIES
 from dsh_sim.report import SCHEMA, coverage_document, write_report
 from dsh_sim.report.sample import main as sample_main
@@ -54,20 +54,62 @@ def make_view(unsafe: int = 0, torn_missing: tuple[str, ...] = (), inject: str =
         "runs": [{"kind": "fuzz", "seed": 1234, "examples": 100, "seconds": 12.5}, {"kind": "explore", "seeds": [1, 2], "scenarios": 3, "seconds": 4.0}],
         "determinism": [{"scenario": "corpus/a.json", "digest_a": "abc123", "digest_b": "abc123", "same": True}],
         "kill_matrix": [
-            {"mutant": "skip-fsync", "description": "ack before fsync", "killed": True, "method": "explore", "time_to_kill": 1.5, "examples": 1, "scenario_steps": 4, "scenario": "scenarios/m1.json"},
-            {"mutant": "double-result", "description": "second result on resume", "killed": False, "method": None, "time_to_kill": None, "examples": 50, "scenario_steps": None, "scenario": None},
+            kill_row("skip-fsync", "ack before fsync", corpus=(False, 0.8, None), explore=(True, 1.5, "acked_events_survive"), fuzz=(True, 3.25, "seq_dense", 4)),
+            kill_row("double-result", "second result on resume", corpus=(False, 0.9, None), fuzz=(False, 20.0, None)),
+            kill_row("no-dir-fsync", "skip the directory fsync", corpus=(True, 0.5, "recovery_maximal"), explore=(True, 2.0, "recovery_maximal"), fuzz=(False, 20.0, None)),
         ],
+        # Exploration's crash states per cell: one sampled cell (300 of 1,024 checked), a
+        # "no call" row the outcome matrix lacks, and fuzz-only cells without states.
+        "cell_states": {
+            "boundary": {
+                "1→2": {"kill": {"possible": 4, "explored": 4}},
+                "2→3": {"kill": {"possible": 5, "explored": 5}, "power:torn": {"possible": 1024, "explored": 300}},
+                "no call": {"kill": {"possible": 2, "explored": 2}},
+            },
+            "barrier": {
+                "tools/execute": {"kill": {"possible": 7, "explored": 7}, "power:torn": {"possible": 1024, "explored": 300}},
+                "window write": {"kill": {"possible": 4, "explored": 4}},
+            },
+        },
+        "sampled": {"fs.write": 3},
     }
     if unsafe:
         view["violations"].append({"invariant": "verdict_soundness", "message": "call c1 applied but TOOL_NOT_STARTED", "scenario": "scenarios/v1.json", "source": "fuzz"})
     if inject:
         view["violations"].append({"invariant": "seq_dense", "message": inject, "scenario": inject, "source": inject})
         view["kill_matrix"][0]["description"] = inject
+        view["kill_matrix"][0]["by_method"]["fuzz"]["invariant"] = inject
+        view["kill_matrix"][0]["by_method"][inject] = {"killed": False, "seconds": 1.0, "invariant": None, "example": inject, "examples": 1, "scenario_steps": None}
+        view["cell_states"]["boundary"][inject] = {inject: {"possible": 2, "explored": 1}}
+        view["sampled"][inject] = 1
         view["runs"].append({"kind": inject, inject: inject})
         view["determinism"].append({"scenario": inject, "digest_a": inject, "digest_b": "x", "same": False})
         view["boundary_matrix"][inject] = {inject: {inject: 1}}
         view["torn_classes"][inject] = 1
     return view
+
+
+def kill_row(mutant: str, description: str, **methods: tuple[Any, ...]) -> dict[str, Any]:
+    """A kill-matrix row shaped like ``selftest.KillResult.row()``: (killed, seconds, invariant[, steps])."""
+    by_method = {
+        name: {"killed": r[0], "seconds": r[1], "invariant": r[2], "example": f"scenarios/{mutant}-{name}.json" if r[0] else None, "examples": 3, "scenario_steps": r[3] if len(r) > 3 else None}
+        for name, r in methods.items()
+    }
+    kills = [(name, m) for name, m in by_method.items() if m["killed"]]
+    fastest = min(kills, key=lambda kv: kv[1]["seconds"]) if kills else None
+    fuzz = by_method.get("fuzz")
+    return {
+        "mutant": mutant,
+        "description": description,
+        "killed": fastest is not None,
+        "method": fastest[0] if fastest else None,
+        "time_to_kill": fastest[1]["seconds"] if fastest else None,
+        "invariant": fastest[1]["invariant"] if fastest else None,
+        "examples": fastest[1]["examples"] if fastest else None,
+        "scenario": fastest[1]["example"] if fastest else None,
+        "scenario_steps": fuzz["scenario_steps"] if fuzz and fuzz["killed"] else None,
+        "by_method": by_method,
+    }
 
 
 class Elements(HTMLParser):
@@ -144,7 +186,9 @@ def test_json_is_the_view_plus_requirements_schema_and_summary(tmp_path: Path) -
     assert doc["summary"]["unsafe_verdicts"] == 2
     assert doc["summary"]["unmet_requirements"] == 1
     assert doc["summary"]["violations"] == 1
-    assert doc["summary"]["mutants"] == 2 and doc["summary"]["mutants_killed"] == 1
+    assert doc["summary"]["mutants"] == 3 and doc["summary"]["mutants_killed"] == 2
+    assert doc["summary"]["median_time_to_kill"] == 1.0
+    assert (doc["summary"]["crash_states_explored"], doc["summary"]["crash_states_possible"], doc["summary"]["crash_states_exhaustive"]) == (311, 1035, False)
     text = Path(paths["json"]).read_text(encoding="utf-8")
     assert text == json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
@@ -172,15 +216,15 @@ def test_markdown_has_the_matrices_as_tables(tmp_path: Path) -> None:
     assert "power:torn" in header and "power:synced" in header and header.rstrip(" |").endswith("all")
     for boundary in BOUNDARIES:
         assert any(line.startswith(f"| {boundary} |") for line in lines), boundary
-    assert any(line.startswith("| 1→2 | NS 3 · lost 1 |") for line in lines)
+    assert any(line.startswith("| 1→2 | NS 3 · lost 1 (4/4 states) |") for line in lines)
     assert any(line.startswith("| barrier |") for line in lines)
-    assert any(line.startswith("| tools/execute | closed 1 · none 1 |") for line in lines)
+    assert any(line.startswith("| tools/execute | closed 1 · none 1 (7/7 states) |") for line in lines)
     assert "| verdict \\\\ effect | applied | not applied |" in md
     assert "| TOOL_NOT_STARTED | 0 (safe) | 3 |" in md
     for section in ("## Invariants checked", "## Violations", "## Determinism re-checks", "## Kill matrix", "## Runs", "## Named points"):
         assert section in md
     assert "| seq_dense | 11 | 0 |" in md
-    assert "| fs.write | fs | 7/10 | 90 |" in md
+    assert "| fs.write | fs | 7/10 | 3 | 90 |" in md
     assert "1234" in md and "Total time: 16.5 s" in md
 
 
@@ -226,7 +270,7 @@ def test_html_has_every_section_with_stable_ids(tmp_path: Path) -> None:
     assert headline_value(page, "cases") == "42"
     assert "alarm" in page.by_id("headline-violations")["classes"]
     cell = next(e for e in page.all if e["attrs"].get("data-row") == "2→3" and e["attrs"].get("data-col") == "kill")
-    assert cell["text"] == "UNK 5"
+    assert cell["text"] == "UNK 5" + "5/5 states"
     rows = [e["text"] for e in page.all if e["tag"] == "th" and "rowhead" in e["classes"]]
     assert rows[:5] == list(BOUNDARIES)
     assert "scenarios/v1.json" in page.by_id("violations")["text"]
@@ -259,8 +303,9 @@ def test_html_escapes_injected_text(tmp_path: Path) -> None:
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     page = Elements(html)
     assert evil in page.by_id("violations")["text"]
-    assert evil in page.by_id("kill-matrix")["text"]
+    assert evil in page.by_id("kill-matrix")["text"] and evil in page.by_id("points")["text"]
     assert evil in page.by_id("coverage-matrix")["text"]
+    assert any(e["attrs"].get("data-method") == evil for e in page.all)
     assert any(e["attrs"].get("title") == evil for e in page.all), "attribute values are escaped, not cut"
 
 
@@ -297,6 +342,179 @@ def test_columns_are_ordered_kill_then_power_phases_then_unknown(tmp_path: Path)
     phases = [e["attrs"]["title"] for e in page.all[table_start:] if "phase" in e["classes"]]
     first_matrix = phases[: len(phases) // 2]
     assert first_matrix == ["power:no-log", "power:unsynced-dropped", "power:torn", "power:synced", "power:zzz-new"]
+
+
+def test_rows_and_torn_classes_follow_the_exported_order(tmp_path: Path) -> None:
+    view = make_view()
+    view["cell_states"]["boundary"]["zzz-new"] = {"kill": {"possible": 1, "explored": 1}}
+    view["cell_states"]["barrier"]["explicit flush"] = {"power:zzz-new": {"possible": 1, "explored": 1}}
+    view["torn_classes"]["aaa-new"] = 1
+    _, _, html, _ = render(tmp_path, view)
+    page = Elements(html)
+    rows = [e["text"] for e in page.all if e["tag"] == "th" and "rowhead" in e["classes"]]
+    assert rows[:7] == [*BOUNDARIES, "no call", "zzz-new"], "states-only rows follow the boundaries"
+    phases = [e["attrs"]["title"] for e in page.all[page.all.index(page.by_id("coverage-matrix")) :] if "phase" in e["classes"]]
+    assert phases[-1] == "power:zzz-new", "a phase known only from cell_states still gets a column, after the known ones"
+    torn = page.by_id("torn-classes")
+    cells = [e["text"] for e in page.all[page.all.index(torn) :] if e["tag"] == "code"][: len(TORN_CLASSES) + 1]
+    assert cells == [*TORN_CLASSES, "aaa-new"]
+
+
+# -- crash states per cell, headline totals, kill matrix ----------------------------------
+
+
+def matrix_cell(page: Elements, row: str, col: str, table: str = "coverage-matrix") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The ``td`` of one matrix cell and the elements inside it."""
+    start = page.all.index(page.by_id(table))
+    cell = next(e for e in page.all[start:] if e["attrs"].get("data-row") == row and e["attrs"].get("data-col") == col)
+    i = page.all.index(cell)
+    inside = []
+    for e in page.all[i + 1 :]:
+        if e["tag"] in ("td", "th", "tr"):
+            break
+        inside.append(e)
+    return cell, inside
+
+
+def test_cells_show_outcomes_and_explored_over_possible_states(tmp_path: Path) -> None:
+    _, md, html, _ = render(tmp_path, make_view())
+    page = Elements(html)
+    cell, inside = matrix_cell(page, "2→3", "kill")
+    assert [e["text"] for e in inside if "chip" in e["classes"]] == ["UNK 5"]
+    states = [e for e in inside if "states" in e["classes"]]
+    assert [e["text"] for e in states] == ["5/5 states"] and "sampled" not in states[0]["classes"] and "sampled" not in cell["classes"]
+    assert (cell["attrs"]["data-explored"], cell["attrs"]["data-possible"]) == ("5", "5")
+
+    # Fewer explored than possible: the cell and its states line are marked as sampled.
+    cell, inside = matrix_cell(page, "2→3", "power:torn")
+    assert "sampled" in cell["classes"] and (cell["attrs"]["data-explored"], cell["attrs"]["data-possible"]) == ("300", "1024")
+    states = [e for e in inside if "states" in e["classes"]]
+    assert [e["text"] for e in states] == ["300/1,024 sampled"] and "sampled" in states[0]["classes"]
+    assert "300 of the 1,024" in states[0]["attrs"]["title"]
+    assert [e["text"] for e in inside if "chip" in e["classes"]] == ["UNK 1"]
+    cell, _ = matrix_cell(page, "tools/execute", "power:torn", "barrier-matrix")
+    assert "sampled" in cell["classes"] and cell["text"] == "UNK 1" + "300/1,024 sampled"
+
+    # States without outcomes ("no call" row), outcomes without states (fuzz only), neither.
+    cell, inside = matrix_cell(page, "no call", "kill")
+    assert cell["text"] == "2/2 states" and not [e for e in inside if "chip" in e["classes"]]
+    cell, _ = matrix_cell(page, "after 4", "kill")
+    assert cell["text"] == "closed 6" and "data-possible" not in cell["attrs"]
+    cell, _ = matrix_cell(page, "no call", "power:synced")
+    assert cell["text"] == "·" and "empty" in cell["classes"]
+
+    # Row and column totals add the states up too (rows "all" column, then the "all" row).
+    row_2_3 = next(e for e in page.all if e["tag"] == "tr" and e["text"].startswith("2→3"))
+    assert "305/1,029 sampled" in row_2_3["text"]
+    assert "2→3 | UNK 5 (5/5 states) |" in md
+    assert "| UNK 1 (300/1,024 **sampled**) |" in md
+    assert any(line.startswith("| no call | (2/2 states) |") for line in md.splitlines())
+    assert "(311/1,035 **sampled**) |" in md, "barrier matrix grand total"
+    legend = [e["text"] for e in page.with_class("legend")]
+    assert all("crash states explored / possible" in t for t in legend)
+
+
+def test_view_without_cell_states_renders_as_before(tmp_path: Path) -> None:
+    view = make_view()
+    del view["cell_states"], view["sampled"]
+    _, md, html, doc = render(tmp_path, view)
+    page = Elements(html)
+    assert not page.with_class("states") and "no call" not in page.by_id("coverage-matrix")["text"]
+    assert headline_value(page, "states") == "—" and "no systematic exploration" in page.by_id("headline-states")["text"]
+    assert any(line.startswith("| 1→2 | NS 3 · lost 1 |") for line in md.splitlines())
+    assert doc["summary"]["crash_states_possible"] == 0 and doc["summary"]["crash_states_exhaustive"] is False
+
+
+def test_headline_sums_crash_states_over_the_barrier_cells(tmp_path: Path) -> None:
+    _, md, html, doc = render(tmp_path, make_view())
+    page = Elements(html)
+    # 7 + 1,024 + 4 possible, 7 + 300 + 4 explored: each state once (barrier matrix), not
+    # once per boundary (the coverage matrix would count 1,035 too here, but need not).
+    assert headline_value(page, "states") == "311/1,035"
+    card = page.by_id("headline-states")
+    assert "warn" in card["classes"] and "alarm" not in card["classes"]
+    assert "not exhaustive: 1 of 3 cells and 1 named point(s) below possible; sampled at 3 recorded point(s)" in card["text"]
+    assert "- **crash states explored / possible**: 311/1,035 (not exhaustive: 1 of 3 cells" in md
+
+    exhaustive = make_view()
+    exhaustive["cell_states"]["barrier"]["tools/execute"]["power:torn"]["explored"] = 1024
+    exhaustive["cell_states"]["boundary"]["2→3"]["power:torn"]["explored"] = 1024
+    exhaustive["sampled"] = {}
+    exhaustive["points"]["fs.write"]["explored"] = 10
+    _, md, html, doc = render(tmp_path / "exhaustive", exhaustive)
+    page = Elements(html)
+    assert headline_value(page, "states") == "1,035/1,035" and "warn" not in page.by_id("headline-states")["classes"]
+    assert "exhaustive: every state the crash model allows was checked" in page.by_id("headline-states")["text"]
+    assert doc["summary"]["crash_states_exhaustive"] is True and not page.with_class("sampled", "td")
+    exhaustive["points"]["fs.write"]["explored"] = 9  # a point cut short is not exhaustive either
+    _, _, html, doc = render(tmp_path / "cut-short", exhaustive)
+    assert doc["summary"]["crash_states_exhaustive"] is False and "not exhaustive: 1 named point(s) below possible" in Elements(html).by_id("headline-states")["text"]
+
+
+def test_named_points_show_where_states_were_sampled(tmp_path: Path) -> None:
+    _, md, html, _ = render(tmp_path, make_view())
+    page = Elements(html)
+    header = [e["text"] for e in page.all[page.all.index(page.by_id("points")) :] if e["tag"] == "th"][:6]
+    assert header == ["point", "layer", "explored/possible", "sampled at", "hits (fuzz)", "what happens there"]
+    row = next(e for e in page.all if e["attrs"].get("data-point") == "fs.write")
+    assert row["text"].startswith("fs.writefs7/10390")
+    assert "| llm.request | runtime | 4/4 | — | 0 |" in md
+
+
+def test_kill_matrix_has_a_column_per_method(tmp_path: Path) -> None:
+    _, md, html, _ = render(tmp_path, make_view())
+    page = Elements(html)
+    table = page.by_id("kill-matrix")
+    start = page.all.index(table)
+    header = [e["text"] for e in page.all[start:] if e["tag"] == "th"][:8]
+    assert header == ["mutant (bug seeded)", "result", "corpus", "explore", "fuzz", "fastest", "time to kill", "shrunk steps"]
+
+    def method_cell(mutant: str, method: str) -> dict[str, Any]:
+        row = next(e for e in page.all if e["tag"] == "tr" and e["attrs"].get("data-mutant") == mutant)
+        i = page.all.index(row)
+        return next(e for e in page.all[i:] if e["tag"] == "td" and e["attrs"].get("data-method") == method)
+
+    fastest = method_cell("skip-fsync", "explore")
+    assert {"method", "killed", "fastest"} <= fastest["classes"] and fastest["text"] == "killed 1.5 sacked_events_survive"
+    assert "after 3 crash state(s) explored" in fastest["attrs"]["title"]
+    fuzz = method_cell("skip-fsync", "fuzz")
+    assert "killed" in fuzz["classes"] and "fastest" not in fuzz["classes"] and "3.2 s" in fuzz["text"] and "seq_dense" in fuzz["text"]
+    missed = method_cell("skip-fsync", "corpus")
+    assert "missed" in missed["classes"] and missed["text"] == "missed 0.8 s"
+    assert method_cell("double-result", "explore")["text"] == "not run"
+    row = next(e for e in page.all if e["tag"] == "tr" and e["attrs"].get("data-mutant") == "skip-fsync")
+    assert "explore1.5 s4scenarios/skip-fsync-explore.json" in row["text"], "fastest, time to kill, shrunk steps, scenario"
+
+    survivor = next(e for e in page.all if e["tag"] == "tr" and e["attrs"].get("data-mutant") == "double-result")
+    assert "bad" in survivor["classes"] and "SURVIVED" in survivor["text"]
+    assert "tr.bad td { background: var(--red-pale); }" in html and "tr.bad code.ident { color: var(--red)" in html
+    why = page.all[page.all.index(page.by_id("sec-kills")) + 2]
+    assert "2/3 killed; median time to kill 1.0 s (per method, over the mutants it killed: corpus 0.5 s, explore 1.8 s, fuzz 3.2 s)" in why["text"]
+    assert headline_value(page, "ttk") == "1.0 s" and headline_value(page, "mutants") == "2/3"
+
+    assert "| mutant | killed | corpus | explore | fuzz | fastest | time to kill | shrunk steps | scenario | description |" in md
+    assert "| skip-fsync | yes | missed 0.8 s | **killed** 1.5 s (acked_events_survive) | killed 3.2 s (seq_dense) | explore | 1.5 s | 4 |" in md
+    assert "| double-result | **SURVIVED** | missed 0.9 s | — | missed 20.0 s | — | — | — | — |" in md
+    assert "Median time to kill: 1.0 s (per method: corpus 0.5 s, explore 1.8 s, fuzz 3.2 s). Survivors: **double-result**." in md
+
+
+def test_kill_rows_without_by_method_still_render(tmp_path: Path) -> None:
+    view = make_view()
+    for row in view["kill_matrix"]:
+        del row["by_method"]
+    _, md, html, _ = render(tmp_path, view)
+    page = Elements(html)
+    assert not [e for e in page.all if "data-method" in e["attrs"]]
+    assert "| skip-fsync | yes | explore | 1.5 s | 4 |" in md
+
+
+def test_sample_view_has_states_sampling_and_per_method_kills() -> None:
+    view = sample_view()
+    assert view["cell_states"]["barrier"] and view["cell_states"]["boundary"] and view["sampled"]
+    assert any(c["explored"] < c["possible"] for cols in view["cell_states"]["barrier"].values() for c in cols.values())
+    assert all(set(k["by_method"]) == {"corpus", "explore", "fuzz"} for k in view["kill_matrix"])
+    explored = sum(c["explored"] for cols in view["cell_states"]["barrier"].values() for c in cols.values())
+    assert explored == sum(p.get("explored", 0) for p in view["points"].values()), "cells and points count the same states"
 
 
 # -- a real browser ------------------------------------------------------------------------
@@ -391,6 +609,9 @@ def test_chromium_renders_the_matrices(tmp_path: Path) -> None:
     cell = page.by_id("unsafe-cell")
     assert "unsafe" in cell["classes"] and cell["text"].strip().startswith("3")
     assert len([e for e in page.all if e["tag"] == "td" and e["attrs"].get("data-col") == "kill"]) >= len(BOUNDARIES)
+    sampled = [e for e in page.all if e["tag"] == "td" and "sampled" in e["classes"] and e["attrs"].get("data-col") == "power:torn"]
+    assert len(sampled) == 2 and all("300/1,024 sampled" in e["text"] for e in sampled), "one sampled cell per matrix"
+    assert page.by_id("headline-states")["text"].startswith("311/1,035")
 
 
 @pytest.mark.browser

@@ -28,7 +28,13 @@ def locate_log(path: str) -> tuple[str, int, str]:
             if parsed is not None:
                 found.append((parsed[0], name, parsed[1]))
         if not found:
-            raise CliError(f"{path}: no session log (session[.vN].jsonl[.zstd]) in this directory")
+            sessions = _sessions_under(path)
+            if len(sessions) == 1:
+                return locate_log(sessions[0])
+            if sessions:
+                listed = ", ".join(sessions[:5]) + (" ..." if len(sessions) > 5 else "")
+                raise CliError(f"{path}: holds {len(sessions)} sessions; name one: {listed}")
+            raise CliError(f"{path}: no session log (session[.vN].jsonl[.zstd]) in this directory or the root below it")
         version, name, compression = max(found)
         return os.path.join(path, name), version, compression
     if not os.path.exists(path):
@@ -38,6 +44,20 @@ def locate_log(path: str) -> tuple[str, int, str]:
         compression = "zstd" if path.endswith(".zstd") else "none"
         return path, SESSION_FORMAT_VERSION, compression
     return path, parsed[0], parsed[1]
+
+
+def _sessions_under(root: str) -> list[str]:
+    """Session directories of a persistence root (``<root>/<project>/<session>/``)."""
+    out = []
+    for project in sorted(os.listdir(root)):
+        project_dir = os.path.join(root, project)
+        if not os.path.isdir(project_dir):
+            continue
+        for session in sorted(os.listdir(project_dir)):
+            session_dir = os.path.join(project_dir, session)
+            if os.path.isdir(session_dir) and any(parse_generation_filename(n) for n in os.listdir(session_dir)):
+                out.append(session_dir)
+    return out
 
 
 def inspect_path(path: str) -> dict[str, Any]:

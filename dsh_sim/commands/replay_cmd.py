@@ -44,6 +44,7 @@ def replay_one(path: str, *, update_digest: bool = False, trace: bool = False) -
         "ok": not problems,
         "problems": problems,
         "expected": scenario.expect.to_json(),
+        "mutants": list(scenario.mutants),
         "invariant": result.invariant,
         "digest": result.digest,
         "recorded_digest": scenario.trace_digest,

@@ -34,4 +34,27 @@ from dsh_sim.invariants.storage import (
     check_single_writer,
 )
 
-__all__ = [name for name in dir() if name.startswith("check_")] + ["INVARIANTS", "SeededSource", "Violation", "fail"]
+__all__ = [
+    "INVARIANTS",
+    "SeededSource",
+    "Violation",
+    "check_acked",
+    "check_approval_audit",
+    "check_approval_gate",
+    "check_body_after_durable_call",
+    "check_committed_bytes",
+    "check_eventually_durable",
+    "check_fail_closed",
+    "check_failed_append",
+    "check_fidelity",
+    "check_idempotent_keys",
+    "check_migration_atomic",
+    "check_one_result_per_call",
+    "check_recovery",
+    "check_request_after_durable_header",
+    "check_second_writer",
+    "check_seq_dense",
+    "check_single_writer",
+    "check_verdicts",
+    "fail",
+]

@@ -1,14 +1,17 @@
 """coverage.md: the report as plain Markdown, for CI logs, PR comments and terminals.
 
 Same content and order as the HTML page, without charts.  Cells list counts per outcome
-with short names (``NS 3 · UNK 1``) so a matrix stays narrow enough to read in a diff.
+with short names (``NS 3 · UNK 1``) so a matrix stays narrow enough to read in a diff,
+then the crash states explored/possible in parentheses (``(300/1,024 **sampled**)`` when
+fewer were checked than the crash model allows).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from dsh_sim.report import model
+from dsh_sim.report import kills as kill_model
+from dsh_sim.report import model, states
 
 
 def _esc(text: Any) -> str:
@@ -22,13 +25,49 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return out + [""]
 
 
-def _cell(counts: Mapping[str, int]) -> str:
-    return " · ".join(f"{model.SHORT.get(o, o)} {n}" for o, n in counts.items()) or "·"
+def _cell(counts: Mapping[str, int], st: states.States | None = None) -> str:
+    """``NS 3 · lost 1 (412/412 states)``; sampled cells read ``(300/1,024 **sampled**)``."""
+    text = " · ".join(f"{model.SHORT.get(o, o)} {n}" for o, n in counts.items())
+    if st is not None:
+        label = st.label().replace(" sampled", " **sampled**")
+        text = f"{text} ({label})" if text else f"({label})"
+    return text or "·"
 
 
-def _matrix(title: str, matrix: model.Matrix, rows: list[str], cols: list[str], first: str) -> list[str]:
-    body = [[r] + [_cell(model.cell(matrix, r, c)) for c in cols] + [_cell(model.row_total(matrix, r))] for r in rows]
-    return [f"## {title}", ""] + _table([first] + cols + ["all"], body)
+def _matrix(title: str, view: Mapping[str, Any], key: str, rows: list[str], cols: list[str], first: str) -> list[str]:
+    matrix, sm = view.get(key, {}), states.matrix(view, key)
+    body = [[r] + [_cell(model.cell(matrix, r, c), states.cell(sm, r, c)) for c in cols] + [_cell(model.row_total(matrix, r), states.row_total(sm, r))] for r in rows]
+    foot = ["all"] + [_cell(model.col_total(matrix, c), states.col_total(sm, c)) for c in cols]
+    foot.append(_cell(model.summed(model.row_total(matrix, r) for r in rows), states.summed(states.row_total(sm, r) for r in rows)))
+    return [f"## {title}", ""] + _table([first] + cols + ["all"], body + [foot])
+
+
+def _method(kill: Mapping[str, Any], method: str) -> str:
+    result = kill_model.method_result(kill, method)
+    if result is None:
+        return "—"
+    if not result.get("killed"):
+        return f"missed {model.fmt_seconds(result.get('seconds'))}"
+    invariant = f" ({result['invariant']})" if result.get("invariant") else ""
+    mark = "**killed**" if kill.get("method") == method else "killed"
+    return f"{mark} {model.fmt_seconds(result.get('seconds'))}{invariant}"
+
+
+def _kills(kills: list[Mapping[str, Any]]) -> list[str]:
+    if not kills:
+        return ["No mutant run in these results.", ""]
+    methods = kill_model.methods(kills)
+    rows = [
+        [k.get("mutant"), "yes" if k.get("killed") else "**SURVIVED**", *(_method(k, m) for m in methods), model.fmt_value(k.get("method")), model.fmt_seconds(k.get("time_to_kill")),
+         model.fmt_value(k.get("scenario_steps")), model.fmt_value(k.get("scenario")), k.get("description")]
+        for k in kills
+    ]  # fmt: skip
+    out = _table(["mutant", "killed", *methods, "fastest", "time to kill", "shrunk steps", "scenario", "description"], rows)
+    medians = ", ".join(f"{m} {model.fmt_seconds(t)}" for m, t in kill_model.median_by_method(kills).items())
+    line = f"Median time to kill: {model.fmt_seconds(kill_model.median_time_to_kill(kills))}" + (f" (per method: {medians})" if medians else "")
+    survivors = kill_model.survivors(kills)
+    line += f". Survivors: **{', '.join(survivors)}**." if survivors else ". No survivor."
+    return out + [_esc(line), ""]
 
 
 def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> str:
@@ -36,14 +75,16 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     out: list[str] = ["# dsh-sim crash coverage", ""]
     for item in model.headline(view, status):
         flag = " **(!)**" if item["alarm"] else ""
-        out.append(f"- **{item['label']}**: {item['value']}{flag}")
+        note = f" ({item['note']})" if item.get("note") else ""
+        out.append(f"- **{item['label']}**: {item['value']}{flag}{note}")
     out.append("")
     legend = ", ".join(f"`{s}` = {o}" for o, s in model.SHORT.items())
     out += [f"Cells count tool calls (coverage matrix) or crashes (barrier matrix) per recovery outcome: {legend}.", ""]
+    out += ["In parentheses: crash states explored / possible (allowed by the crash model); **sampled** where fewer were checked. Every state is in one barrier cell; in the coverage matrix it counts once per boundary among its calls.", ""]
 
-    cols = model.columns(view.get("boundary_matrix", {}), view.get("barrier_matrix", {}))
-    out += _matrix("Coverage matrix: side-effect boundary × crash kind/phase", view.get("boundary_matrix", {}), model.boundary_rows(view), cols, "boundary")
-    out += _matrix("Barrier matrix: durability barrier × crash kind/phase", view.get("barrier_matrix", {}), model.barrier_rows(view), cols, "barrier")
+    cols = model.matrix_columns(view)
+    out += _matrix("Coverage matrix: side-effect boundary × crash kind/phase", view, "boundary_matrix", model.boundary_rows(view), cols, "boundary")
+    out += _matrix("Barrier matrix: durability barrier × crash kind/phase", view, "barrier_matrix", model.barrier_rows(view), cols, "barrier")
 
     out += ["## Verdicts vs ground truth (confusion matrix)", ""]
     conf = view.get("confusion", {})
@@ -69,8 +110,8 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
 
     out += ["## Named points", ""]
     out += _table(
-        ["point", "layer", "explored/possible", "hits (fuzz)"],
-        [[p["name"], p["layer"], f"{p['explored']}/{p['possible']}" if p["possible"] else "—", p["hits"]] for p in model.point_rows(view)],
+        ["point", "layer", "explored/possible", "sampled at", "hits (fuzz)"],
+        [[p["name"], p["layer"], f"{p['explored']:,}/{p['possible']:,}" if p["possible"] else "—", p["sampled"] or "—", p["hits"]] for p in model.point_rows(view)],
     )
     out += ["## Torn-write classes", ""]
     out += _table(["class", "cases", "required"], [[c, n, "yes" if req else ""] for c, n, req in model.torn_rows(view)])
@@ -92,18 +133,7 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     else:
         out += ["None recorded.", ""]
 
-    kills = view.get("kill_matrix", [])
-    out += ["## Kill matrix (mutants)", ""]
-    if kills:
-        out += _table(
-            ["mutant", "killed", "method", "time to kill", "examples", "steps", "scenario", "description"],
-            [
-                [k.get("mutant"), "yes" if k.get("killed") else "**SURVIVED**", model.fmt_value(k.get("method")), model.fmt_seconds(k.get("time_to_kill")), model.fmt_value(k.get("examples")), model.fmt_value(k.get("scenario_steps")), model.fmt_value(k.get("scenario")), k.get("description")]
-                for k in kills
-            ],
-        )
-    else:
-        out += ["No mutant run in these results.", ""]
+    out += ["## Kill matrix (mutants)", ""] + _kills(view.get("kill_matrix", []))
 
     runs = model.runs_of(view)
     out += ["## Runs", ""]

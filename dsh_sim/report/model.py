@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from dsh_sim.coverage import BARRIERS, OUTCOMES, REQUIREMENTS
+from dsh_sim.coverage import BARRIERS, OUTCOMES, PHASES, REQUIREMENTS, TORN_CLASSES
 from dsh_sim.invariants import INVARIANTS
 from dsh_sim.observe import BOUNDARIES
 from dsh_sim.points import POINTS
+from dsh_sim.report import kills as kill_model
+from dsh_sim.report import states
 
 Matrix = Mapping[str, Mapping[str, Mapping[str, int]]]
 
@@ -30,23 +32,6 @@ SHORT: dict[str, str] = {
     "no call": "none",
 }
 BARRIER_ROWS: tuple[str, ...] = BARRIERS + ("explicit flush", "outside barriers")
-# Crash columns from "nothing of the log survived" to "everything did", kill first: the
-# order a maintainer reads a row in.  Unknown phases (new ones) follow, sorted.
-PHASE_ORDER: tuple[str, ...] = (
-    "kill",
-    "power:no-log",
-    "power:before-publication",
-    "power:publication-dropped",
-    "power:publication-unsynced",
-    "power:publication-kept",
-    "power:unsynced-dropped",
-    "power:partial",
-    "power:torn",
-    "power:reordered",
-    "power:unsynced",
-    "power:unsynced-kept",
-    "power:synced",
-)
 TORN_REQUIRED: tuple[str, ...] = tuple(row for kind, row, _ in REQUIREMENTS if kind == "torn")
 UNSAFE = ("TOOL_NOT_STARTED", "applied")
 
@@ -59,19 +44,38 @@ def _ordered(known: Iterable[str], present: Iterable[str]) -> list[str]:
 
 
 def columns(*matrices: Matrix) -> list[str]:
-    """Crash columns present in any of the matrices (shared so both tables line up)."""
+    """Crash columns present in any of the matrices (shared so both tables line up).
+
+    Kill first, then the power phases from "nothing of the log survived" to "everything
+    did" (coverage.PHASES, the order a maintainer reads a row in); unknown phases follow.
+    """
     present = {col for m in matrices for cols in m.values() for col in cols}
     present.add("kill")
-    return [c for c in _ordered(PHASE_ORDER, present) if c in present]
+    return [c for c in _ordered(PHASES, present) if c in present]
+
+
+def matrix_columns(view: Mapping[str, Any]) -> list[str]:
+    """Columns shared by both matrices: any crash column with outcomes or crash states."""
+    keys = ("boundary_matrix", "barrier_matrix")
+    return columns(*(view.get(k, {}) for k in keys), *(states.matrix(view, k) for k in keys))
+
+
+def _rows(view: Mapping[str, Any], key: str, always: Iterable[str], optional: Iterable[str] = ()) -> list[str]:
+    """Rows with outcomes or crash states: ``always`` in order (even empty), then the rest."""
+    present = set(view.get(key, {})) | set(states.matrix(view, key))
+    fixed = list(always)
+    return [r for r in _ordered(fixed + list(optional), present) if r in fixed or r in present]
 
 
 def boundary_rows(view: Mapping[str, Any]) -> list[str]:
     # Every boundary is listed even when empty: an empty row is exactly what must be seen.
-    return _ordered(BOUNDARIES, view.get("boundary_matrix", {}))
+    # A crash state with no call in flight has no boundary; exploration files it under
+    # "no call", listed after the boundaries when present.
+    return _rows(view, "boundary_matrix", BOUNDARIES, ("no call",))
 
 
 def barrier_rows(view: Mapping[str, Any]) -> list[str]:
-    return _ordered(BARRIER_ROWS, view.get("barrier_matrix", {}))
+    return _rows(view, "barrier_matrix", BARRIER_ROWS)
 
 
 def ordered_counts(raw: Mapping[str, int]) -> dict[str, int]:
@@ -111,7 +115,7 @@ def point_rows(view: Mapping[str, Any]) -> list[dict[str, Any]]:
     """
     seen = view.get("points", {})
     rows = []
-    for name in _ordered(POINTS, seen):
+    for name in _ordered(POINTS, set(seen) | set(view.get("sampled", {}))):
         counts = seen.get(name, {})
         spec = POINTS.get(name)
         rows.append(
@@ -122,6 +126,7 @@ def point_rows(view: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "possible": int(counts.get("possible", 0)),
                 "explored": int(counts.get("explored", 0)),
                 "hits": int(counts.get("hits", 0)),
+                "sampled": int(view.get("sampled", {}).get(name, 0)),
             }
         )
     return rows
@@ -137,9 +142,9 @@ def invariant_rows(view: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def torn_rows(view: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
-    """(class, count, required) — required classes first so a missing one is visible."""
+    """(class, count, required) for every known class in codec order, then unknown ones."""
     torn = view.get("torn_classes", {})
-    return [(c, int(torn.get(c, 0)), c in TORN_REQUIRED) for c in _ordered(TORN_REQUIRED, torn)]
+    return [(c, int(torn.get(c, 0)), c in TORN_REQUIRED) for c in _ordered(TORN_CLASSES, torn)]
 
 
 def fmt_value(value: Any) -> str:
@@ -204,8 +209,11 @@ def headline(view: Mapping[str, Any], status: list[Mapping[str, Any]]) -> list[d
     determinism = view.get("determinism", [])
     diverged = sum(1 for d in determinism if not d.get("same"))
     runs = runs_of(view)
+    st = states.totals(view)
+    explored = f"{st['explored']:,}/{st['possible']:,}" if st["possible"] else "—"
     items: list[dict[str, Any]] = [
         {"label": "crash cases", "value": fmt_value(int(view.get("cases", 0))), "alarm": False, "key": "cases"},
+        {"label": "crash states explored / possible", "value": explored, "alarm": False, "key": "states", "note": states.headline_note(st), "warn": bool(st["possible"]) and not st["exhaustive"]},
         {"label": "violations", "value": str(len(view.get("violations", []))), "alarm": bool(view.get("violations")), "key": "violations"},
         {"label": "unmet requirements", "value": str(sum(1 for s in status if not s["met"])), "alarm": any(not s["met"] for s in status), "key": "unmet"},
         {"label": "unsafe verdicts", "value": str(unsafe_count(view)), "alarm": unsafe_count(view) > 0, "key": "unsafe"},
@@ -213,6 +221,8 @@ def headline(view: Mapping[str, Any], status: list[Mapping[str, Any]]) -> list[d
     ]
     if kills:
         items.append({"label": "mutants killed", "value": f"{killed}/{len(kills)}", "alarm": killed < len(kills), "key": "mutants"})
+        median = kill_model.median_time_to_kill(kills)
+        items.append({"label": "median time to kill", "value": fmt_seconds(median), "alarm": False, "key": "ttk"})
     if determinism:
         items.append({"label": "determinism", "value": f"{len(determinism) - diverged}/{len(determinism)} same", "alarm": diverged > 0, "key": "determinism"})
     items.append({"label": "time spent", "value": fmt_seconds(total_seconds(runs)), "alarm": False, "key": "seconds"})
@@ -222,14 +232,19 @@ def headline(view: Mapping[str, Any], status: list[Mapping[str, Any]]) -> list[d
 def summary(view: Mapping[str, Any], status: list[Mapping[str, Any]]) -> dict[str, Any]:
     """Machine-readable headline for coverage.json (what CI gates on)."""
     kills = view.get("kill_matrix", [])
+    st = states.totals(view)
     return {
         "cases": int(view.get("cases", 0)),
+        "crash_states_possible": st["possible"],
+        "crash_states_explored": st["explored"],
+        "crash_states_exhaustive": st["exhaustive"],
         "violations": len(view.get("violations", [])),
         "unmet_requirements": sum(1 for s in status if not s["met"]),
         "unsafe_verdicts": unsafe_count(view),
         "invariant_checks": sum(int(n) for n in view.get("checked", {}).values()),
         "mutants": len(kills),
         "mutants_killed": sum(1 for k in kills if k.get("killed")),
+        "median_time_to_kill": kill_model.median_time_to_kill(kills),
         "determinism_diverged": sum(1 for d in view.get("determinism", []) if not d.get("same")),
         "seconds": round(total_seconds(runs_of(view)), 3),
     }

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from dsh_sim.coverage import BARRIERS, OUTCOMES
 from dsh_sim.observe import BOUNDARIES
-from dsh_sim.report import model, sections, svg
+from dsh_sim.report import model, sections, states, svg
 from dsh_sim.report.htmlkit import OUTCOME_CLASS, attrs, chips, esc, section, td, tr
 
 NAV = (
@@ -41,30 +41,45 @@ def _css() -> str:
 def headline(view: Mapping[str, Any], status: list[dict[str, Any]]) -> str:
     cards = []
     for item in model.headline(view, status):
-        cls = "card alarm" if item["alarm"] else ("card" if item["key"] in ("violations", "unmet", "unsafe", "mutants", "determinism") else "card neutral")
-        cards.append(f'<div{attrs(class_=cls, id="headline-" + item["key"])}><div class="value">{esc(item["value"])}</div><div class="label">{esc(item["label"])}</div></div>')
+        cls = "card alarm" if item["alarm"] else "card warn" if item.get("warn") else ("card" if item["key"] in ("violations", "unmet", "unsafe", "mutants", "determinism") else "card neutral")
+        note = f'<div class="note">{esc(item["note"])}</div>' if item.get("note") else ""
+        cards.append(f'<div{attrs(class_=cls, id="headline-" + item["key"])}><div class="value">{esc(item["value"])}</div><div class="label">{esc(item["label"])}</div>{note}</div>')
     return f'<div class="cards" id="sec-headline">{"".join(cards)}</div>'
+
+
+def matrix_cell(counts: Mapping[str, int], st: states.States | None, cls: str = "cell", **extra: Any) -> str:
+    """One matrix cell: a chip per recovery outcome, then "explored/possible" crash states.
+
+    A cell where fewer states were checked than the crash model allows is marked
+    ``sampled`` (amber); a cell with neither outcomes nor states shows a dot.
+    """
+    if not counts and st is None:
+        return td("·", cls=f"{cls} empty", **extra)
+    body = chips(counts)
+    if st is not None:
+        kind = "states sampled" if st.sampled else "states"
+        body += f'<span{attrs(class_=kind, title=st.title())}>{esc(st.label())}</span>'
+        extra.update(data_explored=st.explored, data_possible=st.possible)
+    return td(raw=body, cls=f"{cls} sampled" if st is not None and st.sampled else cls, **extra)
 
 
 def matrix(view: Mapping[str, Any], key: str, rows: list[str], cols: list[str], id_: str, first: str, required: tuple[str, ...]) -> str:
     """A crash matrix: one row per boundary/barrier, one column per crash kind or power phase.
 
-    Each cell holds one chip per recovery outcome with its count; a required row with no
-    case at all is marked as a gap, since its requirement cannot be met.
+    Each cell holds one chip per recovery outcome with its count, and the crash states
+    explored out of possible when exploration counted them; a required row with no case
+    at all is marked as a gap, since its requirement cannot be met.
     """
-    data = view.get(key, {})
+    data, sdata = view.get(key, {}), states.matrix(view, key)
     head = _matrix_head(first, cols)
     body = []
     for r in rows:
-        cells = []
-        for c in cols:
-            counts = model.cell(data, r, c)
-            cells.append(td(raw=chips(counts), cls="cell", data_row=r, data_col=c) if counts else td("·", cls="cell empty", data_row=r, data_col=c))
+        cells = [matrix_cell(model.cell(data, r, c), states.cell(sdata, r, c), data_row=r, data_col=c) for c in cols]
         total = model.row_total(data, r)
-        cells.append(td(raw=chips(total), cls="cell total") if total else td("·", cls="cell empty"))
+        cells.append(matrix_cell(total, states.row_total(sdata, r), "cell total"))
         body.append(tr(f'<th class="rowhead">{esc(r)}</th>' + "".join(cells), cls="gap" if not total and r in required else None))
-    foot = "".join(td(raw=chips(model.col_total(data, c)), cls="cell") for c in cols)
-    foot += td(raw=chips(model.summed(model.row_total(data, r) for r in rows)), cls="cell")
+    foot = "".join(matrix_cell(model.col_total(data, c), states.col_total(sdata, c)) for c in cols)
+    foot += matrix_cell(model.summed(model.row_total(data, r) for r in rows), states.summed(states.row_total(sdata, r) for r in rows))
     body.append(tr("<th>all</th>" + foot, cls="total"))
     return f'<div class="scroll"><table{attrs(id=id_, class_="matrix")}><thead>{head}</thead><tbody>{"".join(body)}</tbody></table></div>'
 
@@ -92,8 +107,11 @@ def _matrix_head(first: str, cols: list[str]) -> str:
     return "<tr>" + "".join(top) + "</tr><tr>" + "".join(sub) + "</tr>"
 
 
-def legend(outcomes: tuple[str, ...]) -> str:
+def legend(outcomes: tuple[str, ...], with_states: bool) -> str:
     items = "".join(f'<span class="item"><span class="chip {OUTCOME_CLASS.get(o, "o-lost")}">{esc(model.SHORT.get(o, o))}</span>{esc(o)}</span>' for o in outcomes)
+    if with_states:
+        items += '<span class="item"><span class="states">e/p states</span>crash states explored / possible</span>'
+        items += '<span class="item"><span class="states sampled">e/p sampled</span>fewer checked than the crash model allows</span>'
     return f'<p class="legend muted">{items}</p>'
 
 
@@ -126,7 +144,8 @@ def confusion(view: Mapping[str, Any]) -> str:
 
 
 def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: int) -> str:
-    cols = model.columns(view.get("boundary_matrix", {}), view.get("barrier_matrix", {}))
+    cols = model.matrix_columns(view)
+    with_states = bool(states.grand_total(states.matrix(view, "boundary")) or states.grand_total(states.matrix(view, "barrier")))
     b_rows, r_rows = model.boundary_rows(view), model.barrier_rows(view)
     bm, rm = view.get("boundary_matrix", {}), view.get("barrier_matrix", {})
     boundary_chart = svg.stacked_chart([(r, model.row_total(bm, r)) for r in b_rows], OUTCOMES, "recovery outcomes per side-effect boundary", required=BOUNDARIES)
@@ -134,14 +153,14 @@ def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: i
     coverage = section(
         "coverage",
         "Coverage matrix: side-effect boundary × crash kind/phase",
-        "Where each tool call stood among the four moments (1 assistant message, 2 durable tool/call, 3 effect, 4 durable result) when the crash struck, and what recovery made of it. Counts are tool calls.",
-        legend(OUTCOMES) + matrix(view, "boundary_matrix", b_rows, cols, "coverage-matrix", "boundary", BOUNDARIES) + f'<div class="charts">{boundary_chart}</div>',
+        "Where each tool call stood among the four moments (1 assistant message, 2 durable tool/call, 3 effect, 4 durable result) when the crash struck, and what recovery made of it. Counts are tool calls; the second line counts crash states (explored/possible), once per boundary among the calls in flight, so a column total can exceed the number of states.",
+        legend(OUTCOMES, with_states) + matrix(view, "boundary_matrix", b_rows, cols, "coverage-matrix", "boundary", BOUNDARIES) + f'<div class="charts">{boundary_chart}</div>',
     )
     barriers = section(
         "barriers",
         "Barrier matrix: durability barrier × crash kind/phase",
-        "Which durability barrier the crash interrupted. Counts are crashes, once per distinct outcome among their calls (\"none\" = no call in flight).",
-        legend(model.CELL_OUTCOMES) + matrix(view, "barrier_matrix", r_rows, cols, "barrier-matrix", "barrier", BARRIERS) + f'<div class="charts">{barrier_chart}</div>',
+        "Which durability barrier the crash interrupted. Counts are crashes, once per distinct outcome among their calls (\"none\" = no call in flight); the second line counts crash states explored out of those the crash model allows, each state in exactly one cell.",
+        legend(model.CELL_OUTCOMES, with_states) + matrix(view, "barrier_matrix", r_rows, cols, "barrier-matrix", "barrier", BARRIERS) + f'<div class="charts">{barrier_chart}</div>',
     )
     nav = "".join(f'<a href="#sec-{k}">{esc(label)}</a>' for k, label in NAV)
     summary = model.summary(view, status)

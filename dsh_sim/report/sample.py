@@ -3,7 +3,10 @@
 Real views come from fuzz/explore/replay/mutant runs; this builds result documents of the
 same shape from a seeded RNG, with the same causal rules (a call at "2→3" has a durable
 tool/call and no effect yet, so repair says TOOL_OUTCOME_UNKNOWN and nothing was applied,
-and so on), then merges them with :func:`dsh_sim.coverage.aggregate`.  ``flaws=True`` seeds
+and so on), then merges them with :func:`dsh_sim.coverage.aggregate`.  The explore document
+counts its crash states per matrix cell the way :func:`dsh_sim.explore.explore` does, with
+a few points sampled above the bound, and the mutant rows are real
+:meth:`dsh_sim.selftest.KillResult.row` rows.  ``flaws=True`` seeds
 the things the report must make loud: an unsafe verdict with its violation, an unmet torn
 class, a surviving mutant and a diverged determinism re-check.
 
@@ -16,7 +19,7 @@ import random
 import sys
 from typing import Any
 
-from dsh_sim.coverage import aggregate
+from dsh_sim.coverage import aggregate, phase_group
 from dsh_sim.invariants import INVARIANTS
 from dsh_sim.points import POINTS
 from dsh_sim.report import write_report
@@ -58,12 +61,13 @@ def _call(rng: random.Random, i: int, kind: str, phase: str) -> dict[str, Any]:
     return {"id": f"c{i}", "boundary": boundary, "outcome": "closed", "applied": True}
 
 
-def _cases(rng: random.Random, n: int, source: str, torn_classes: tuple[str, ...]) -> list[dict[str, Any]]:
+def _cases(rng: random.Random, n: int, source: str, torn_classes: tuple[str, ...], point_: str | None = None, phases: tuple[str, ...] = _PHASES) -> list[dict[str, Any]]:
+    """Random crash cases; with ``point_``, power cuts at that point only, in ``phases``."""
     out = []
     for i in range(n):
-        point = rng.choice(sorted(_BARRIER_OF))
-        kind = "kill" if rng.random() < 0.45 else "power"
-        phase = "kill" if kind == "kill" else rng.choice(_PHASES)
+        point = point_ or rng.choice(sorted(_BARRIER_OF))
+        kind = "kill" if rng.random() < 0.45 and point_ is None else "power"
+        phase = "kill" if kind == "kill" else rng.choice(phases)
         calls = [_call(rng, i * 10 + j, kind, phase) for j in range(rng.choice((0, 1, 1, 2, 3)))]
         out.append(
             {
@@ -82,25 +86,66 @@ def _cases(rng: random.Random, n: int, source: str, torn_classes: tuple[str, ...
     return out
 
 
+# Points whose recorded crash points had more power-cut states than the bound — torn and
+# reordered cuts of a long unsynced tail multiply — so explore checked a seeded sample
+# there: (recorded points sampled, states left unexplored, counted as possible only).
+_SAMPLED = {"fs.fsync": (2, 48), "fs.write": (1, 17)}
+
+
+def _explore_states(rng: random.Random, explored: list[dict[str, Any]], torn: tuple[str, ...]) -> dict[str, Any]:
+    """cells / points / sampled of an explore document whose recovered states are ``explored``."""
+    cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
+    points: dict[str, dict[str, int]] = {}
+    skipped = [c for name, (_, n) in sorted(_SAMPLED.items()) for c in _cases(rng, n, "explore", torn, name, ("power:torn", "power:reordered"))]
+    for key, cases in (("explored", explored), ("possible", explored + skipped)):
+        for case in cases:
+            col = phase_group(case["kind"], case["phase"])
+            for row in sorted({c["boundary"] for c in case["calls"]}) or ["no call"]:
+                slot = cells["boundary"].setdefault(row, {}).setdefault(col, {"possible": 0, "explored": 0})
+                slot[key] += 1
+            slot = cells["barrier"].setdefault(case["barrier"], {}).setdefault(col, {"possible": 0, "explored": 0})
+            slot[key] += 1
+            counts = points.setdefault(case["point"], {"possible": 0, "explored": 0})
+            counts[key] += 1
+    return {"cells": cells, "points": points, "sampled": {name: k for name, (k, _) in _SAMPLED.items()}}
+
+
+def _kill_matrix(flaws: bool) -> list[dict[str, Any]]:
+    """Mutant rows as the self-test writes them: per-method results, fastest kill first."""
+    from dsh_sim.selftest import KillResult, MethodResult
+    from runtime.mutants import CATALOGUE
+
+    def killed(seconds: float, invariant: str, example: str, examples: int, steps: int | None = None) -> MethodResult:
+        return MethodResult(True, seconds, invariant, example, examples, steps)
+
+    def missed(seconds: float, examples: int) -> MethodResult:
+        return MethodResult(False, seconds, examples=examples)
+
+    table = [
+        ("persist.ack_before_fsync", missed(3.1, 60), killed(2.4, "acked_events_survive", "mutants/persist.ack_before_fsync-boundary-1-2-pay.json", 212), killed(8.7, "acked_events_survive", "mutants/fuzz-durability-1.json", 44, 5)),
+        ("repair.not_started_for_recorded", missed(3.3, 60), missed(19.5, 1840), killed(11.9, "verdict_soundness", "mutants/fuzz-durability-2.json", 37, 9)),
+        ("read.accept_torn_final_frame", killed(1.2, "corrupt_frame_refused", "scenarios/starter/torn-zstd-checksum.json", 14), killed(4.1, "corrupt_frame_refused", "mutants/read.accept_torn_final_frame-torn-zstd-checksum.json", 380), killed(14.2, "corrupt_frame_refused", "mutants/fuzz-durability-3.json", 61, 7)),
+        ("persist.skip_dir_fsync_after_link", missed(3.0, 60), killed(6.8, "recovery_maximal", "mutants/persist.skip_dir_fsync_after_link-boundary-3-4-pay.json", 604), missed(20.0, 212)),
+        ("checkpoint.no_flush_before_tool_body", killed(0.3, "checkpoint_before_effect", "scenarios/starter/boundary-1-2-pay.json", 1), killed(1.9, "checkpoint_before_effect", "mutants/checkpoint.no_flush_before_tool_body-boundary-1-2-pay.json", 96), killed(2.2, "checkpoint_before_effect", "mutants/fuzz-durability-4.json", 9, 6)),
+        ("write_behind.drop_failed_batch", missed(3.2, 60), missed(21.4, 2210), missed(20.0, 198) if flaws else killed(30.2, "eventually_durable", "mutants/fuzz-storage-5.json", 212, 12)),
+    ]
+    return [KillResult(name, CATALOGUE[name], {"corpus": c, "explore": e, "fuzz": f}).row() for name, c, e, f in table]
+
+
 def sample_results(seed: int = 7, flaws: bool = True) -> list[dict[str, Any]]:
     """Result documents (explore, two fuzz batches, replay, mutants) as the runs emit them."""
     rng = random.Random(seed)
     torn = _TORN[1:] if flaws else _TORN  # with flaws, "magic" is never hit: an unmet requirement
-    explore_points = {}
-    for name in sorted(POINTS):
-        if name.startswith(("fs.", "persist.", "tools.", "agent.", "llm.")) and name not in ("fs.stat", "fs.fstat", "fs.listdir"):
-            possible = rng.randint(4, 160)
-            explored = possible if possible <= 64 else rng.randint(40, possible)
-            explore_points[name] = {"possible": possible, "explored": explored}
     checks = {name: rng.randint(200, 9000) for name in INVARIANTS}
     if flaws:
         checks["lock_exclusion"] = 0
+    explored = _cases(rng, 420, "explore", torn)
     docs: list[dict[str, Any]] = [
         {
             "meta": {"kind": "explore", "scenarios": 12, "bound": 64, "seconds": 41.7, "seeds": [1, 2, 3]},
-            "cases": _cases(rng, 420, "explore", torn),
+            "cases": explored,
             "checked": checks,
-            "points": explore_points,
+            **_explore_states(random.Random(seed + 1), explored, torn),  # own RNG: the rest stays as it was
         }
     ]
     for seed_ in (1001, 1002):
@@ -120,20 +165,9 @@ def sample_results(seed: int = 7, flaws: bool = True) -> list[dict[str, Any]]:
             {"scenario": "tests/corpus/power-cut-reordered.json", "digest_a": "0c3d91f2aa61b7e5d004", "digest_b": "0c3d91f2aa61b7e5d004" if not flaws else "77e0b1a9c2f4d6e8a013", "same": not flaws},
         ],
     }
-    mutants = [
-        ("skip-fsync-before-ack", "acknowledge a batch before fsync returns", True, "explore", 2.4, 1, 5),
-        ("not-started-after-call", "repair says TOOL_NOT_STARTED for a durable tool/call", True, "fuzz", 11.9, 37, 9),
-        ("truncate-acked-tail", "torn-tail repair truncates to the last frame, not the last acked frame", True, "explore", 4.1, 1, 7),
-        ("no-dir-fsync", "publish the log without fsyncing its directory", True, "explore", 6.8, 1, 4),
-        ("checkpoint-after-body", "run the tool body before its tool/call is durable", True, "corpus", 0.3, 1, 6),
-        ("double-result", "append a second tool/result on resume", not flaws, "fuzz" if not flaws else None, 30.2 if not flaws else None, 212, 12),
-    ]
-    kill_matrix = [
-        {"mutant": m, "description": d, "killed": k, "method": meth if k else None, "time_to_kill": t if k else None, "examples": ex, "scenario_steps": st if k else None, "scenario": f"scenarios/mutant-{m}.json" if k else None}
-        for m, d, k, meth, t, ex, st in mutants
-    ]
+    kill_matrix = _kill_matrix(flaws)
     docs.append(replay)
-    docs.append({"meta": {"kind": "mutants", "mutants": len(mutants), "seconds": 188.0, "seeds": [1001, 1002]}, "kill_matrix": kill_matrix})
+    docs.append({"meta": {"kind": "mutants", "mutants": len(kill_matrix), "seconds": 188.0, "seeds": [1001, 1002]}, "kill_matrix": kill_matrix})
     if flaws:
         docs[1]["cases"][0]["calls"] = [{"id": "c-unsafe", "boundary": "3→4", "outcome": "TOOL_NOT_STARTED", "applied": True}]
         docs[1]["violations"] = [

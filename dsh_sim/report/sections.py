@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from dsh_sim.report import kills as kill_model
 from dsh_sim.report import model, svg
 from dsh_sim.report.htmlkit import attrs, code, esc, ident, num, pill, section, table, td, tr
 
@@ -28,12 +29,19 @@ def requirements(status: list[dict[str, Any]]) -> str:
 def points(view: Mapping[str, Any]) -> str:
     rows_data = model.point_rows(view)
     chart = svg.progress_chart([(p["name"], p["explored"], p["possible"]) for p in rows_data], "explored vs possible crash states per named point")
-    rows = [
-        tr(td(raw=ident(p["name"])) + td(p["layer"]) + num(f"{p['explored']}/{p['possible']}" if p["possible"] else "—") + num(p["hits"]) + td(p["doc"], cls="muted"), cls=None if (p["possible"] or p["hits"]) else "warn")
-        for p in rows_data
-    ]
-    body = f'<div class="charts">{chart}</div>' + table(["point", "layer", "explored/possible", "hits (fuzz)", "what happens there"], rows, id_="points", num_cols=(2, 3))
-    why = "Systematic exploration proves the states it enumerates (explored/possible); fuzzing samples beyond (hits). Amber rows were neither explored nor hit."
+    rows = []
+    for p in rows_data:
+        below = p["explored"] < p["possible"]
+        explored = num(f"{p['explored']:,}/{p['possible']:,}" if p["possible"] else "—", "sampled" if below else "")
+        sampled = num(p["sampled"], "sampled") if p["sampled"] else num("—")
+        cells = td(raw=ident(p["name"])) + td(p["layer"]) + explored + sampled + num(p["hits"]) + td(p["doc"], cls="muted")
+        rows.append(tr(cells, cls=None if (p["possible"] or p["hits"]) else "warn", data_point=p["name"]))
+    header = ["point", "layer", "explored/possible", "sampled at", "hits (fuzz)", "what happens there"]
+    body = f'<div class="charts">{chart}</div>' + table(header, rows, id_="points", num_cols=(2, 3, 4))
+    why = (
+        "Systematic exploration proves the states it enumerates (explored/possible); above the bound it samples them"
+        " (\"sampled at\" = recorded points where it did). Fuzzing samples beyond (hits). Amber rows were neither explored nor hit."
+    )
     return section("points", "Named points", why, body)
 
 
@@ -78,31 +86,43 @@ def determinism(view: Mapping[str, Any]) -> str:
     return section("determinism", "Determinism re-checks", "The same scenario run twice must produce the same trace digest.", body)
 
 
+def _method_cell(kill: Mapping[str, Any], method: str) -> str:
+    """What one method did to one mutant: killed/missed, its time, the invariant that fired."""
+    result = kill_model.method_result(kill, method)
+    if result is None:
+        return td("not run", cls="method muted", data_method=method)
+    killed = bool(result.get("killed"))
+    body = pill("killed", "good") if killed else pill("missed", "na")
+    body += f' <span class="t">{esc(model.fmt_seconds(result.get("seconds")))}</span>'
+    if killed and result.get("invariant"):
+        body += ident(result["invariant"])
+    cls = "method " + ("killed" if killed else "missed") + (" fastest" if killed and kill.get("method") == method else "")
+    return td(raw=body, cls=cls, data_method=method, title=kill_model.method_title(method, result))
+
+
 def kill_matrix(view: Mapping[str, Any]) -> str:
     kills = view.get("kill_matrix", [])
     if not kills:
         return section("kills", "Kill matrix", "Seeded durability bugs (mutants) the harness must catch.", '<p class="muted">No mutant run in these results.</p>')
+    methods = kill_model.methods(kills)
     rows = []
     for k in kills:
         killed = bool(k.get("killed"))
         scenario = code(k["scenario"]) if k.get("scenario") else '<span class="muted">—</span>'
-        rows.append(
-            tr(
-                td(raw=ident(k.get("mutant", "?")))
-                + td(raw=pill("killed", "good") if killed else pill("SURVIVED", "bad"))
-                + td(model.fmt_value(k.get("method")))
-                + num(model.fmt_seconds(k.get("time_to_kill")))
-                + num(k.get("examples"))
-                + num(k.get("scenario_steps"))
-                + td(raw=scenario)
-                + td(k.get("description", ""), cls="muted"),
-                cls=None if killed else "bad",
-            )
-        )
+        mutant = ident(k.get("mutant", "?")) + f'<div class="desc muted">{esc(k.get("description", ""))}</div>'
+        cells = td(raw=mutant) + td(raw=pill("killed", "good") if killed else pill("SURVIVED", "bad"))
+        cells += "".join(_method_cell(k, m) for m in methods)
+        cells += td(model.fmt_value(k.get("method"))) + num(model.fmt_seconds(k.get("time_to_kill"))) + num(k.get("scenario_steps")) + td(raw=scenario, cls="scenario")
+        rows.append(tr(cells, cls=None if killed else "bad", data_mutant=k.get("mutant", "?")))
     killed_n = sum(1 for k in kills if k.get("killed"))
-    why = f"{killed_n}/{len(kills)} killed. A surviving mutant is a durability bug the harness cannot see."
-    header = ["mutant", "result", "method", "time to kill", "examples", "scenario steps", "scenario", "bug seeded"]
-    return section("kills", "Kill matrix", why, table(header, rows, id_="kill-matrix", num_cols=(3, 4, 5)))
+    medians = kill_model.median_by_method(kills)
+    per_method = ", ".join(f"{m} {model.fmt_seconds(t)}" for m, t in medians.items())
+    why = f"{killed_n}/{len(kills)} killed; median time to kill {model.fmt_seconds(kill_model.median_time_to_kill(kills))}"
+    why += f" (per method, over the mutants it killed: {per_method})." if per_method else "."
+    why += " A surviving mutant (red) is a durability bug the harness cannot see. The outlined cell is the fastest kill; shrunk steps = size of the scenario fuzzing saved, after shrinking."
+    header = ["mutant (bug seeded)", "result", *methods, "fastest", "time to kill", "shrunk steps", "scenario"]
+    first_num = 2 + len(methods) + 1
+    return section("kills", "Kill matrix", why, table(header, rows, id_="kill-matrix", num_cols=(first_num, first_num + 1)))
 
 
 def runs(view: Mapping[str, Any]) -> str:
