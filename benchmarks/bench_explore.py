@@ -13,7 +13,7 @@ in one process with one shared cache, exactly as ``dsh-sim run`` does (``--bound
 there); total wall time and states/s, against the baseline of replaying the same corpus
 once.  ``--quick`` explores every 5th scenario only; ``--skip-corpus`` leaves part 2 out.
 
-    python benchmarks/bench_explore.py            # about 5 minutes on 2 cores
+    python benchmarks/bench_explore.py            # about 3 minutes on 2 cores
     python benchmarks/bench_explore.py --quick    # about 1 minute
 """
 

@@ -29,8 +29,8 @@ from typing import Any
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-import dsh_sim.profiles  # noqa: F401  (registers the "fuzz" settings profile)
 from _bench import print_table
+from dsh_sim import profiles
 from dsh_sim.logs import capture_runtime_logs
 from dsh_sim.machines.durability import DurabilityMachine
 from dsh_sim.machines.storage import StorageMachine
@@ -103,7 +103,7 @@ def main() -> None:
 
     tally = Tally()
     machine = counting_machine(MACHINES[args.machine], tally, args.seed)
-    run_settings = settings(settings.get_profile("fuzz"), max_examples=args.examples, stateful_step_count=args.steps, phases=(Phase.generate,))
+    run_settings = settings(profiles.fuzz_settings(), max_examples=args.examples, stateful_step_count=args.steps, phases=(Phase.generate,))
     start = time.perf_counter()
     with capture_runtime_logs():
         run_state_machine_as_test(machine, settings=run_settings)

@@ -25,7 +25,7 @@ TORN_CLASSES = ("magic", "frame-header", "block-header", "block", "checksum", "f
 PHASES = (
     "kill", "power:no-log", "power:before-publication", "power:publication-dropped", "power:publication-kept",
     "power:publication-unsynced", "power:unsynced-dropped", "power:partial", "power:torn", "power:reordered",
-    "power:unsynced-kept", "power:synced",
+    "power:unsynced", "power:unsynced-kept", "power:synced",
 )
 BARRIERS = ("pre-step", "llm/stream", "tools/execute", "window write", "first publication", "torn-tail rewrite", "repair append")
 OUTCOMES = ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN", "closed", "lost", "not emitted")

@@ -22,7 +22,7 @@ from runtime.agent.runtime import RuntimeConfig, open_runtime
 from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.errors import SessionPersistenceNotFoundError
 from runtime.persistence.header import SessionHeader
-from runtime.persistence.migration import inline_verifier
+from runtime.persistence.publication import inline_verifier
 from runtime.persistence.store import open_store
 from runtime.session.session import Session
 from runtime.tools.shell import ShellTool

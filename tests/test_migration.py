@@ -26,14 +26,8 @@ from runtime.persistence.errors import (
 )
 from runtime.persistence.layout import SessionPaths, generation_filename
 from runtime.persistence.log_format import decode_log
-from runtime.persistence.migration import (
-    SYSTEM_PLUGIN,
-    MigrationRefused,
-    encode_migrated,
-    inline_verifier,
-    migrate_v0,
-    thread_verifier,
-)
+from runtime.persistence.migration import SYSTEM_PLUGIN, MigrationRefused, migrate_v0
+from runtime.persistence.publication import encode_migrated, inline_verifier, thread_verifier
 from runtime.persistence.v0_format import V0Event, V0Header, V0Log, decode_v0
 from runtime.ports import Ports
 from runtime.session.events import Event

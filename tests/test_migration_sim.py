@@ -21,7 +21,7 @@ from dsh_sim.machines.storage import StorageMachine
 from dsh_sim.scenario import Scenario
 from dsh_sim.sim import Simulation
 from dsh_sim.steps import Step, StepNotApplicable, apply
-from runtime.persistence import migration
+from runtime.persistence import publication
 from runtime.persistence.durable import read_all
 from runtime.persistence.layout import generation_filename
 from runtime.persistence.log_format import decode_log
@@ -160,7 +160,7 @@ async def write_in_place(fs: FileSystem, stage: str, target: str) -> None:
 
 
 def test_in_place_publication_violates_migration_atomic(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(migration, "link_stage", write_in_place)
+    monkeypatch.setattr(publication, "link_stage", write_in_place)
     sim = storage_sim(mode)
     apply(sim, Step("seed_v0", {"turns": 2}))
     seeded = sim.seeded_v0
@@ -177,7 +177,7 @@ def test_in_place_publication_violates_migration_atomic(mode: str, monkeypatch: 
 
 
 def test_explore_finds_the_in_place_publication(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(migration, "link_stage", write_in_place)
+    monkeypatch.setattr(publication, "link_stage", write_in_place)
     result = explore(v0_scenario("zstd"), crash="kill")
     assert any(v.invariant == "migration_atomic" for _, v in result.violations)
 

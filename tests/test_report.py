@@ -25,6 +25,7 @@ import pytest
 from dsh_sim.coverage import REQUIREMENTS, TORN_CLASSES, aggregate, requirement_status
 from dsh_sim.observe import BOUNDARIES
 from dsh_sim.report import SCHEMA, coverage_document, write_report
+from dsh_sim.report.sample import kill_row as sample_kill_row
 from dsh_sim.report.sample import main as sample_main
 from dsh_sim.report.sample import sample_view
 
@@ -95,21 +96,7 @@ def kill_row(mutant: str, description: str, **methods: tuple[Any, ...]) -> dict[
         name: {"killed": r[0], "seconds": r[1], "invariant": r[2], "example": f"scenarios/{mutant}-{name}.json" if r[0] else None, "examples": 3, "scenario_steps": r[3] if len(r) > 3 else None}
         for name, r in methods.items()
     }
-    kills = [(name, m) for name, m in by_method.items() if m["killed"]]
-    fastest = min(kills, key=lambda kv: kv[1]["seconds"]) if kills else None
-    fuzz = by_method.get("fuzz")
-    return {
-        "mutant": mutant,
-        "description": description,
-        "killed": fastest is not None,
-        "method": fastest[0] if fastest else None,
-        "time_to_kill": fastest[1]["seconds"] if fastest else None,
-        "invariant": fastest[1]["invariant"] if fastest else None,
-        "examples": fastest[1]["examples"] if fastest else None,
-        "scenario": fastest[1]["example"] if fastest else None,
-        "scenario_steps": fuzz["scenario_steps"] if fuzz and fuzz["killed"] else None,
-        "by_method": by_method,
-    }
+    return {**sample_kill_row(mutant, by_method), "description": description}
 
 
 class Elements(HTMLParser):
@@ -506,6 +493,20 @@ def test_kill_rows_without_by_method_still_render(tmp_path: Path) -> None:
     page = Elements(html)
     assert not [e for e in page.all if "data-method" in e["attrs"]]
     assert "| skip-fsync | yes | explore | 1.5 s | 4 |" in md
+
+
+def test_kill_rows_of_the_sample_have_the_self_test_shape() -> None:
+    selftest = pytest.importorskip("dsh_sim.selftest", exc_type=ImportError)
+    import attrs
+
+    methods = {
+        "corpus": selftest.MethodResult(False, 3.1, examples=60),
+        "explore": selftest.MethodResult(True, 2.4567, "acked_events_survive", "a.json", 212),
+        "fuzz": selftest.MethodResult(True, 8.7, "seq_dense", "b.json", 44, 5),
+    }
+    real = selftest.KillResult("persist.ack_before_fsync", "d", methods).row()
+    ours = sample_kill_row("persist.ack_before_fsync", {k: attrs.asdict(m) for k, m in methods.items()})
+    assert {**ours, "description": "d"} == real
 
 
 def test_sample_view_has_states_sampling_and_per_method_kills() -> None:

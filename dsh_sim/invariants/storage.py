@@ -55,7 +55,8 @@ class SeededSource:
 
     @classmethod
     def of(cls, path: str, target: str, data: bytes, compression: str) -> "SeededSource":
-        from runtime.persistence.migration import encode_migrated, migrate_v0
+        from runtime.persistence.migration import migrate_v0
+        from runtime.persistence.publication import encode_migrated
         from runtime.persistence.v0_format import decode_v0
 
         migrated = migrate_v0(decode_v0(data, compression))

@@ -148,7 +148,8 @@ def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: i
     with_states = bool(states.grand_total(states.matrix(view, "boundary")) or states.grand_total(states.matrix(view, "barrier")))
     b_rows, r_rows = model.boundary_rows(view), model.barrier_rows(view)
     bm, rm = view.get("boundary_matrix", {}), view.get("barrier_matrix", {})
-    boundary_chart = svg.stacked_chart([(r, model.row_total(bm, r)) for r in b_rows], OUTCOMES, "recovery outcomes per side-effect boundary", required=BOUNDARIES)
+    # "no call" (states with no call in flight) never has call outcomes: not a chart row.
+    boundary_chart = svg.stacked_chart([(r, model.row_total(bm, r)) for r in b_rows if r != "no call"], OUTCOMES, "recovery outcomes per side-effect boundary", required=BOUNDARIES)
     barrier_chart = svg.stacked_chart([(r, model.row_total(rm, r)) for r in r_rows], model.CELL_OUTCOMES, "recovery outcomes per barrier", label_width=130, required=BARRIERS)
     coverage = section(
         "coverage",

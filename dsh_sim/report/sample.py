@@ -5,8 +5,9 @@ same shape from a seeded RNG, with the same causal rules (a call at "2→3" has 
 tool/call and no effect yet, so repair says TOOL_OUTCOME_UNKNOWN and nothing was applied,
 and so on), then merges them with :func:`dsh_sim.coverage.aggregate`.  The explore document
 counts its crash states per matrix cell the way :func:`dsh_sim.explore.explore` does, with
-a few points sampled above the bound, and the mutant rows are real
-:meth:`dsh_sim.selftest.KillResult.row` rows.  ``flaws=True`` seeds
+a few points sampled above the bound, and the mutant rows have the shape of
+:meth:`dsh_sim.selftest.KillResult.row` (built here, so previewing the report never
+imports the simulator; the tests check the shapes agree).  ``flaws=True`` seeds
 the things the report must make loud: an unsafe verdict with its violation, an unmet torn
 class, a surviving mutant and a diverged determinism re-check.
 
@@ -23,6 +24,7 @@ from dsh_sim.coverage import aggregate, phase_group
 from dsh_sim.invariants import INVARIANTS
 from dsh_sim.points import POINTS
 from dsh_sim.report import write_report
+from runtime.mutants import CATALOGUE
 
 _BARRIER_OF = {
     "agent.pre_step": "pre-step",
@@ -110,16 +112,37 @@ def _explore_states(rng: random.Random, explored: list[dict[str, Any]], torn: tu
     return {"cells": cells, "points": points, "sampled": {name: k for name, (k, _) in _SAMPLED.items()}}
 
 
+def _method(killed: bool, seconds: float, examples: int, invariant: str | None = None, example: str | None = None, steps: int | None = None) -> dict[str, Any]:
+    return {"killed": killed, "seconds": seconds, "invariant": invariant, "example": example, "examples": examples, "scenario_steps": steps}
+
+
+def kill_row(mutant: str, by_method: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A kill-matrix row as :meth:`dsh_sim.selftest.KillResult.row` writes it."""
+    kills = [(name, m) for name, m in by_method.items() if m["killed"]]
+    fastest = min(kills, key=lambda kv: kv[1]["seconds"]) if kills else None
+    fuzz_result = by_method.get("fuzz")
+    return {
+        "mutant": mutant,
+        "description": CATALOGUE.get(mutant, ""),
+        "killed": fastest is not None,
+        "method": fastest[0] if fastest else None,
+        "time_to_kill": round(fastest[1]["seconds"], 3) if fastest else None,
+        "invariant": fastest[1]["invariant"] if fastest else None,
+        "examples": fastest[1]["examples"] if fastest else None,
+        "scenario": fastest[1]["example"] if fastest else None,
+        "scenario_steps": fuzz_result["scenario_steps"] if fuzz_result and fuzz_result["killed"] else None,
+        "by_method": by_method,
+    }
+
+
 def _kill_matrix(flaws: bool) -> list[dict[str, Any]]:
     """Mutant rows as the self-test writes them: per-method results, fastest kill first."""
-    from dsh_sim.selftest import KillResult, MethodResult
-    from runtime.mutants import CATALOGUE
 
-    def killed(seconds: float, invariant: str, example: str, examples: int, steps: int | None = None) -> MethodResult:
-        return MethodResult(True, seconds, invariant, example, examples, steps)
+    def killed(seconds: float, invariant: str, example: str, examples: int, steps: int | None = None) -> dict[str, Any]:
+        return _method(True, seconds, examples, invariant, example, steps)
 
-    def missed(seconds: float, examples: int) -> MethodResult:
-        return MethodResult(False, seconds, examples=examples)
+    def missed(seconds: float, examples: int) -> dict[str, Any]:
+        return _method(False, seconds, examples)
 
     table = [
         ("persist.ack_before_fsync", missed(3.1, 60), killed(2.4, "acked_events_survive", "mutants/persist.ack_before_fsync-boundary-1-2-pay.json", 212), killed(8.7, "acked_events_survive", "mutants/fuzz-durability-1.json", 44, 5)),
@@ -129,7 +152,7 @@ def _kill_matrix(flaws: bool) -> list[dict[str, Any]]:
         ("checkpoint.no_flush_before_tool_body", killed(0.3, "checkpoint_before_effect", "scenarios/starter/boundary-1-2-pay.json", 1), killed(1.9, "checkpoint_before_effect", "mutants/checkpoint.no_flush_before_tool_body-boundary-1-2-pay.json", 96), killed(2.2, "checkpoint_before_effect", "mutants/fuzz-durability-4.json", 9, 6)),
         ("write_behind.drop_failed_batch", missed(3.2, 60), missed(21.4, 2210), missed(20.0, 198) if flaws else killed(30.2, "eventually_durable", "mutants/fuzz-storage-5.json", 212, 12)),
     ]
-    return [KillResult(name, CATALOGUE[name], {"corpus": c, "explore": e, "fuzz": f}).row() for name, c, e, f in table]
+    return [kill_row(name, {"corpus": c, "explore": e, "fuzz": f}) for name, c, e, f in table]
 
 
 def sample_results(seed: int = 7, flaws: bool = True) -> list[dict[str, Any]]:

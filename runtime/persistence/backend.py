@@ -23,7 +23,6 @@ from runtime.persistence import context
 from runtime.persistence.durable import close_after_error, ensure_dir_durable, exists, publish_new_file, read_prefix, read_stable
 from runtime.persistence.errors import (
     GenerationSourceChangedError,
-    LayoutError,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionFormatUnsupportedError,
@@ -34,7 +33,7 @@ from runtime.persistence.errors import (
 )
 from runtime.persistence.handles import ReadHandle, WriteHandle
 from runtime.persistence.header import HeaderError, SessionHeader
-from runtime.persistence.layout import SessionPaths, encode_segment, generation_filename, parse_generation_filename
+from runtime.persistence.layout import SessionPaths, generation_filename
 from runtime.persistence.lease import acquire_lock
 from runtime.persistence.log_format import (
     COMPRESSIONS,
@@ -47,7 +46,9 @@ from runtime.persistence.log_format import (
     encode_header,
     header_of,
 )
-from runtime.persistence.migration import MigratedLog, MigrationRefused, Prepared, VerificationError, Verifier, current_header, migrate_v0, publish, thread_verifier
+from runtime.persistence.locate import Located, flat_layout_error, generation_in, locate, paths_of, remove_stale_temps
+from runtime.persistence.migration import MigratedLog, MigrationRefused, current_header, migrate_v0
+from runtime.persistence.publication import Prepared, VerificationError, Verifier, publish, thread_verifier
 from runtime.persistence.v0_format import V0_VERSION, V0Unsupported, decode_v0, v0_header_of
 from runtime.persistence.zstd_frames import FrameFormatError, first_frame
 from runtime.ports import Ports
@@ -75,19 +76,9 @@ class SessionStat:
 UNMATERIALIZED = "unmaterialized"
 
 
-@attrs.frozen
-class Located:
-    """A session found on disk: its directory and its authoritative generation."""
-
-    session_dir: str
-    log: str
-    version: int
-    compression: str
-
-
 class JsonlBackend:
     """``verifier`` runs the CPU-bound check of a staged migration: a worker thread in
-    production (:func:`~runtime.persistence.migration.thread_verifier`); the simulator, which
+    production (:func:`~runtime.persistence.publication.thread_verifier`); the simulator, which
     forbids threads inside a simulated run, injects an inline one."""
 
     def __init__(self, root: str, ports: Ports, *, compression: str = "zstd", verifier: Verifier | None = None) -> None:
@@ -233,7 +224,7 @@ class JsonlBackend:
                     path = f"{project_dir}/{entry}"
                     if not (await self.fs.stat(path)).is_dir:
                         if ".jsonl" in entry:
-                            raise self._flat_layout_error(path)
+                            raise flat_layout_error(path)
                         continue
                     located = await self._generation_in(path)
                     if located is not None:
@@ -277,68 +268,16 @@ class JsonlBackend:
     # -- internals -------------------------------------------------------------------------
 
     def _paths_of(self, located: Located) -> SessionPaths:
-        project_dir = posixpath.dirname(located.session_dir)
-        return SessionPaths(self.root, project_dir, located.session_dir, located.log, f"{located.session_dir}/session.lock")
-
-    def _flat_layout_error(self, path: str) -> LayoutError:
-        return LayoutError(
-            f'session artifact "{path}" uses the unsupported flat-file layout; use a separate root or move it '
-            "into its session directory"
-        )
+        return paths_of(self.root, located)
 
     async def _locate(self, session_id: str) -> Located | None:
-        encoded = encode_segment(session_id)
-        if not await exists(self.fs, self.root):
-            return None
-        found: list[Located] = []
-        for project in await self.fs.listdir(self.root):
-            project_dir = f"{self.root}/{project}"
-            if not (await self.fs.stat(project_dir)).is_dir:
-                continue  # a stray file in the root is not a project directory
-            for suffix in (".jsonl", ".jsonl.zstd"):
-                if await exists(self.fs, f"{project_dir}/{encoded}{suffix}"):
-                    raise self._flat_layout_error(f"{project_dir}/{encoded}{suffix}")
-            candidate = f"{project_dir}/{encoded}"
-            try:
-                if not (await self.fs.stat(candidate)).is_dir:
-                    continue
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            located = await self._generation_in(candidate)
-            if located is not None:
-                found.append(located)
-        if len(found) > 1:
-            raise LayoutError(f'duplicate JSONL session id "{session_id}" appears in multiple project directories')
-        return found[0] if found else None
+        return await locate(self.fs, self.root, self.compression, session_id)
 
     async def _generation_in(self, session_dir: str) -> Located | None:
-        """The highest canonical generation in a session directory (spec §10.4)."""
-        best: tuple[int, str] | None = None
-        for name in await self.fs.listdir(session_dir):
-            parsed = parse_generation_filename(name)
-            if parsed is None:
-                continue
-            version, compression = parsed
-            if compression != self.compression:
-                raise LayoutError(
-                    f'session artifact "{session_dir}/{name}" uses {name[name.index(".jsonl"):]}, but this backend is '
-                    f'configured for compression "{self.compression}"; use a separate root or select the matching '
-                    "compression mode"
-                )
-            if best is None or version > best[0]:
-                best = (version, name)
-        if best is None:
-            return None
-        return Located(session_dir, f"{session_dir}/{best[1]}", best[0], self.compression)
+        return await generation_in(self.fs, session_dir, self.compression)
 
     async def _remove_stale_temps(self, located: Located) -> None:
-        """Temp files of a publication that crashed before cleanup (we hold the lock)."""
-        for name in await self.fs.listdir(located.session_dir):
-            if name.endswith(".tmp") and name.startswith("session."):
-                try:
-                    await self.fs.unlink(f"{located.session_dir}/{name}")
-                except FileNotFoundError:
-                    pass
+        await remove_stale_temps(self.fs, located)
 
     async def _read_events(self, session_id: str, paths: SessionPaths | None) -> Sequence[Event]:
         if paths is None:
