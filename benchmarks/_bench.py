@@ -34,7 +34,7 @@ def fmt(value: Any) -> str:
             return f"{value:.1f}"
         if abs(value) >= 0.01:
             return f"{value:.3f}"
-        return f"{value:.2e}"
+        return f"{value:.4f}" if abs(value) >= 0.0001 else f"{value:.2e}"
     return str(value)
 
 
