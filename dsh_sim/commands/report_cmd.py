@@ -30,7 +30,12 @@ def verdict_lines(view: dict[str, Any], unmet: list[dict[str, Any]], paths: dict
         lines.append(f"  VIOLATION {violation['invariant']}: {violation.get('scenario') or '(no scenario)'}")
     for req in unmet:
         lines.append(f"  NEVER HIT {req['kind']} {req['row']} / {req['col']}")
-    failed = bool(view["violations"]) or bool(unmet) or unsafe > 0
+    survivors = [row["mutant"] for row in view["kill_matrix"] if not row.get("killed")]
+    if view["kill_matrix"]:
+        lines.append(f"  self-test: {len(view['kill_matrix']) - len(survivors)}/{len(view['kill_matrix'])} durability mutants killed")
+    for survivor in survivors:
+        lines.append(f"  MUTANT SURVIVED {survivor}")
+    failed = bool(view["violations"]) or bool(unmet) or unsafe > 0 or bool(survivors)
     return lines, failed
 
 

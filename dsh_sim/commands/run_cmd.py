@@ -1,8 +1,8 @@
 """``dsh-sim run``: the main job.
 
 Replay every committed scenario (outcome, fired faults, recorded digest), explore every
-crash state of each passing scenario, fuzz both machines for the budget, re-check
-determinism in fresh processes, write one results document per part, merge them (plus any
+crash state of each passing scenario, check that the corpus still kills every durability
+mutant, fuzz both machines for the budget, re-check determinism in fresh processes, write one results document per part, merge them (plus any
 ``--from`` inputs) into the report, print a short summary and exit non-zero on a violation
 or an unmet coverage requirement.  ``--workers N`` shards scenarios and fuzz seeds over N
 processes; results of separate runs merge with ``--from``.
@@ -26,6 +26,7 @@ from dsh_sim.fuzz import fuzz
 from dsh_sim.logs import capture_runtime_logs
 from dsh_sim.results import explore_document, meta, read, write
 from dsh_sim.scenario import discover, load
+from dsh_sim.selftest import run_mutants, summary
 
 DETERMINISM_SAMPLES = 2
 
@@ -72,6 +73,16 @@ def run_part(args: Any, seed: int, results_dir: str, tag: str) -> list[str]:
             result = explore(scenario, bound=args.bound, on_violation=saver("scenarios/found"), cache=shared_cache)
         written.append(write(explore_document(result, path, result.seconds), os.path.join(results_dir, f"explore{tag}-{index:03d}.json")))
         print(f"explored {path}: {sum(result.explored.values())}/{sum(result.possible.values())} states, {len(result.violations)} violation(s), {result.seconds:.1f}s", flush=True)
+    if not args.shard or args.shard.startswith("0/"):
+        started = time.perf_counter()
+        with capture_runtime_logs():
+            kills = run_mutants(corpus_dir=os.path.join(args.scenarios, "starter"), methods=("corpus",))
+        stats = summary(kills)
+        written.append(write({"meta": meta("mutants", methods=["corpus"], seconds=round(time.perf_counter() - started, 3), **stats),
+                               "kill_matrix": [k.row() for k in kills]}, os.path.join(results_dir, f"mutants{tag}.json")))
+        print(f"self-test: the corpus kills {stats['killed']}/{stats['mutants']} durability mutants", flush=True)
+        if stats["survivors"]:
+            print(f"  survivors: {', '.join(stats['survivors'])}", flush=True)
     for machine, share in (("durability", 0.75), ("storage", 0.25)):
         with capture_runtime_logs():
             run = fuzz(machine, budget=args.budget * share, seed=seed)

@@ -1,0 +1,38 @@
+"""End to end: a deliberately broken runtime shows up red in the report, and the report fails."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from dsh_sim.commands.replay_cmd import replay_one
+from dsh_sim.commands.report_cmd import render, verdict_lines
+from dsh_sim.results import meta
+
+UNSAFE = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter", "no-checkpoint-policy-unsafe.json")
+SAFE = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter", "boundary-3-4-pay.json")
+
+
+def unsafe_cell_class(html: str) -> str:
+    tag = re.search(r'<td[^>]*id="unsafe-cell"[^>]*>', html)
+    assert tag is not None, "the confusion matrix has no unsafe cell"
+    return re.search(r'class="([^"]*)"', tag.group(0)).group(1)
+
+
+def document(path: str) -> dict:
+    row = replay_one(path)
+    return {"meta": meta("replay"), "cases": row["cases"], "checked": row["checked"], "violations": []}
+
+
+def test_a_runtime_without_the_checkpoint_policy_turns_the_unsafe_cell_red(tmp_path):
+    view, paths, unmet = render([document(UNSAFE)], str(tmp_path))
+    assert view["confusion"]["TOOL_NOT_STARTED"]["applied"] >= 1
+    assert unsafe_cell_class(open(paths["html"], encoding="utf-8").read()) == "unsafe"
+    lines, failed = verdict_lines(view, unmet, paths)
+    assert failed and any("unsafe TOOL_NOT_STARTED with the effect applied: 1" in line for line in lines)
+
+
+def test_the_correct_runtime_keeps_it_green(tmp_path):
+    view, paths, _ = render([document(SAFE)], str(tmp_path))
+    assert view["confusion"]["TOOL_NOT_STARTED"]["applied"] == 0
+    assert unsafe_cell_class(open(paths["html"], encoding="utf-8").read()) == "ok"
