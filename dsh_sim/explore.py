@@ -182,34 +182,54 @@ def recover_from(
     )
     try:
         apply(sim, Step("boot"))
-        if continue_turn and sim.alive:
-            if kind == "agent":
-                apply(sim, Step("prompt", {"text": "continue", "responses": [{"text": "continuing"}]}))
-            else:
-                apply(sim, Step("append", {"count": 1}))
-            if sim.alive:
-                apply(sim, Step("flush"))
+        if continue_turn:
+            for raw in continuation(scenario.machine):
+                if sim.alive:
+                    apply(sim, Step.from_json(raw))
     finally:
         sim.shutdown()
     return sim
 
 
+def _crash_rule_before(rule: dict[str, Any], lifetime: int) -> bool:
+    """Keep a crash rule of the original only if it belongs to an earlier lifetime (it is part
+    of the path to the explored point); later ones would fire at or after that point."""
+    return rule.get("action") != "crash" or (rule.get("lifetime") is not None and rule["lifetime"] < lifetime)
+
+
+def continuation(machine: str) -> list[dict[str, Any]]:
+    """What explore does after every recovery: one more turn (or append) and a flush."""
+    if machine == "durability":
+        first = {"op": "prompt", "args": {"text": "continue", "responses": [{"text": "continuing"}]}}
+    else:
+        first = {"op": "append", "args": {"count": 1}}
+    return [first, {"op": "flush", "args": {}}]
+
+
 def repro_scenario(scenario: Scenario, cp: CrashPoint, crash: CrashSpec, cut: PowerCut | None, violation: Violation) -> Scenario:
-    """Replays the crash: the original steps up to the crash, the crash rule, and a reboot."""
+    """Replays the explored state: the original path to the point, the crash there, recovery,
+    and the continuation explore ran."""
     crash_json: dict[str, Any] = {"kind": crash.kind}
     if crash.kind == "power":
         crash_json.update({"state": "cut", "cut": (cut or PowerCut()).to_json()})
     rule = {"point": cp.point, "action": "crash", "hit": cp.occurrence, "lifetime": cp.lifetime, "crash": crash_json}
-    steps = list(scenario.steps[: cp.step_index + 1]) + [{"op": "boot", "args": {}}]
+    steps = [
+        step for step in scenario.steps[: cp.step_index + 1]
+        if step["op"] != "arm" or _crash_rule_before(step["args"]["rule"], cp.lifetime)
+    ]
+    steps += [{"op": "boot", "args": {}}] + continuation(scenario.machine)
+    plan = tuple(r for r in scenario.fault_plan if _crash_rule_before(r, cp.lifetime)) + (rule,)
     return Scenario(
         name=f"{scenario.name}-explore-{violation.invariant}-{cp.index}",
         seed=scenario.seed,
         steps=tuple(steps),
         config=scenario.config,
-        fault_plan=tuple(scenario.fault_plan) + (rule,),
+        fault_plan=plan,
         machine=scenario.machine,
         description=f"found by explore: {violation.describe()}",
-        expect=Expectation("violation", violation.invariant),
+        # other faults of the original may not be reached on this shorter path; the crash is
+        # proved by the violation itself
+        expect=Expectation("violation", violation.invariant, require_fired=False),
         mutants=scenario.mutants,
         origin={"found_by": "explore", "scenario": scenario.name, "point": cp.point, "crash": crash.label(), "cut": cut.describe() if cut else None},
     )
@@ -252,6 +272,7 @@ def explore(
         config_key = repr((scenario.machine, sorted(scenario.config.items()), scenario.mutants, continue_turn))
         states: list[StateResult] = []
         cases: list[dict[str, Any]] = []
+        saved: dict[tuple[str, str, str], str] = {}
         possible: dict[str, int] = {name: 0 for name in POINTS}
         explored: dict[str, int] = {name: 0 for name in POINTS}
         sampled: dict[str, int] = {}
@@ -291,7 +312,10 @@ def explore(
                     cases.append(build_case("explore", cp.point, barrier_of(cp.barrier, cp.op), spec.kind, phase, cls, cp.boundaries, facts))
                 repro = None
                 if violations and on_violation is not None:
-                    repro = on_violation(repro_scenario(scenario, cp, spec, cut, violations[0]))
+                    klass = (violations[0].invariant, cp.point, spec.kind)
+                    if klass not in saved:  # one replayable scenario per (invariant, point, crash kind)
+                        saved[klass] = on_violation(repro_scenario(scenario, cp, spec, cut, violations[0]))
+                    repro = saved[klass]
                 states.append(StateResult(cp.index, spec.kind, cut.describe() if cut else None, phase, cls, verdicts, applied, violations, shared, repro))
                 explored[cp.point] += 1
                 _cell(cells, cp, barrier, phase_group(spec.kind, phase), "explored")

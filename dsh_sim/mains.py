@@ -25,6 +25,7 @@ from runtime.persistence.header import SessionHeader
 from runtime.persistence.publication import inline_verifier
 from runtime.persistence.store import open_store
 from runtime.session.session import Session
+from runtime.agent.sandbox_service import SandboxService
 from runtime.tools.shell import ShellTool
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ async def agent_main(sim: "Simulation", life: "Lifetime") -> None:
     ports = sim.ports(life)
     gate = Gate(sim, life)
     tools = world_tools(sim.world, gate.domain, sim.now, life.index, approval_tools=cfg.approval_tools)
-    tools.append(ShellTool(SimSandboxProvider(), SimRunner(sim.world, gate.domain, sim.now, life.index), cfg.workspace, ports.probe, default_mode=cfg.sandbox_mode))
+    tools.append(ShellTool(SimRunner(sim.world, gate.domain, sim.now, life.index), cfg.workspace, ports.probe))
     model = SimModel(sim.model_queue, gate.domain, chunk_delay=cfg.chunk_delay)
     runtime_config = RuntimeConfig(
         root=cfg.root,
@@ -71,7 +72,10 @@ async def agent_main(sim: "Simulation", life: "Lifetime") -> None:
         checkpoint_policy=cfg.checkpoint_policy,
         approval_policy=cfg.approval_policy,
     )
-    plugins = [SimAnswerer(sim.approval_answers, gate.domain, sim.answerer_failures)]
+    plugins = [
+        SimAnswerer(sim.approval_answers, gate.domain, sim.answerer_failures),
+        SandboxService(SimSandboxProvider(), cfg.workspace, default_mode=cfg.sandbox_mode),
+    ]
     async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
         life.runtime = rt
         life.store = rt.store

@@ -150,6 +150,23 @@ class Observation:
     def crashed(self, record: CrashRecord) -> None:
         self.crashes.append(record)
 
+    def _committed_at_open(self, life: "Lifetime") -> None:
+        """What a process found in complete frames on disk is committed: protect it like an ack.
+
+        (Migrated history, or a log written before this simulation, never passed through
+        ``persist.batch.durable``; records recovered from a torn tail are committed only once
+        re-appended, which that point announces.)
+        """
+        if life.boot_error is not None or life.report is None or life.session is None:
+            return
+        torn = getattr(life.report, "torn", None)
+        recovered = len(torn.recovered) if torn is not None else 0
+        for event in tuple(life.report.events)[: len(life.report.events) - recovered]:
+            self.acked.setdefault(event.seq, event)
+        data = self.sim.disk.read_path(self.sim.config.log_path)
+        if data is not None and len(data) > len(self.acked_bytes) and data.startswith(self.acked_bytes):
+            self.acked_bytes = data  # everything this process has written so far was acknowledged
+
     def second_writer(self, life: "Lifetime") -> None:
         inv.check_second_writer(self, life)
 
@@ -159,6 +176,7 @@ class Observation:
         crash = next((l.crash for l in reversed(previous) if l.crash is not None), self.sim.prior_crash)
         inv.check_recovery(self, life, crash)
         inv.check_idempotent_keys(self)
+        self._committed_at_open(life)
         if crash is not None and crash not in self.recovered_from:
             self.recovered_from.append(crash)
             from dsh_sim.coverage import case_from_recovery

@@ -14,17 +14,17 @@ from hypothesis import HealthCheck, Phase, settings
 _COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
 
 settings.register_profile("dev", max_examples=30, stateful_step_count=15, **_COMMON)
-settings.register_profile("ci", max_examples=20, stateful_step_count=12, derandomize=True, database=None, print_blob=True, **_COMMON)
+settings.register_profile("ci", max_examples=60, stateful_step_count=20, derandomize=True, database=None, print_blob=True, **_COMMON)
 settings.register_profile("soak", max_examples=2000, stateful_step_count=40, **_COMMON)
 settings.register_profile("fuzz", max_examples=25, stateful_step_count=12, database=None, phases=(Phase.generate, Phase.shrink), **_COMMON)
 
 
-def default_profile() -> str:
-    return os.environ.get("DSH_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+def default_profile(fallback: str = "dev") -> str:
+    return os.environ.get("DSH_PROFILE") or ("ci" if os.environ.get("CI") else fallback)
 
 
-def load_default() -> str:
-    name = default_profile()
+def load_default(fallback: str = "dev") -> str:
+    name = default_profile(fallback)
     settings.load_profile(name)
     return name
 

@@ -115,6 +115,11 @@ class Simulation:
         """Announce a named point; apply crash/delay/cancel/corrupt; return a domain fault."""
         point_spec(name)
         public = {k: v for k, v in details.items() if not k.startswith("_")}
+        if not life.view.alive:
+            # cleanup code of a dead process unwinding: not a point a crash could strike, not
+            # counted, no fault fires (its filesystem calls are refused anyway)
+            self.trace.record("dead-point", life.index, name)
+            return None
         self.point_hits[name] = self.point_hits.get(name, 0) + 1
         self.trace.record("point", life.index, name, public)
         for observer in self.observers:

@@ -22,7 +22,6 @@ from runtime.adapters.script_model import ScriptedResponse
 from runtime.persistence.layout import SessionPaths, generation_filename
 from runtime.persistence.v0_format import decode_v0
 from runtime.persistence.zstd_frames import frame_layouts
-from runtime.tools.shell import ShellTool
 
 
 @attrs.frozen
@@ -161,7 +160,7 @@ def op_set_sandbox_mode(sim: Simulation, args: dict[str, Any]) -> str:
     life = _require_live(sim)
 
     async def change(life: Lifetime) -> None:
-        ShellTool.set_mode(life.agent, args["mode"])
+        life.runtime.hooks.services["sandbox"].set_mode(life.agent, args["mode"])
 
     return _outcome(sim, life, sim.run(change))
 

@@ -438,3 +438,34 @@ def test_a_cancel_during_the_pre_step_barrier_opens_no_step(tmp_path: Any) -> No
             assert outcome.reason == {"kind": "aborted", "reason": {"kind": "user"}} and model.requests == []
 
     run(main)
+
+
+def test_file_tools_do_not_follow_symbolic_links_out_of_the_workspace(tmp_path):
+    """A link planted inside the workspace (by a shell call, say) cannot redirect a file tool."""
+    import os
+
+    from runtime.adapters import production_ports
+    from runtime.agent.signal import AbortSignal
+    from runtime.tools.files import ReadFileTool, WorkspaceEscapeError, WriteFileTool
+    from runtime.tools.registry import ToolExecution
+
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    os.symlink(outside, workspace / "dir-link")
+    os.symlink(outside / "secret.txt", workspace / "file-link")
+    fs = production_ports().fs
+
+    def call(tool, **arguments):
+        ex = ToolExecution(call_id="c", root_call_id="c", name=tool.name, arguments=arguments, raw_arguments="{}", signal=AbortSignal())
+        return trio.run(tool.execute, ex)
+
+    write, read = WriteFileTool(fs, str(workspace)), ReadFileTool(fs, str(workspace))
+    for tool, args in ((write, {"path": "dir-link/pwned.txt", "content": "x"}), (write, {"path": "file-link", "content": "x"}),
+                       (read, {"path": "file-link"}), (read, {"path": "dir-link/secret.txt"})):
+        with pytest.raises(WorkspaceEscapeError):
+            call(tool, **args)
+    assert not (outside / "pwned.txt").exists() and (outside / "secret.txt").read_text() == "secret"
+    assert "wrote 2 bytes" in call(write, path="sub.txt", content="ok").content[0]["text"]
+    assert call(read, path="sub.txt").content[0]["text"] == "ok"

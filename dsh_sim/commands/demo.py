@@ -24,6 +24,7 @@ from runtime.adapters.script_model import ScriptModel
 from runtime.agent.runtime import RuntimeConfig, open_runtime
 from runtime.persistence.errors import SessionPersistenceError
 from runtime.tools.files import ReadFileTool, WriteFileTool
+from runtime.agent.sandbox_service import SandboxService
 from runtime.tools.shell import ShellTool
 
 
@@ -45,10 +46,11 @@ async def _run(root: str, workspace: str, session_id: str, script: dict[str, Any
     tools = [
         ReadFileTool(ports.fs, workspace),
         WriteFileTool(ports.fs, workspace),
-        ShellTool(BubblewrapProvider(), SubprocessRunner(), workspace, ports.probe, default_mode="workspace-write"),
+        ShellTool(SubprocessRunner(), workspace, ports.probe),
     ]
+    sandbox = SandboxService(BubblewrapProvider(), workspace, default_mode="workspace-write")
     config = RuntimeConfig(root=root, compression=compression, system="You are the dsh-sim demo agent.")
-    async with open_runtime(ports, config, model, tools) as rt:
+    async with open_runtime(ports, config, model, tools, plugins=[sandbox]) as rt:
         agent = await rt.create_agent(session_id, cwd=workspace)
         outcome = await agent.run_turn(prompt)
         await rt.close_agent(agent)

@@ -39,13 +39,14 @@ def check_recovery(obs: "Observation", life: "Lifetime", crash: "CrashRecord | N
     stored = tuple(report.events) if report is not None else ()
     closers = tuple(report.closers) if report is not None else ()
     full = stored + closers
-    check_seq_dense(obs, live)
+    on_disk = read_back(obs)
+    check_seq_dense(obs, on_disk if on_disk is not None else live)
     check_acked(obs, live)
     if crash is not None:
         check_committed_bytes(obs, crash)
         if not obs.corruptions:
             check_recovery_maximal(obs, crash, stored)
-    check_one_result_per_call(obs, live)
+    check_one_result_per_call(obs, on_disk if on_disk is not None else live)
     check_verdicts(obs, stored, closers)
     obs.count("repair_idempotent")
     again = interrupted_turn_closers(full)
@@ -58,6 +59,19 @@ def check_recovery(obs: "Observation", life: "Lifetime", crash: "CrashRecord | N
     check_approval_audit(obs, full)
     check_fail_closed(obs, live)
     obs.recoveries.append({"lifetime": life.index, "verdicts": dict(report.verdicts) if report else {}, "torn": bool(report and report.torn)})
+
+
+def read_back(obs: "Observation") -> tuple[Event, ...] | None:
+    """The repaired log as the disk holds it now (what a bug would corrupt), if it decodes."""
+    from runtime.persistence.log_format import LogCorruption, LogUnknownEventType, LogVersionUnsupported, decode_log
+
+    data = obs.sim.disk.read_path(obs.sim.config.log_path)
+    if data is None:
+        return None
+    try:
+        return decode_log(data, obs.sim.config.compression).events
+    except (LogCorruption, LogUnknownEventType, LogVersionUnsupported):
+        return None
 
 
 def check_recovery_maximal(obs: "Observation", crash: "CrashRecord", stored: Sequence[Event]) -> None:

@@ -124,7 +124,7 @@ def check_failed_append(obs: "Observation", life: "Lifetime", error: BaseExcepti
         return
     readable = readable_records(data, obs.sim.config.compression)
     stored_at_open = len(life.report.events) if life.report is not None else 0  # committed before this process
-    acknowledged = max(len(obs.acked), stored_at_open)
+    acknowledged = max(max(obs.acked) + 1 if obs.acked else 0, stored_at_open)
     if readable is not None and readable > acknowledged:
         fail(obs, "failed_append_rolled_back", f"a failed append left {readable - acknowledged} unacknowledged record(s) in the log", None,
              f"{type(error).__name__}: {error}", f"{acknowledged} acknowledged, {readable} readable")

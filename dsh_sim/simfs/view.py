@@ -329,6 +329,11 @@ class ProcessView:
         self._set_entries(parent, name, ino)
         self._done("mkdir", path)
 
+    async def realpath(self, path: str) -> str:
+        """SimFS has no symbolic links: the resolved path is the normalized one."""
+        await self._enter("stat", path)
+        return posixpath.normpath(path)
+
     async def flock(self, fd: int) -> None:
         entry = self._fd(fd) if self.alive else None
         path = entry.path if entry else "?"

@@ -34,6 +34,8 @@ def os_open_flags(flags: OpenFlags) -> int:
         bits |= os.O_APPEND
     if OpenFlags.TRUNCATE in flags:
         bits |= os.O_TRUNC
+    if OpenFlags.NOFOLLOW in flags:
+        bits |= os.O_NOFOLLOW
     return bits | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -112,6 +114,9 @@ class OsFileSystem:
 
     async def mkdir(self, path: str, mode: int = 0o700) -> None:
         await self._run(os.mkdir, path, mode)
+
+    async def realpath(self, path: str) -> str:
+        return await self._run(os.path.realpath, path)
 
     async def flock(self, fd: int) -> None:
         await self._run(_flock, fd)

@@ -38,6 +38,7 @@ class _Entry:
 class Hooks:
     def __init__(self) -> None:
         self._chains: dict[str, list[_Entry]] = {name: [] for name in HOOK_NAMES}
+        self.services: dict[str, Any] = {}  # what mounted plugins provide (e.g. "sandbox")
 
     def on(self, name: str, handler: Handler, *, owner: object = None, prepend: bool = False) -> Callable[[], None]:
         if name not in self._chains:
@@ -92,6 +93,19 @@ class PluginContext:
 
     def on_dispose(self, callback: Callable[[], None]) -> None:
         self._disposers.append(callback)
+
+    def provide(self, name: str, service: Any) -> None:
+        """Offer a service to tools and other plugins until this plugin is disposed."""
+        services = self._hooks.services
+        if name in services:
+            raise ValueError(f"a {name!r} service is already provided")
+        services[name] = service
+
+        def withdraw() -> None:
+            if services.get(name) is service:
+                del services[name]
+
+        self._disposers.append(withdraw)
 
     def dispose(self) -> None:
         while self._disposers:

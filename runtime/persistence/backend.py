@@ -20,7 +20,7 @@ import attrs
 
 from runtime import mutants
 from runtime.persistence import context
-from runtime.persistence.durable import close_after_error, ensure_dir_durable, exists, publish_new_file, read_prefix, read_stable
+from runtime.persistence.durable import close_after_error, ensure_dir_durable, exists, fsync_path, publish_new_file, read_prefix, read_stable
 from runtime.persistence.errors import (
     GenerationSourceChangedError,
     SessionAlreadyExistsError,
@@ -147,6 +147,10 @@ class JsonlBackend:
             if located.version != SESSION_FORMAT_VERSION:
                 located = await self._publish_current(session_id, located)
                 paths = self._paths_of(located)
+            # After a kill the page cache may still hold writes that were never fsynced; a
+            # writer must not build on what a power cut could take back (PostgreSQL fsyncs its
+            # data directory at crash recovery for the same reason).
+            await fsync_path(self.fs, located.log)
             decoded = await self._decode(session_id, located)
         except BaseException:
             self._claims.pop(session_id, None)
@@ -375,7 +379,7 @@ class JsonlBackend:
         """First publication (spec §3.6): durable dirs, lock, temp + fsync, link, dir fsync."""
         paths = handle.paths
         with context.durability_op(context.FIRST_PUBLICATION):
-            await ensure_dir_durable(self.fs, paths.session_dir)
+            await ensure_dir_durable(self.fs, paths.session_dir, self.root)
             if handle.lock_fd is None and not mutants.on("lease.no_lock_on_write_open"):
                 handle._set_lock(await acquire_lock(self.fs, paths.lock, handle.session_id))
             await self._generation_in(paths.session_dir)  # refuses an opposite-encoding artifact

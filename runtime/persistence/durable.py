@@ -78,21 +78,28 @@ async def exists(fs: FileSystem, path: str) -> bool:
     return True
 
 
-async def ensure_dir_durable(fs: FileSystem, path: str) -> None:
-    """Create ``path`` (and missing ancestors) and fsync each parent, even if it existed.
+async def ensure_dir_durable(fs: FileSystem, path: str, base: str) -> None:
+    """Create every directory from ``base`` down to ``path`` and fsync each one's parent —
+    whether it was just created or already existed.
 
-    The parent is fsynced unconditionally: a directory left by a crashed process can exist in
-    the page cache without a durable entry, and skipping the fsync would let power loss take
-    the new log with it.
+    An existing directory proves nothing about durability: a crashed process (or an earlier
+    attempt whose directory fsync failed) can leave a name that lives only in the page cache,
+    and power loss would take the new log with it.  Ancestors above ``base`` are created if
+    missing (each with its parent fsynced); existing ones are left alone.
     """
-    parent = posixpath.dirname(path)
-    if parent != path and not await exists(fs, parent):
-        await ensure_dir_durable(fs, parent)
-    try:
-        await fs.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    await fs.fsync_dir(parent)
+    parent = posixpath.dirname(base)
+    if parent != base and not await exists(fs, parent):
+        await ensure_dir_durable(fs, parent, parent)
+    chain = [base]
+    while chain[-1] != path:
+        rest = posixpath.relpath(path, chain[-1]).split("/")[0]
+        chain.append(posixpath.join(chain[-1], rest))
+    for directory in chain:
+        try:
+            await fs.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
+        await fs.fsync_dir(posixpath.dirname(directory))
 
 
 async def publish_new_file(fs: FileSystem, final: str, temp: str, data: bytes) -> None:

@@ -23,6 +23,7 @@ class OpenFlags(enum.Flag):
     EXCLUSIVE = enum.auto()  # with CREATE: fail with EEXIST if the name exists
     APPEND = enum.auto()  # every write goes to end of file
     TRUNCATE = enum.auto()
+    NOFOLLOW = enum.auto()  # refuse (ELOOP) when the final component is a symbolic link
 
 
 @attrs.frozen
@@ -77,6 +78,10 @@ class FileSystem(Protocol):
         ...
 
     async def mkdir(self, path: str, mode: int = 0o700) -> None: ...
+
+    async def realpath(self, path: str) -> str:
+        """``path`` with every symbolic link resolved (the file tools confine by it)."""
+        ...
 
     async def flock(self, fd: int) -> None:
         """Non-blocking exclusive lock; ``BlockingIOError`` when another holder has it."""

@@ -1,16 +1,18 @@
 """Built-in file tools confined to the workspace: ``read_file`` and ``write_file``.
 
-Paths are resolved lexically against the workspace root and must stay inside it
-(``..`` cannot climb out).  Both go through the filesystem port, so in a simulation they
-act on the simulated disk.
+A path must stay inside the workspace twice over: lexically (``..`` cannot climb out) and
+after resolving symbolic links (a link planted in the workspace — by a shell command, say —
+cannot point a write elsewhere): the parent directory's real path must lie inside the
+workspace's real path, and the final component is opened with ``NOFOLLOW``.  Both tools go
+through the filesystem port, so in a simulation they act on the simulated disk.
 """
 
 from __future__ import annotations
 
+import errno
 import posixpath
 from typing import Any
 
-from runtime.persistence.durable import read_all
 from runtime.ports.fs import FileSystem, OpenFlags
 from runtime.tools.registry import ToolExecution
 from runtime.tools.results import HarnessError, ToolResult
@@ -28,6 +30,25 @@ def confine_path(workspace: str, path: Any) -> str:
     if resolved != workspace and not resolved.startswith(workspace.rstrip("/") + "/"):
         raise WorkspaceEscapeError(f'path "{path}" is outside the workspace')
     return resolved
+
+
+async def confine_real(fs: FileSystem, workspace: str, path: Any) -> str:
+    """The confined path, refused when a symbolic link on the way leads out of the workspace."""
+    resolved = confine_path(workspace, path)
+    root = await fs.realpath(workspace)
+    parent = await fs.realpath(posixpath.dirname(resolved))
+    if parent != root and not parent.startswith(root.rstrip("/") + "/"):
+        raise WorkspaceEscapeError(f'path "{path}" leads outside the workspace through a symbolic link')
+    return resolved
+
+
+async def _open(fs: FileSystem, path: str, flags: OpenFlags, mode: int = 0o600) -> int:
+    try:
+        return await fs.open(path, flags | OpenFlags.NOFOLLOW, mode)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise WorkspaceEscapeError(f'"{posixpath.basename(path)}" is a symbolic link; the file tools do not follow links') from None
+        raise
 
 
 def _args(ex: ToolExecution) -> dict[str, Any]:
@@ -49,9 +70,15 @@ class ReadFileTool:
         return True
 
     async def execute(self, ex: ToolExecution) -> ToolResult:
-        path = confine_path(self._workspace, _args(ex).get("path"))
-        data = await read_all(self._fs, path)
-        return ToolResult.text(data.decode("utf-8", errors="replace"))
+        path = await confine_real(self._fs, self._workspace, _args(ex).get("path"))
+        fd = await _open(self._fs, path, OpenFlags.READ)
+        try:
+            chunks = []
+            while chunk := await self._fs.read(fd, 1 << 20):
+                chunks.append(chunk)
+        finally:
+            await self._fs.close(fd)
+        return ToolResult.text(b"".join(chunks).decode("utf-8", errors="replace"))
 
 
 class WriteFileTool:
@@ -68,11 +95,11 @@ class WriteFileTool:
 
     async def execute(self, ex: ToolExecution) -> ToolResult:
         args = _args(ex)
-        path = confine_path(self._workspace, args.get("path"))
+        path = await confine_real(self._fs, self._workspace, args.get("path"))
         content = args.get("content")
         if not isinstance(content, str):
             raise HarnessError("content must be a string", name="InvalidArguments", code="INVALID_ARGUMENTS")
-        fd = await self._fs.open(path, OpenFlags.WRITE | OpenFlags.CREATE | OpenFlags.TRUNCATE, 0o644)
+        fd = await _open(self._fs, path, OpenFlags.WRITE | OpenFlags.CREATE | OpenFlags.TRUNCATE, 0o644)
         try:
             await self._fs.write(fd, content.encode())
             await self._fs.fsync(fd)

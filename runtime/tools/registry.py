@@ -137,6 +137,10 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def service(self, name: str) -> Any:
+        """A service a mounted plugin provides (``None`` when no such plugin is mounted)."""
+        return self._hooks.services.get(name)
+
     def specs(self) -> list[dict[str, Any]]:
         return [{"name": t.name, "description": t.description} for t in sorted(self._tools.values(), key=lambda t: t.name)]
 

@@ -1,22 +1,15 @@
-"""The built-in shell tool: runs an argv through the sandbox contract.
+"""The built-in shell tool: runs an argv through the mounted sandbox service.
 
-The session's sandbox mode (last ``sandbox/mode`` event, else the configured default)
-decides how: ``danger-full-access`` runs the argv as given — an explicit bypass, never a
-fallback — and the other modes must get an enforcing argv from the provider, or the call
-fails with ``SANDBOX_UNAVAILABLE`` and nothing runs.
+No sandbox mounted, or no backend able to enforce the session's mode: the call fails with
+``SANDBOX_UNAVAILABLE`` and nothing runs.  The result records the mode and how completely it
+was enforced (``full``, ``partial``, or ``bypassed`` for danger-full-access).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from runtime.agent.sandbox import (
-    SandboxPolicy,
-    SandboxProvider,
-    SandboxUnavailableError,
-    effective_sandbox_mode,
-    sandbox_mode_event_data,
-)
+from runtime.agent.sandbox import SANDBOX_UNAVAILABLE, SandboxUnavailableError
 from runtime.ports.probe import Probe
 from runtime.ports.process import ProcessRunner
 from runtime.tools.registry import ToolExecution
@@ -28,49 +21,33 @@ class ShellTool:
     description = "Run a command (argv list) in the workspace under the session's sandbox mode. Arguments: {argv}."
     requires_approval = False
 
-    def __init__(
-        self,
-        provider: SandboxProvider,
-        runner: ProcessRunner,
-        workspace: str,
-        probe: Probe,
-        *,
-        default_mode: str = "read-only",
-    ) -> None:
-        self._provider = provider
+    def __init__(self, runner: ProcessRunner, workspace: str, probe: Probe) -> None:
         self._runner = runner
         self._workspace = workspace
         self._probe = probe
-        self.default_mode = default_mode
 
     def is_concurrency_safe(self, arguments: Any) -> bool:
         return False
-
-    def mode(self, agent: Any) -> str:
-        events = agent.session.events if agent is not None else ()
-        return effective_sandbox_mode(events, self.default_mode)  # type: ignore[arg-type]
-
-    @staticmethod
-    def set_mode(agent: Any, mode: str) -> None:
-        """Record a session sandbox mode change (the last one wins)."""
-        agent.session.append("sandbox/mode", sandbox_mode_event_data(mode))  # type: ignore[arg-type]
 
     async def execute(self, ex: ToolExecution) -> ToolResult:
         argv = ex.arguments.get("argv") if isinstance(ex.arguments, dict) else None
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
             raise HarnessError("argv must be a non-empty list of strings", name="InvalidArguments", code="INVALID_ARGUMENTS")
-        mode = self.mode(ex.agent)
-        if mode == "danger-full-access":
-            wrapped = list(argv)
-        else:
-            policy = SandboxPolicy(mode=mode, workspace_root=self._workspace, session_id=getattr(ex.agent, "id", None))  # type: ignore[arg-type]
+        sandbox = ex.registry.service("sandbox") if ex.registry is not None else None
+        if sandbox is None:
+            raise HarnessError("no sandbox service is mounted; refusing to run the command unconfined",
+                               name="SandboxUnavailableError", code=SANDBOX_UNAVAILABLE)
+        mode = sandbox.mode(ex.agent)
+        if mode != "danger-full-access":
             await self._probe.at("sandbox.confine", call_id=ex.call_id, mode=mode)
-            try:
-                wrapped = list(self._provider.confine(argv, policy).argv)
-            except SandboxUnavailableError as err:
-                raise HarnessError(str(err), name=err.name, code=err.code) from None
-        done = await self._runner.run(wrapped, cwd=self._workspace, call_id=ex.call_id)
+        try:
+            confined = sandbox.confine(argv, ex.agent)
+        except SandboxUnavailableError as err:
+            raise HarnessError(str(err), name=err.name, code=err.code) from None
+        done = await self._runner.run(list(confined.argv), cwd=self._workspace, call_id=ex.call_id)
         text = done.stdout + (f"\n[stderr]\n{done.stderr}" if done.stderr else "")
+        meta = {"sandbox": confined.mode, "enforcement": confined.enforcement}
         if done.exit_code != 0:
-            return ToolResult.failure(f"command exited with {done.exit_code}: {text.strip()}")
-        return ToolResult.text(text)
+            failed = ToolResult.failure(f"command exited with {done.exit_code}: {text.strip()}")
+            return ToolResult(failed.content, True, failed.error, meta)
+        return ToolResult.text(text, meta=meta)

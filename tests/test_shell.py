@@ -1,0 +1,102 @@
+"""The shell tool runs only through a mounted sandbox service, and says how it was confined."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pytest
+import trio
+
+from runtime.agent.hooks import Hooks, mount
+from runtime.agent.sandbox import ConfinedArgv, SandboxPolicy, UnavailableProvider
+from runtime.agent.sandbox_service import SandboxService
+from runtime.agent.signal import AbortSignal
+from runtime.ports.probe import NULL_PROBE
+from runtime.ports.process import ProcessResult
+from runtime.session.session import Session
+from runtime.tools.registry import ToolExecution, ToolRegistry
+from runtime.tools.results import HarnessError
+from runtime.tools.shell import ShellTool
+
+
+class Clock:
+    def now_ms(self) -> int:
+        return 0
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.ran: list[list[str]] = []
+
+    async def run(self, argv: Sequence[str], *, cwd: str, call_id: str | None = None) -> ProcessResult:
+        self.ran.append(list(argv))
+        return ProcessResult(0, "ok\n", "")
+
+
+class Wrapping:
+    def confine(self, argv: Sequence[str], policy: SandboxPolicy) -> ConfinedArgv:
+        return ConfinedArgv(argv=("box", policy.mode, "--", *argv), enforcement="partial")
+
+
+class Agent:
+    def __init__(self) -> None:
+        self.session = Session("s", Clock())
+        self.id = "s"
+
+
+def execute(tool: ShellTool, registry: ToolRegistry, agent: Agent):
+    ex = ToolExecution("c1", "c1", "shell", {"argv": ["ls"]}, '{"argv":["ls"]}', AbortSignal(), agent=agent, registry=registry)
+    return trio.run(tool.execute, ex)
+
+
+def setup(provider=None, mode="workspace-write"):
+    hooks = Hooks()
+    registry = ToolRegistry(hooks, NULL_PROBE)
+    runner = Recorder()
+    tool = ShellTool(runner, "/ws", NULL_PROBE)
+    ctx = mount(hooks, SandboxService(provider, "/ws", default_mode=mode)) if provider is not None else None
+    return tool, registry, runner, ctx
+
+
+def test_without_a_mounted_sandbox_nothing_runs():
+    tool, registry, runner, _ = setup()
+    with pytest.raises(HarnessError) as err:
+        execute(tool, registry, Agent())
+    assert err.value.code == "SANDBOX_UNAVAILABLE" and runner.ran == []
+
+
+def test_the_provider_confines_and_the_result_says_how():
+    tool, registry, runner, _ = setup(Wrapping())
+    result = execute(tool, registry, Agent())
+    assert runner.ran == [["box", "workspace-write", "--", "ls"]]
+    assert result.meta == {"sandbox": "workspace-write", "enforcement": "partial"}
+
+
+def test_danger_full_access_is_an_explicit_bypass_recorded_as_such():
+    tool, registry, runner, _ = setup(Wrapping(), mode="danger-full-access")
+    result = execute(tool, registry, Agent())
+    assert runner.ran == [["ls"]] and result.meta["enforcement"] == "bypassed"
+
+
+def test_the_last_sandbox_mode_event_wins_over_the_default():
+    tool, registry, runner, ctx = setup(Wrapping())
+    agent = Agent()
+    registry.service("sandbox").set_mode(agent, "read-only")
+    execute(tool, registry, agent)
+    assert runner.ran == [["box", "read-only", "--", "ls"]]
+
+
+def test_an_unusable_backend_refuses_instead_of_passing_through():
+    tool, registry, runner, _ = setup(UnavailableProvider("no backend here"))
+    with pytest.raises(HarnessError) as err:
+        execute(tool, registry, Agent())
+    assert err.value.code == "SANDBOX_UNAVAILABLE" and "refusing to run the command unconfined" in str(err.value)
+    assert runner.ran == []
+
+
+def test_disposing_the_plugin_withdraws_the_service():
+    tool, registry, runner, ctx = setup(Wrapping())
+    ctx.dispose()
+    assert registry.service("sandbox") is None
+    with pytest.raises(HarnessError):
+        execute(tool, registry, Agent())
