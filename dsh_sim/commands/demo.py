@@ -16,13 +16,13 @@ from typing import Any
 
 import trio
 
-from dsh_sim.commands.common import CliError
+from dsh_sim.commands.common import CliError, single
 from runtime.adapters import production_ports
 from runtime.adapters.bwrap import BubblewrapProvider
 from runtime.adapters.process import SubprocessRunner
 from runtime.adapters.script_model import ScriptModel
 from runtime.agent.runtime import RuntimeConfig, open_runtime
-from runtime.persistence.errors import SessionPersistenceError
+from runtime.persistence.errors import SessionAlreadyExistsError, SessionPersistenceError
 from runtime.tools.files import ReadFileTool, WriteFileTool
 from runtime.agent.sandbox_service import SandboxService
 from runtime.tools.shell import ShellTool
@@ -65,8 +65,12 @@ def main(args: Any) -> int:
     os.makedirs(workspace, exist_ok=True)
     try:
         session_dir = trio.run(_run, root, workspace, args.session, _script(args.script), args.prompt, args.compression)
-    except SessionPersistenceError as err:
-        raise CliError(f"{root}: {err}") from None
+    except BaseException as err:
+        refused = single(err, SessionPersistenceError)
+        if refused is None:
+            raise
+        hint = " (use a fresh --root or another --session)" if isinstance(refused, SessionAlreadyExistsError) else ""
+        raise CliError(f"{root}: {refused}{hint}") from None
     print(f"session log: {session_dir}")
     print(f"read it back with:  dsh-sim inspect {session_dir}")
     return 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -65,20 +64,35 @@ def replay_one(path: str, *, update_digest: bool = False, trace: bool = False) -
 
 
 def check_determinism(path: str) -> dict[str, Any]:
-    """Replay in two fresh processes with different PYTHONHASHSEED; compare digests and traces."""
+    """Replay in two fresh processes with different PYTHONHASHSEED: same digest, same bytes?
+
+    On a difference, the trace records of both runs show where they parted.
+    """
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for hashseed in ("1", "2"):
             out = os.path.join(tmp, f"trace-{hashseed}.jsonl")
             env = {**os.environ, "PYTHONHASHSEED": hashseed}
-            subprocess.run([sys.executable, "-m", "dsh_sim", "replay", path, "--trace-out", out, "--json"], env=env, check=False, capture_output=True)
-            if not os.path.exists(out):
-                raise CliError(f"{path}: the determinism re-run produced no trace")
-            with open(out, encoding="utf-8") as handle:
-                runs.append([tuple(json.loads(line)) for line in handle])
-    digest = [hashlib.sha256(repr(r).encode()).hexdigest() for r in runs]
-    divergence = first_divergence(runs[0], runs[1])
-    return {"scenario": path, "digest_a": digest[0], "digest_b": digest[1], "same": divergence is None, "divergence": divergence.describe() if divergence else None}
+            done = subprocess.run([sys.executable, "-m", "dsh_sim", "replay", path, "--trace-out", out, "--json"], env=env, check=False, capture_output=True, text=True)
+            try:
+                row = json.loads(done.stdout)[0]
+                with open(out, encoding="utf-8") as handle:
+                    records = [tuple(json.loads(line)) for line in handle]
+            except (ValueError, IndexError, OSError):
+                raise CliError(f"{path}: the determinism re-run failed: {(done.stderr or done.stdout).strip()[:200]}") from None
+            runs.append((row, records))
+    (a, records_a), (b, records_b) = runs
+    same = a["digest"] == b["digest"] and a["session_sha256"] == b["session_sha256"]
+    divergence = None if same else first_divergence(records_a, records_b)
+    return {
+        "scenario": path,
+        "digest_a": a["digest"],
+        "digest_b": b["digest"],
+        "session_a": a["session_sha256"],
+        "session_b": b["session_sha256"],
+        "same": same,
+        "divergence": divergence.describe() if divergence else None,
+    }
 
 
 def main(args: Any) -> int:
@@ -109,7 +123,12 @@ def main(args: Any) -> int:
     else:
         for row in rows:
             mark = "PASS" if row["ok"] else "FAIL"
-            outcome = f"violation {row['invariant']}" if row["invariant"] else "all invariants held"
+            if row["invariant"] and row["expected"].get("outcome") == "violation":
+                outcome = f"reproduced the expected violation of {row['expected'].get('invariant') or row['invariant']}"
+            elif row["invariant"]:
+                outcome = f"violation {row['invariant']}"
+            else:
+                outcome = "all invariants held"
             extra = "  (digest recorded)" if row.get("updated") else ""
             print(f"{mark}  {row['scenario']}  [{outcome}; digest {row['digest'][:12]}; {row['seconds']}s]{extra}")
             for problem in row["problems"]:

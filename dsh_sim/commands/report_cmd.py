@@ -21,7 +21,7 @@ def render(docs: list[dict[str, Any]], out: str) -> tuple[dict[str, Any], dict[s
 def verdict_lines(view: dict[str, Any], unmet: list[dict[str, Any]], paths: dict[str, str]) -> tuple[list[str], bool]:
     unsafe = view["confusion"]["TOOL_NOT_STARTED"]["applied"]
     lines = [
-        f"report: {paths.get('html', '')}",
+        f"report: {paths.get('html', '')}  (also {paths.get('md', '')}, {paths.get('json', '')})",
         f"  {view['cases']} crash recoveries classified; unsafe TOOL_NOT_STARTED with the effect applied: {unsafe}",
         f"  {sum(view['checked'].values())} invariant checks, {len(view['violations'])} violation(s)",
         f"  {len([r for r in unmet])} unmet coverage requirement(s)",

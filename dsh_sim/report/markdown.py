@@ -129,7 +129,7 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     determinism = view.get("determinism", [])
     out += ["## Determinism re-checks", ""]
     if determinism:
-        out += _table(["scenario", "digest a", "digest b", "same"], [[d.get("scenario"), d.get("digest_a"), d.get("digest_b"), "yes" if d.get("same") else "**NO**"] for d in determinism])
+        out += _table(["scenario", "how", "digest a", "digest b", "same"], [[d.get("scenario"), d.get("how", ""), d.get("digest_a"), d.get("digest_b"), "yes" if d.get("same") else "**NO**"] for d in determinism])
     else:
         out += ["None recorded.", ""]
 

@@ -81,8 +81,9 @@ def determinism(view: Mapping[str, Any]) -> str:
         for d in checks:
             same = bool(d.get("same"))
             digests = [td(raw=f'<span{attrs(class_="mono", title=d.get(k, ""))}>{esc(str(d.get(k, ""))[:16])}</span>') for k in ("digest_a", "digest_b")]
-            rows.append(tr(td(raw=code(d.get("scenario", "?"))) + "".join(digests) + td(raw=pill("same", "good") if same else pill("DIVERGED", "bad")), cls=None if same else "bad"))
-        body = table(["scenario", "digest (run a)", "digest (run b)", "result"], rows, id_="determinism")
+            how = td(str(d.get("how", "")))
+            rows.append(tr(td(raw=code(d.get("scenario", "?"))) + how + "".join(digests) + td(raw=pill("same", "good") if same else pill("DIVERGED", "bad")), cls=None if same else "bad"))
+        body = table(["scenario", "how", "digest (run a)", "digest (run b)", "result"], rows, id_="determinism")
     return section("determinism", "Determinism re-checks", "The same scenario run twice must produce the same trace digest.", body)
 
 
