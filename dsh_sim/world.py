@@ -115,9 +115,8 @@ class WorkspaceService(Service):
         path, text = str(args.get("path")), str(args.get("text", ""))
         if op == "read":
             return False, {"path": path, "text": self.files.get(path)}
-        changed = self.files.get(path) != text
-        self.files[path] = text
-        return changed, {"path": path, "bytes": len(text.encode())}
+        self.files[path] = text  # a write is an effect even when the content is unchanged
+        return True, {"path": path, "bytes": len(text.encode())}
 
 
 Gate = Callable[[str, dict[str, Any]], Awaitable[Any]]

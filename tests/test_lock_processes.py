@@ -161,10 +161,12 @@ def test_deleting_the_lock_file_admits_a_successor(tmp_path: Any) -> None:
         wedged = await first.create(meta("wedged"))
         await wedged.append(EVENTS)
         os.unlink(lock_path(root, "wedged"))
-        successor = await second.open("wedged", "write")
+        successor = await second.open("wedged", "write")  # would raise SessionAlreadyOwnedError
         await successor.append(TURN_2)
         await successor.close()
         await wedged.close()
+        stored = await (await backend(root, "none").open("wedged", "read")).read()
+        assert [e.seq for e in stored] == list(range(len(EVENTS) + len(TURN_2)))
 
     run(main)
 

@@ -7,6 +7,8 @@ fails the suite.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from dsh_sim.selftest import by_corpus, passing_corpus, run_mutants, summary
@@ -16,7 +18,7 @@ from runtime.mutants import CATALOGUE
 
 @pytest.fixture(scope="module")
 def corpus():
-    return passing_corpus("scenarios/starter")
+    return passing_corpus(os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter"))
 
 
 def test_the_catalogue_has_at_least_twelve_realistic_bugs():

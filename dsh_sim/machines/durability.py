@@ -12,9 +12,10 @@ from typing import Any
 
 from hypothesis import event, target
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import initialize, precondition, rule
 
 from dsh_sim.config import SimConfig
+from dsh_sim.machines.base import SimulationMachine
 from dsh_sim.machines.strategies import (
     BOUNDARY_CHOICES,
     FS_POINTS,
@@ -26,10 +27,10 @@ from dsh_sim.machines.strategies import (
     turn_script,
 )
 from dsh_sim.sim import Simulation
-from dsh_sim.steps import Step, apply
+from dsh_sim.steps import Step
 
 
-class DurabilityMachine(RuleBasedStateMachine):
+class DurabilityMachine(SimulationMachine):
     """Subclass and set ``config`` to fuzz another deployment (e.g. no checkpoint policy)."""
 
     config = SimConfig()
@@ -37,25 +38,12 @@ class DurabilityMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        type(self).last = self
-        self.sim: Simulation | None = None
-        self.seed = 0
-        self.steps: list[Step] = []
         self.next_id = [1]
-        self.failure: str | None = None
 
-    # -- plumbing --------------------------------------------------------------------------
-
-    def do(self, step: Step) -> str:
-        assert self.sim is not None
-        self.steps.append(step)
-        outcome = apply(self.sim, step)
-        if outcome.startswith("crashed"):
-            for record in self.sim.obs.crashes[-1:]:
-                event(f"crash {record.label} at {record.point or 'quiescence'}")
-                for boundary in sorted(set(record.boundaries.values())):
-                    event(f"crash with a call at boundary {boundary}")
-        return outcome
+    def crashed(self) -> None:
+        super().crashed()
+        for boundary in sorted(set(self.sim.obs.crashes[-1].boundaries.values())):
+            event(f"crash with a call at boundary {boundary}")
 
     @property
     def alive(self) -> bool:
@@ -164,17 +152,7 @@ class DurabilityMachine(RuleBasedStateMachine):
 
     # -- invariants --------------------------------------------------------------------------
 
-    @invariant()
-    def no_violation(self) -> None:
-        if self.sim is not None and self.sim.obs.violations:
-            self.failure = self.sim.obs.violations[0].invariant
-            raise AssertionError("\n".join(v.describe() for v in self.sim.obs.violations))
-
     def teardown(self) -> None:
-        if self.sim is None:
-            return
-        try:
-            self.sim.shutdown()
-        finally:
-            target(float(len(self.sim.obs.crashes)), label="crashes survived")
+        super().teardown()
+        if self.sim is not None:
             target(float(sum(n for (code, _), n in self.sim.obs.verdict_counts.items() if code == "TOOL_OUTCOME_UNKNOWN")), label="unknown verdicts")

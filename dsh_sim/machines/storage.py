@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import event, target
+from hypothesis import event
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import initialize, precondition, rule
 
 from dsh_sim.config import SimConfig
+from dsh_sim.machines.base import SimulationMachine
 from dsh_sim.machines.strategies import FS_POINTS, crash_specs, io_faults
 from dsh_sim.sim import Simulation
-from dsh_sim.steps import Step, apply
+from dsh_sim.steps import Step
 
 STORAGE_POINTS = FS_POINTS + ("persist.batch.durable", "session.flush")
 # the steps of publishing a migrated generation: named runtime points, and the fs operations
@@ -40,26 +41,13 @@ MIGRATION_POINTS = (
 boot_crashes = st.one_of(st.none(), st.tuples(st.sampled_from(MIGRATION_POINTS), st.integers(1, 2), crash_specs))
 
 
-class StorageMachine(RuleBasedStateMachine):
+class StorageMachine(SimulationMachine):
     config = SimConfig()
     last: "StorageMachine | None" = None
 
-    def __init__(self) -> None:
-        super().__init__()
-        type(self).last = self
-        self.sim: Simulation | None = None
-        self.seed = 0
-        self.steps: list[Step] = []
-        self.failure: str | None = None
-
-    def do(self, step: Step) -> str:
-        assert self.sim is not None
-        self.steps.append(step)
-        outcome = apply(self.sim, step)
-        if outcome.startswith("crashed"):
-            record = self.sim.obs.crashes[-1]
-            event(f"storage crash {record.label} phase {record.phase}")
-        return outcome
+    def crashed(self) -> None:
+        record = self.sim.obs.crashes[-1]
+        event(f"storage crash {record.label} phase {record.phase}")
 
     @property
     def alive(self) -> bool:
@@ -131,16 +119,3 @@ class StorageMachine(RuleBasedStateMachine):
     def second_writer(self) -> None:
         self.do(Step("second_writer"))
 
-    @invariant()
-    def no_violation(self) -> None:
-        if self.sim is not None and self.sim.obs.violations:
-            self.failure = self.sim.obs.violations[0].invariant
-            raise AssertionError("\n".join(v.describe() for v in self.sim.obs.violations))
-
-    def teardown(self) -> None:
-        if self.sim is None:
-            return
-        try:
-            self.sim.shutdown()
-        finally:
-            target(float(len(self.sim.obs.crashes)), label="crashes survived")

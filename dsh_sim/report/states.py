@@ -106,7 +106,7 @@ def headline_note(t: Mapping[str, Any]) -> str:
     if not t["possible"]:
         return "no systematic exploration in these results"
     if t["exhaustive"]:
-        return "exhaustive: every state the crash model allows was checked"
+        return "exhaustive: every crash state the model allows was checked (torn lengths grouped by codec-aware class)"
     short = [f"{t['sampled_cells']} of {t['cells']} cells"] if t["sampled_cells"] else []
     short += [f"{t['short_points']} named point(s)"] if t["short_points"] else []
     parts = [" and ".join(short) + " below possible"] if short else []

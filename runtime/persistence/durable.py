@@ -102,6 +102,24 @@ async def ensure_dir_durable(fs: FileSystem, path: str, base: str) -> None:
         await fs.fsync_dir(posixpath.dirname(directory))
 
 
+async def write_new_synced(fs: FileSystem, path: str, data: bytes) -> None:
+    """Create ``path`` exclusively (0600), write ``data``, fsync it; the name is not yet durable.
+
+    A failed write or fsync removes the file again (it is ours); a failed exclusive open
+    removes nothing (the name belongs to someone else).
+    """
+    fd = await fs.open(path, OpenFlags.WRITE | OpenFlags.CREATE | OpenFlags.EXCLUSIVE, 0o600)
+    try:
+        await fs.write(fd, data)
+        await fs.fsync(fd)
+    except BaseException:
+        await close_after_error(fs, fd)
+        with trio.CancelScope(shield=True):
+            await unlink_quietly(fs, path)
+        raise
+    await close_shielded(fs, fd)
+
+
 async def publish_new_file(fs: FileSystem, final: str, temp: str, data: bytes) -> None:
     """Write ``data`` to ``temp``, fsync, hard-link to ``final`` (never overwriting), fsync the dir.
 
@@ -109,16 +127,9 @@ async def publish_new_file(fs: FileSystem, final: str, temp: str, data: bytes) -
     failed, the new link), so the caller can simply retry the publication; otherwise an
     undurable link would refuse every retry as "a log already exists".
     """
-    fd = await fs.open(temp, OpenFlags.WRITE | OpenFlags.CREATE | OpenFlags.EXCLUSIVE, 0o600)
+    await write_new_synced(fs, temp, data)
     linked = False
     try:
-        try:
-            await fs.write(fd, data)
-            await fs.fsync(fd)
-        except BaseException:
-            await close_after_error(fs, fd)
-            raise
-        await close_shielded(fs, fd)
         await fs.link(temp, final)
         linked = True
         if not mutants.on("persist.skip_dir_fsync_after_link"):
@@ -126,13 +137,13 @@ async def publish_new_file(fs: FileSystem, final: str, temp: str, data: bytes) -
     except BaseException:
         with trio.CancelScope(shield=True):
             if linked:
-                await _unlink_quietly(fs, final)
-            await _unlink_quietly(fs, temp)
+                await unlink_quietly(fs, final)
+            await unlink_quietly(fs, temp)
         raise
-    await _unlink_quietly(fs, temp)
+    await unlink_quietly(fs, temp)
 
 
-async def _unlink_quietly(fs: FileSystem, path: str) -> None:
+async def unlink_quietly(fs: FileSystem, path: str) -> None:
     """Best-effort removal (also used while an error unwinds: it must not mask it)."""
     try:
         await fs.unlink(path)

@@ -54,6 +54,18 @@ def _admit(event: Event) -> Event:
         raise ValueError(f"cannot append an invalid event: {err}") from None
 
 
+def _never_backwards(session_id: str, events: Sequence[Event], observed: int) -> int:
+    """A handle never serves a shorter log than it served before (spec §10.2)."""
+    if len(events) < observed:
+        raise SessionPersistenceCorruptionError(session_id, "stored log shrank below a previously observed prefix")
+    return len(events)
+
+
+def _window(events: Sequence[Event], offset: int, length: int | None) -> list[Event]:
+    end = len(events) if length is None else offset + length
+    return list(events[offset:end])
+
+
 class ReadHandle:
     access = "read"
 
@@ -73,11 +85,8 @@ class ReadHandle:
         if self._closed:
             raise SessionHandleClosedError("read")
         events = await self._backend._read_events(self.session_id, self.paths)
-        if len(events) < self._observed:
-            raise SessionPersistenceCorruptionError(self.session_id, "stored log shrank below a previously observed prefix")
-        self._observed = len(events)
-        end = len(events) if length is None else offset + length
-        return list(events[offset:end])
+        self._observed = _never_backwards(self.session_id, events, self._observed)
+        return _window(events, offset, length)
 
     async def append(self, events: Sequence[Event]) -> None:
         raise SessionReadOnlyError("append", self.session_id)
@@ -145,11 +154,8 @@ class WriteHandle:
         if not self.materialized:
             return []
         events = await self._backend._read_events(self.session_id, self.paths)
-        if len(events) < self._observed:
-            raise SessionPersistenceCorruptionError(self.session_id, "stored log shrank below a previously observed prefix")
-        self._observed = len(events)
-        end = len(events) if length is None else offset + length
-        return list(events[offset:end])
+        self._observed = _never_backwards(self.session_id, events, self._observed)
+        return _window(events, offset, length)
 
     async def append(self, events: Sequence[Event]) -> None:
         """Durably append one batch (one zstd frame); returns only after fsync."""

@@ -17,12 +17,12 @@ import attrs
 import trio
 
 from runtime.persistence import context
-from runtime.persistence.durable import _unlink_quietly, close_after_error, close_shielded, read_stable
+from runtime.persistence.durable import unlink_quietly, read_stable, write_new_synced
 from runtime.persistence.errors import GenerationSourceChangedError, GenerationTargetConflictError
 from runtime.persistence.layout import stage_path
 from runtime.persistence.log_format import GenerationMismatch, encode_generation, verify_exact
 from runtime.persistence.migration import MigratedLog
-from runtime.ports.fs import FileSystem, OpenFlags
+from runtime.ports.fs import FileSystem
 from runtime.ports.ids import Ids
 from runtime.ports.probe import Probe
 
@@ -104,15 +104,8 @@ async def publish(
     stage = stage_path(session_dir, ids.token_hex(8), compression)
     linked = published = False
     with context.durability_op(context.MIGRATION):
-        fd = await fs.open(stage, OpenFlags.WRITE | OpenFlags.CREATE | OpenFlags.EXCLUSIVE, 0o600)
+        await write_new_synced(fs, stage, data)
         try:
-            try:
-                await fs.write(fd, data)
-                await fs.fsync(fd)
-            except BaseException:
-                await close_after_error(fs, fd)
-                raise
-            await close_shielded(fs, fd)
             await probe.at("persist.migration.staged", session_id=session_id, path=stage, size=len(data))
             staged, identity = await read_stable(fs, stage)
             if staged != data:
@@ -138,10 +131,10 @@ async def publish(
         except BaseException:
             with trio.CancelScope(shield=True):
                 if linked and not published:
-                    await _unlink_quietly(fs, target)
-                await _unlink_quietly(fs, stage)
+                    await unlink_quietly(fs, target)
+                await unlink_quietly(fs, stage)
             raise
-    await _unlink_quietly(fs, stage)
+    await unlink_quietly(fs, stage)
 
 
 async def link_stage(fs: FileSystem, stage: str, target: str) -> None:

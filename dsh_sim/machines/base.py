@@ -1,0 +1,48 @@
+"""What every state machine shares: the simulation, the recorded steps, the invariant check."""
+
+from __future__ import annotations
+
+from hypothesis import event, target
+from hypothesis.stateful import RuleBasedStateMachine, invariant
+
+from dsh_sim.sim import Simulation
+from dsh_sim.steps import Step, apply
+
+
+class SimulationMachine(RuleBasedStateMachine):
+    """Rules call :meth:`do`; every step is recorded so a failure becomes a scenario file."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        type(self).last = self
+        self.sim: Simulation | None = None
+        self.seed = 0
+        self.steps: list[Step] = []
+        self.failure: str | None = None
+
+    def do(self, step: Step) -> str:
+        assert self.sim is not None
+        self.steps.append(step)
+        outcome = apply(self.sim, step)
+        if outcome.startswith("crashed"):
+            self.crashed()
+        return outcome
+
+    def crashed(self) -> None:
+        record = self.sim.obs.crashes[-1] if self.sim is not None and self.sim.obs.crashes else None
+        if record is not None:
+            event(f"crash {record.label} at {record.point or 'quiescence'} ({record.phase})")
+
+    @invariant()
+    def no_violation(self) -> None:
+        if self.sim is not None and self.sim.obs.violations:
+            self.failure = self.sim.obs.violations[0].invariant
+            raise AssertionError("\n".join(v.describe() for v in self.sim.obs.violations))
+
+    def teardown(self) -> None:
+        if self.sim is None:
+            return
+        try:
+            self.sim.shutdown()
+        finally:
+            target(float(len(self.sim.obs.crashes)), label="crashes survived")
