@@ -431,7 +431,7 @@ def test_headline_sums_crash_states_over_the_barrier_cells(tmp_path: Path) -> No
     _, md, html, doc = render(tmp_path / "exhaustive", exhaustive)
     page = Elements(html)
     assert headline_value(page, "states") == "1,035/1,035" and "warn" not in page.by_id("headline-states")["classes"]
-    assert "exhaustive: every state the crash model allows was checked" in page.by_id("headline-states")["text"]
+    assert "exhaustive: every crash state the model allows was checked (torn lengths grouped by codec-aware class)" in page.by_id("headline-states")["text"]
     assert doc["summary"]["crash_states_exhaustive"] is True and not page.with_class("sampled", "td")
     exhaustive["points"]["fs.write"]["explored"] = 9  # a point cut short is not exhaustive either
     _, _, html, doc = render(tmp_path / "cut-short", exhaustive)
