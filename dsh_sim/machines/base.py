@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import event, target
-from hypothesis.stateful import RuleBasedStateMachine, invariant
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from dsh_sim.machines.strategies import crash_specs
 
 from dsh_sim.sim import Simulation
 from dsh_sim.steps import Step, apply
@@ -27,6 +31,36 @@ class SimulationMachine(RuleBasedStateMachine):
         if outcome.startswith("crashed"):
             self.crashed()
         return outcome
+
+    @property
+    def alive(self) -> bool:
+        return self.sim is not None and self.sim.alive
+
+    @property
+    def dead(self) -> bool:
+        return self.sim is not None and not self.sim.alive
+
+    @property
+    def quiet(self) -> bool:
+        """Alive and not in the middle of anything (the agent machine: no turn in progress)."""
+        return self.alive
+
+    # -- rules every machine has ---------------------------------------------------------------
+
+    @precondition(lambda self: self.alive)
+    @rule(crash=crash_specs)
+    def crash_now(self, crash: dict[str, Any]) -> None:
+        self.do(Step("crash_now", crash))
+
+    @precondition(lambda self: self.dead)
+    @rule()
+    def reboot(self) -> None:
+        self.do(Step("boot"))
+
+    @precondition(lambda self: self.quiet and self.sim.disk.resolve(self.sim.config.log_path) is not None)
+    @rule()
+    def second_writer(self) -> None:
+        self.do(Step("second_writer"))
 
     def crashed(self) -> None:
         record = self.sim.obs.crashes[-1] if self.sim is not None and self.sim.obs.crashes else None

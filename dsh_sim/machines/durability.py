@@ -54,8 +54,8 @@ class DurabilityMachine(SimulationMachine):
         return self.alive and not self.sim.current.agent.turn_active
 
     @property
-    def dead(self) -> bool:
-        return self.sim is not None and not self.sim.alive
+    def quiet(self) -> bool:
+        return self.idle
 
     # -- rules -----------------------------------------------------------------------------
 
@@ -114,15 +114,7 @@ class DurabilityMachine(SimulationMachine):
     def cancel(self) -> None:
         self.do(Step("cancel"))
 
-    @precondition(lambda self: self.alive)
-    @rule(crash=crash_specs)
-    def crash_now(self, crash: dict[str, Any]) -> None:
-        self.do(Step("crash_now", crash))
 
-    @precondition(lambda self: self.dead)
-    @rule()
-    def reboot(self) -> None:
-        self.do(Step("boot"))
 
     @precondition(lambda self: self.idle)
     @rule(change=st.one_of(
@@ -145,10 +137,6 @@ class DurabilityMachine(SimulationMachine):
     def retry_unknown(self) -> None:
         self.do(Step("retry_unknown"))
 
-    @precondition(lambda self: self.idle and self.sim.disk.resolve(self.sim.config.log_path) is not None)
-    @rule()
-    def second_writer(self) -> None:
-        self.do(Step("second_writer"))
 
     # -- invariants --------------------------------------------------------------------------
 

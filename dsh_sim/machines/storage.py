@@ -49,13 +49,6 @@ class StorageMachine(SimulationMachine):
         record = self.sim.obs.crashes[-1]
         event(f"storage crash {record.label} phase {record.phase}")
 
-    @property
-    def alive(self) -> bool:
-        return self.sim is not None and self.sim.alive
-
-    @property
-    def dead(self) -> bool:
-        return self.sim is not None and not self.sim.alive
 
     @initialize(
         seed=st.integers(0, 2**31 - 1),
@@ -104,18 +97,6 @@ class StorageMachine(SimulationMachine):
     def arm_recovery_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
         self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": len(self.sim.lifetimes) + 1, "crash": crash}}))
 
-    @precondition(lambda self: self.alive)
-    @rule(crash=crash_specs)
-    def crash_now(self, crash: dict[str, Any]) -> None:
-        self.do(Step("crash_now", crash))
 
-    @precondition(lambda self: self.dead)
-    @rule()
-    def reopen(self) -> None:
-        self.do(Step("boot"))
 
-    @precondition(lambda self: self.alive and self.sim.disk.resolve(self.sim.config.log_path) is not None)
-    @rule()
-    def second_writer(self) -> None:
-        self.do(Step("second_writer"))
 
