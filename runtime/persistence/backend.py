@@ -20,7 +20,7 @@ import attrs
 
 from runtime import mutants
 from runtime.persistence import context
-from runtime.persistence.durable import close_after_error, ensure_dir_durable, exists, fsync_path, publish_new_file, read_prefix, read_stable
+from runtime.persistence.durable import close_after_error, ensure_dir_durable, exists, make_durable, publish_new_file, read_prefix, read_stable
 from runtime.persistence.errors import (
     GenerationSourceChangedError,
     SessionAlreadyExistsError,
@@ -147,10 +147,10 @@ class JsonlBackend:
             if located.version != SESSION_FORMAT_VERSION:
                 located = await self._publish_current(session_id, located)
                 paths = self._paths_of(located)
-            # After a kill the page cache may still hold writes that were never fsynced; a
-            # writer must not build on what a power cut could take back (PostgreSQL fsyncs its
-            # data directory at crash recovery for the same reason).
-            await fsync_path(self.fs, located.log)
+            # After a kill the page cache may still hold writes (or a published name) that were
+            # never fsynced; a writer must not build on what a power cut could take back
+            # (PostgreSQL fsyncs its data directory at crash recovery for the same reason).
+            await make_durable(self.fs, self.root, located.log)
             decoded = await self._decode(session_id, located)
         except BaseException:
             self._claims.pop(session_id, None)

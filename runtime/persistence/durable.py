@@ -102,6 +102,19 @@ async def ensure_dir_durable(fs: FileSystem, path: str, base: str) -> None:
         await fs.fsync_dir(posixpath.dirname(directory))
 
 
+async def make_durable(fs: FileSystem, root: str, path: str) -> None:
+    """Make an existing file durable *and reachable*: its content, its name, its directories.
+
+    After a crash, what a new process finds may live only in the page cache — unsynced
+    bytes, or a name whose directory was never fsynced (a publication killed between link and
+    directory fsync).  A writer that builds on it must first make it survive power loss.
+    """
+    directory = posixpath.dirname(path)
+    await ensure_dir_durable(fs, directory, root)
+    await fs.fsync_dir(directory)
+    await fsync_path(fs, path)
+
+
 async def write_new_synced(fs: FileSystem, path: str, data: bytes) -> None:
     """Create ``path`` exclusively (0600), write ``data``, fsync it; the name is not yet durable.
 
