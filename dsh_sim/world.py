@@ -106,7 +106,9 @@ class WorkspaceService(Service):
     """Files in the simulated workspace (the shell and note tools write here)."""
 
     name = "workspace"
-    idempotent = True
+    # Writing the same content again is harmless (naturally idempotent), but the service knows
+    # no keys: it does not deduplicate, so it is not judged as a keyed idempotent service.
+    idempotent = False
 
     def __init__(self) -> None:
         self.files: dict[str, str] = {}
