@@ -164,8 +164,10 @@ class Observation:
         for event in tuple(life.report.events)[: len(life.report.events) - recovered]:
             self.acked.setdefault(event.seq, event)
         data = self.sim.disk.read_path(self.sim.config.log_path)
+        if data is not None and torn is not None:
+            data = data[: torn.truncate_to]  # a torn tail is not committed: the writer truncates it
         if data is not None and len(data) > len(self.acked_bytes) and data.startswith(self.acked_bytes):
-            self.acked_bytes = data  # everything this process has written so far was acknowledged
+            self.acked_bytes = data  # everything before the torn tail was committed when we opened
 
     def second_writer(self, life: "Lifetime") -> None:
         inv.check_second_writer(self, life)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import attrs
+import pytest
 
 from dsh_sim.commands.explore_cmd import saver
 from dsh_sim.explore import explore, record
@@ -62,3 +63,28 @@ def test_the_reorder_model_explores_subsets_of_unsynced_writes():
     reorder = explore(scenario("fsync-fail-on-append"), crash="power", model="reorder")
     assert reorder.violations == [] and sum(reorder.possible.values()) > 0
     assert sum(reorder.possible.values()) != sum(prefix.possible.values())
+
+
+# A spread of the corpus, explored in full on every build (``dsh-sim run`` explores all of it):
+# torn frames with partial records, fsync failures, recovery crashes, migration, two writers.
+SPREAD = (
+    "torn-zstd-multiblock-partial-records",
+    "torn-none-mid-line",
+    "fsync-fail-on-first-publication",
+    "crash-during-recovery",
+    "two-writers-storage",
+    "cancel-while-tool-checkpoint-pending",
+)
+
+
+@pytest.mark.parametrize("name", SPREAD)
+def test_every_crash_state_of_the_spread_recovers_cleanly(name):
+    result = explore(scenario(name))
+    assert not result.violations, result.violations[0][1].describe()
+    assert sum(result.explored.values()) == sum(result.possible.values()) > 0
+
+
+@pytest.mark.parametrize("path", sorted(os.listdir(os.path.join(STARTER, "..", "regressions"))))
+def test_every_crash_state_of_the_regressions_recovers_cleanly(path):
+    result = explore(load(os.path.join(STARTER, "..", "regressions", path)))
+    assert not result.violations, result.violations[0][1].describe()
