@@ -79,20 +79,40 @@ def inspect_path(path: str) -> dict[str, Any]:
         raise CliError(f"{log}: refused: header says log format v{err.version}, this build reads v{SESSION_FORMAT_VERSION}") from None
     except LogUnknownEventType as err:
         raise CliError(f"{log}: refused: {err} (not marked ignorable; written by a newer harness?)") from None
-    closers = interrupted_turn_closers(decoded.events)
     torn = decoded.torn
+    return inspect_document(
+        log, version, compression, data, decoded.header, decoded.events,
+        torn=None if torn is None else (torn.truncate_to, torn.torn_bytes, len(torn.recovered)),
+        migration=None,
+    )
+
+
+def inspect_document(
+    log: str,
+    version: int,
+    compression: str,
+    data: bytes,
+    header: Any,
+    events: list[Any],
+    *,
+    torn: tuple[int, int, int] | None,
+    migration: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The stable ``inspect`` JSON shape (README) for a current or a migrated view.
+
+    ``torn`` is (offset, torn bytes, recovered records) of the log as read.
+    """
+    closers = interrupted_turn_closers(events)
     return {
         "schema": INSPECT_SCHEMA,
         "path": log,
         "format": {"version": version, "compression": compression, "bytes": len(data)},
-        "header": decoded.header.to_record(),
-        "events": [e.to_record() for e in decoded.events],
-        "torn": None
-        if torn is None
-        else {"offset": torn.truncate_to, "torn_bytes": torn.torn_bytes, "recovered_records": len(torn.recovered)},
+        "header": header.to_record(),
+        "events": [e.to_record() for e in events],
+        "torn": None if torn is None else {"offset": torn[0], "torn_bytes": torn[1], "recovered_records": torn[2]},
         "closers": [e.to_record() for e in closers],
         "verdicts": verdicts(closers),
-        "migration": None,
+        "migration": migration,
     }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import trio
 
 from dsh_sim.commands.common import CliError, emit_json
-from dsh_sim.commands.inspect_log import INSPECT_SCHEMA, locate_log
+from dsh_sim.commands.inspect_log import inspect_document, locate_log
 from runtime.adapters import production_ports
 from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.errors import SessionPersistenceError
@@ -23,7 +23,6 @@ from runtime.persistence.layout import generation_filename
 from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported
 from runtime.persistence.migration import MigratedLog, MigrationRefused, migrate_v0
 from runtime.persistence.v0_format import V0_VERSION, V0Log, V0Unsupported, decode_v0
-from runtime.session.repair import interrupted_turn_closers, verdicts
 from runtime.session.vocabulary import SESSION_FORMAT_VERSION
 
 
@@ -52,18 +51,11 @@ def inspect_historical(log: str, version: int, compression: str, data: bytes) ->
     """
     source, migrated = _migrate_in_memory(log, version, compression, data)
     target = generation_filename(SESSION_FORMAT_VERSION, compression)
-    closers = interrupted_turn_closers(migrated.events)
     torn = source.torn
-    return {
-        "schema": INSPECT_SCHEMA,
-        "path": log,
-        "format": {"version": version, "compression": compression, "bytes": len(data)},
-        "header": migrated.header.to_record(),
-        "events": [e.to_record() for e in migrated.events],
-        "torn": None if torn is None else {"offset": torn.truncate_to, "torn_bytes": torn.torn_bytes, "recovered_records": torn.recovered},
-        "closers": [e.to_record() for e in closers],
-        "verdicts": verdicts(closers),
-        "migration": {
+    return inspect_document(
+        log, version, compression, data, migrated.header, migrated.events,
+        torn=None if torn is None else (torn.truncate_to, torn.torn_bytes, torn.recovered),
+        migration={
             "from": version,
             "to": SESSION_FORMAT_VERSION,
             "source_events": migrated.source_events,
@@ -73,7 +65,7 @@ def inspect_historical(log: str, version: int, compression: str, data: bytes) ->
                 f"({migrated.source_events} v{version} events become {len(migrated.events)}); nothing was written"
             ),
         },
-    }
+    )
 
 
 async def _publish(root: str, session_id: str, compression: str) -> tuple[str, int]:

@@ -102,24 +102,25 @@ def _loads(line: bytes) -> Any:
     return json.loads(line, parse_int=_parse_int)
 
 
-class _Unparsable(ValueError):
-    """A line that is not a JSON object: what a torn or garbage write leaves behind."""
+class Unparsable(ValueError):
+    """A line that is not a record at all: what a torn or garbage write leaves behind."""
 
 
-def _parse_record(line: bytes) -> dict[str, Any]:
+def parse_record(line: bytes) -> dict[str, Any]:
+    """One JSON object line, read losslessly (every generation's records start here)."""
     try:
         record = _loads(line)
     except ValueError:
-        raise _Unparsable("not valid JSON") from None
+        raise Unparsable("not valid JSON") from None
     if type(record) is not dict:
-        raise _Unparsable("not a JSON object")
+        raise Unparsable("not a JSON object")
     return record
 
 
 def _parse_line(line: bytes) -> Event:
     try:
-        return Event.from_record(_parse_record(line))
-    except _Unparsable as err:
+        return Event.from_record(parse_record(line))
+    except Unparsable as err:
         raise EnvelopeError(str(err)) from None
 
 
@@ -171,8 +172,8 @@ def _decode_raw(data: bytes) -> DecodedLog:
         line = data[pos:nl]
         pos = nl + 1
         try:
-            record = _parse_record(line)
-        except _Unparsable:
+            record = parse_record(line)
+        except Unparsable:
             if issue is None:
                 issue = f"corrupt session log: unparsable committed event at line {line_no}"
             continue

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported, _loads
+from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported, Unparsable, _loads, parse_record
 from runtime.persistence.zstd_frames import FrameFormatError, decode_frame, decode_torn_frame, first_frame, scan_frames
 from runtime.session.lossless import is_safe_integer
 
@@ -172,8 +172,8 @@ def header_version(line: bytes) -> int | None:
 # -- records --------------------------------------------------------------------------------
 
 
-class _Malformed(ValueError):
-    """Not a record at all (bad JSON, a malformed packed row): a tolerated crash tail."""
+class _Malformed(Unparsable):
+    """A malformed packed row: like bad JSON, not a record at all (a tolerated crash tail)."""
 
 
 def _event(record: dict[str, Any]) -> V0Event:
@@ -255,12 +255,7 @@ def expand_row(record: dict[str, Any]) -> list[V0Event]:
 
 
 def _records(line: bytes) -> list[V0Event]:
-    try:
-        record = _loads(line)
-    except ValueError:
-        raise _Malformed("not valid JSON") from None
-    if type(record) is not dict:
-        raise _Malformed("not a JSON object")
+    record = parse_record(line)
     if record.get("type") in ROW_TAGS:
         return expand_row(record)
     return [_event(record)]
@@ -279,7 +274,7 @@ class _Scanner:
         self.line += 1
         try:
             members = _records(line)
-        except _Malformed:
+        except Unparsable:
             self.issue = self.issue or f"corrupt session log: unparsable committed event at line {self.line}"
             return False
         except LogCorruption as err:
