@@ -7,13 +7,14 @@ the simulated user is absent and the question falls through to ``unavailable``.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from runtime.agent.hooks import Next, PluginContext
 
-Gate = Callable[[str, dict[str, Any]], Awaitable[Any]]
+if TYPE_CHECKING:
+    from dsh_sim.gates import GateFn
 
 
 class AnswererFailure(RuntimeError):
@@ -23,7 +24,7 @@ class AnswererFailure(RuntimeError):
 class SimAnswerer:
     name = "sim-answerer"
 
-    def __init__(self, answers: list[str], gate: Gate, failures: list[str] | None = None) -> None:
+    def __init__(self, answers: list[str], gate: GateFn, failures: list[str] | None = None) -> None:
         self._answers = answers  # shared with the simulation (survives lifetimes)
         self._gate = gate
         self.failures = failures if failures is not None else []  # calls whose answerer failed (ground truth)

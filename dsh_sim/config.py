@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import attrs
 
-from runtime.persistence.layout import SessionPaths
+from runtime.persistence.layout import SessionPaths, generation_filename
+
+
+@functools.lru_cache(maxsize=64)
+def session_paths(root: str, workspace: str, session_id: str, compression: str) -> SessionPaths:
+    """The session's paths, computed once per configuration: harness code asks for the log
+    path thousands of times per exploration (``SessionPaths`` is frozen, so sharing is safe)."""
+    return SessionPaths.of(root, workspace, session_id, compression)
 
 
 @attrs.frozen
@@ -24,8 +32,17 @@ class SimConfig:
     approval_tools: tuple[str, ...] = ("send_message",)
 
     @property
+    def paths(self) -> SessionPaths:
+        return session_paths(self.root, self.workspace, self.session_id, self.compression)
+
+    @property
     def log_path(self) -> str:
-        return SessionPaths.of(self.root, self.workspace, self.session_id, self.compression).log
+        return self.paths.log
+
+    @property
+    def v0_path(self) -> str:
+        """Where a historical (v0) generation of this session lives (the ``seed_v0`` step puts one there)."""
+        return f"{self.paths.session_dir}/{generation_filename(0, self.compression)}"
 
     def to_json(self) -> dict[str, Any]:
         out = attrs.asdict(self)

@@ -21,7 +21,7 @@ from dsh_sim.explore import record
 from dsh_sim.logs import capture_runtime_logs
 from dsh_sim.machines.strategies import aimed_crash_rule
 from dsh_sim.replay import judge, run_scenario
-from dsh_sim.scenario import Expectation, Scenario, dumps
+from dsh_sim.scenario import Expectation, Scenario, save
 from dsh_sim.simfs.crash import PowerCut, TornCut
 from dsh_sim.simfs.disk import Disk, WriteOp
 from dsh_sim.torn import classify
@@ -197,9 +197,7 @@ def main(out_dir: str) -> int:
             result, _ = run_scenario(scenario)
             problems = judge(scenario, result, check_digest=False)
             final = attrs.evolve(scenario, trace_digest=result.digest)
-            path = os.path.join(out_dir, f"{scenario.name}.json")
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(dumps(final))
+            path = save(final, os.path.join(out_dir, f"{scenario.name}.json"), overwrite=True)
             status = "ok" if not problems else "PROBLEM: " + "; ".join(problems)
             failed += bool(problems)
             print(f"{path}: {status}")

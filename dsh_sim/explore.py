@@ -18,20 +18,20 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from typing import Any, Iterable
+from typing import Any
 
 import attrs
 
 from dsh_sim.coverage import barrier_of, build_case, phase_group, recovery_facts
 from dsh_sim.determinism import derive_seed
-from dsh_sim.faults import CrashSpec, FaultPlan, FaultRule
+from dsh_sim.faults import CrashSpec, FaultPlan
 from dsh_sim.invariants import Violation
-from dsh_sim.observe import CrashRecord, crash_phase
+from dsh_sim.observe import Evidence, crash_phase
 from dsh_sim.points import POINTS
-from dsh_sim.replay import run_steps
+from dsh_sim.replay import run_steps, simulation_for
 from dsh_sim.scenario import Expectation, Scenario
 from dsh_sim.sim import Lifetime, Simulation
-from dsh_sim.simfs.crash import PowerCut, apply_power_cut, crash_states, state_count
+from dsh_sim.simfs.crash import PowerCut, apply_power_cut, crash_states
 from dsh_sim.simfs.disk import Disk, DiskImage, WriteOp
 from dsh_sim.steps import Step, apply
 from dsh_sim.torn import codec_cut_points, torn_class
@@ -50,12 +50,7 @@ class CrashPoint:
     image: DiskImage
     world: World
     acked: dict[int, Any]
-    acked_bytes: bytes
-    in_memory: tuple[Any, ...]
-    boundaries: dict[str, str]
-    barrier: str | None
-    op: str | None
-    time: float
+    evidence: Evidence  # what a crash record would keep (barrier, step, boundaries, in-memory log, ...)
     corruptions: tuple[tuple[str, int, bool], ...]
 
 
@@ -69,15 +64,11 @@ class Recorder:
         self._occurrences: dict[tuple[int, str], int] = {}
 
     def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
-        from dsh_sim.observe import call_boundaries
-        from runtime.persistence import context
-
         if life is not self.sim.primary:
             return
         key = (life.index, name)
         self._occurrences[key] = self._occurrences.get(key, 0) + 1
         sim = self.sim
-        op = context.current()
         self.points.append(
             CrashPoint(
                 index=len(self.points),
@@ -85,16 +76,11 @@ class Recorder:
                 lifetime=life.index,
                 point=name,
                 occurrence=self._occurrences[key],
-                details={k: v for k, v in details.items() if not k.startswith("_")},
+                details={k: v for k, v in details.items() if not k.startswith("_")},  # observers get the raw details
                 image=sim.disk.image(),
                 world=sim.world.snapshot(),
                 acked=dict(sim.obs.acked),
-                acked_bytes=sim.obs.acked_bytes,
-                in_memory=tuple(life.session.events) if life.session is not None else (),
-                boundaries=call_boundaries(sim, life),
-                barrier=op.barrier,
-                op=op.step,
-                time=sim.now(),
+                evidence=Evidence.capture(sim, life),
                 corruptions=tuple(sim.obs.corruptions),
             )
         )
@@ -152,33 +138,45 @@ def _state_key(disk: Disk, cp: CrashPoint) -> str:
     h.update(repr(disk.image()).encode())
     h.update(repr([(e.service, e.call_id, e.applied) for e in cp.world.ledger]).encode())
     h.update(repr(sorted(cp.acked)).encode())
-    h.update(cp.acked_bytes)
+    h.update(cp.evidence.acked_bytes)
     h.update(repr(cp.corruptions).encode())
     return h.hexdigest()
 
 
+def post_crash_disk(cp: CrashPoint, cut: PowerCut | None) -> Disk:
+    """The disk a crash at ``cp`` leaves: the recorded image, cut by ``cut`` (power loss)."""
+    disk = Disk.from_image(cp.image)
+    if cut is not None:
+        apply_power_cut(disk, cut)
+    return disk
+
+
 def recover_from(
-    scenario: Scenario, cp: CrashPoint, crash: CrashSpec, cut: PowerCut | None, *, continue_turn: bool = True, torn_class: str | None = None
+    scenario: Scenario,
+    cp: CrashPoint,
+    crash: CrashSpec,
+    cut: PowerCut | None,
+    disk: Disk,
+    phase: str,
+    *,
+    continue_turn: bool = True,
+    torn_class: str | None = None,
 ) -> Simulation:
-    """A fresh simulation whose disk is the post-crash state; boot, recover, continue."""
-    kind = "agent" if scenario.machine == "durability" else "storage"
+    """A fresh simulation starting from the post-crash ``disk`` (see :func:`post_crash_disk`,
+    ``phase`` is its crash phase); boot, recover, continue.  The simulation takes ``disk`` over."""
     seed = derive_seed(scenario.seed, "explore", cp.index, crash.label(), cut.describe() if cut else "-")
-    sim = Simulation(seed, scenario.sim_config(), FaultPlan(), kind=kind, trace=False)
+    sim = simulation_for(scenario, seed=seed, plan=FaultPlan(), trace=False)
     sim.source = "explore"
     sim.torn_class = torn_class
-    sim.disk = Disk.from_image(cp.image)
-    phase = crash_phase(sim.disk, sim.config.log_path, crash.kind, cut)
-    if cut is not None:
-        apply_power_cut(sim.disk, cut)
+    sim.disk = disk
     sim.world = cp.world.snapshot()
-    sim.clock.jump(cp.time)
+    sim.clock.jump(cp.evidence.time)
     sim.obs.acked = dict(cp.acked)
-    sim.obs.acked_bytes = cp.acked_bytes
+    sim.obs.acked_bytes = cp.evidence.acked_bytes
     sim.obs.corruptions = list(cp.corruptions)
-    sim.prior_crash = CrashRecord(
+    sim.prior_crash = cp.evidence.record(
         lifetime=cp.lifetime, point=cp.point, details=cp.details, kind=crash.kind, label=crash.label(),
-        cut=cut.describe() if cut else None, phase=phase, barrier=cp.barrier, step=cp.op,
-        boundaries=cp.boundaries, in_memory=cp.in_memory, time=cp.time, image=sim.disk.image(), acked_bytes=cp.acked_bytes,
+        cut=cut.describe() if cut else None, phase=phase, image=disk.image(),
     )
     try:
         apply(sim, Step("boot"))
@@ -236,9 +234,7 @@ def repro_scenario(scenario: Scenario, cp: CrashPoint, crash: CrashSpec, cut: Po
 
 
 def record(scenario: Scenario) -> tuple[list[CrashPoint], Simulation]:
-    kind = "agent" if scenario.machine == "durability" else "storage"
-    plan = FaultPlan([FaultRule.from_json(r) for r in scenario.fault_plan])
-    sim = Simulation(scenario.seed, scenario.sim_config(), plan, kind=kind)
+    sim = simulation_for(scenario)
     recorder = Recorder(sim)
     sim.observers.append(recorder)
     try:
@@ -276,32 +272,29 @@ def explore(
         possible: dict[str, int] = {name: 0 for name in POINTS}
         explored: dict[str, int] = {name: 0 for name in POINTS}
         sampled: dict[str, int] = {}
+        log_path = recorded.config.log_path
         for cp in points:
-            disk = Disk.from_image(cp.image)
-            options: list[tuple[CrashSpec, PowerCut | None]] = []
+            disk = Disk.from_image(cp.image)  # the state at the point, before any cut (read only)
+            specs: list[tuple[CrashSpec, PowerCut | None]] = []
             if crash in ("kill", "both"):
-                options.append((CrashSpec("kill"), None))
+                specs.append((CrashSpec("kill"), None))
             if crash in ("power", "both"):
-                cuts = _power_states(disk, model)
-                options.extend((CrashSpec("power", "cut"), c) for c in cuts)
-            possible[cp.point] += len(options)
-            barrier = barrier_of(cp.barrier, cp.op)
-            for spec, cut in options:
-                col = phase_group(spec.kind, crash_phase(disk, recorded.config.log_path, spec.kind, cut))
-                _cell(cells, cp, barrier, col, "possible")
+                specs.extend((CrashSpec("power", "cut"), c) for c in _power_states(disk, model))
+            possible[cp.point] += len(specs)
+            barrier = barrier_of(cp.evidence.barrier, cp.evidence.step)
+            options = [(spec, cut, crash_phase(disk, log_path, spec.kind, cut)) for spec, cut in specs]
+            for spec, _, phase in options:
+                _cell(cells, cp, barrier, phase_group(spec.kind, phase), "possible")
             if bound is not None and len(options) > bound:
                 options = rng.sample(options, bound)
                 sampled[cp.point] = sampled.get(cp.point, 0) + 1
-            for spec, cut in options:
-                after = Disk.from_image(cp.image)
-                phase = crash_phase(after, recorded.config.log_path, spec.kind, cut)
-                cls = _cut_class(after, cut) if cut is not None else None
-                if cut is not None:
-                    apply_power_cut(after, cut)
+            for spec, cut, phase in options:
+                cls = _cut_class(disk, cut) if cut is not None else None
+                after = post_crash_disk(cp, cut)
                 key = _state_key(after, cp) + spec.kind + config_key
                 shared = key in cache
                 if not shared:
-                    sim = recover_from(scenario, cp, spec, cut, continue_turn=continue_turn, torn_class=cls)
+                    sim = recover_from(scenario, cp, spec, cut, after, phase, continue_turn=continue_turn, torn_class=cls)
                     report = sim.primary.report if sim.primary is not None else None
                     verdicts = dict(report.verdicts) if report is not None else {}
                     applied = {c: bool(sim.world.applied_for(c)) for c in verdicts}
@@ -309,7 +302,7 @@ def explore(
                     cache[key] = (verdicts, applied, tuple(sim.obs.violations), facts)
                 verdicts, applied, violations, facts = cache[key]
                 if facts is not None:
-                    cases.append(build_case("explore", cp.point, barrier_of(cp.barrier, cp.op), spec.kind, phase, cls, cp.boundaries, facts))
+                    cases.append(build_case("explore", cp.point, barrier, spec.kind, phase, cls, cp.evidence.boundaries, facts))
                 repro = None
                 if violations and on_violation is not None:
                     klass = (violations[0].invariant, cp.point, spec.kind)
@@ -339,12 +332,8 @@ def explore(
 
 def _cell(cells: dict[str, Any], cp: CrashPoint, barrier: str, col: str, key: str) -> None:
     """Count one crash state in every matrix cell it belongs to (a cell per call boundary)."""
-    for row in sorted(set(cp.boundaries.values())) or ["no call"]:
+    for row in sorted(set(cp.evidence.boundaries.values())) or ["no call"]:
         slot = cells["boundary"].setdefault(row, {}).setdefault(col, {"possible": 0, "explored": 0})
         slot[key] += 1
     slot = cells["barrier"].setdefault(barrier, {}).setdefault(col, {"possible": 0, "explored": 0})
     slot[key] += 1
-
-
-def total_states(points: Iterable[CrashPoint], model: str = "prefix") -> int:
-    return sum(1 + state_count(Disk.from_image(cp.image), model, codec_cut_points) for cp in points)

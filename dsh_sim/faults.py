@@ -10,7 +10,7 @@ else.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 import attrs
 
@@ -88,7 +88,7 @@ class FaultRule:
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "FaultRule":
-        known = {"point", "action", "hit", "times", "lifetime", "match", "crash", "errno", "drop_dirty", "delay", "corrupt_path", "corrupt_offset"}
+        known = {f.name for f in attrs.fields(cls)}
         extra = sorted(set(obj) - known)
         if extra:
             raise ValueError(f"fault rule has unknown keys {extra}")
@@ -136,9 +136,6 @@ class FaultPlan:
         self._armed.append(_Armed(rule))
         return len(self._armed) - 1
 
-    def fired(self, index: int) -> int:
-        return self._armed[index].fired
-
     def unfired(self) -> list[tuple[int, FaultRule]]:
         return [(i, a.rule) for i, a in enumerate(self._armed) if a.fired == 0]
 
@@ -158,5 +155,5 @@ class FaultPlan:
         return [r.to_json() for r in self.rules]
 
     @classmethod
-    def from_json(cls, rules: list[dict[str, Any]]) -> "FaultPlan":
+    def from_json(cls, rules: Iterable[dict[str, Any]]) -> "FaultPlan":
         return cls([FaultRule.from_json(r) for r in rules])

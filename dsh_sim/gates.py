@@ -8,7 +8,7 @@ injected tool failure or an unavailable sandbox for the runtime.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from dsh_sim.faults import FaultRule
 from dsh_sim.simfs import FsFault, ProcessView
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from dsh_sim.sim import Lifetime, Simulation
 
 ERRNO = {"EIO": 5, "ENOSPC": 28, "EACCES": 13, "EWOULDBLOCK": 11, "EAGAIN": 11}
+
+# The domain gate as the world, the model and the answerer see it (:meth:`Gate.domain`):
+# announce a named point, get back the domain fault to act out (a FaultRule) or None.
+GateFn = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 class Probe:
@@ -43,12 +47,11 @@ class Probe:
 class Gate:
     """Filesystem gate and domain gate of one process."""
 
-    def __init__(self, sim: "Simulation", life: "Lifetime | None") -> None:
+    def __init__(self, sim: "Simulation", life: "Lifetime") -> None:
         self._sim = sim
         self._life = life
 
     async def before_fs(self, view: ProcessView, op: str, path: str, details: dict[str, Any]) -> FsFault | None:
-        assert self._life is not None
         firing = await self._sim.point(self._life, f"fs.{op}", {"path": path, **details})
         if firing is None:
             return None
@@ -63,7 +66,6 @@ class Gate:
 
     async def domain(self, point: str, details: dict[str, Any]) -> FaultRule | None:
         """For the simulated world, model and answerer: the domain fault to act out, if any."""
-        assert self._life is not None
         firing = await self._sim.point(self._life, point, details)
         return firing.rule if firing is not None else None
 

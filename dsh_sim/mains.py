@@ -24,6 +24,7 @@ from runtime.persistence.errors import SessionPersistenceNotFoundError
 from runtime.persistence.header import SessionHeader
 from runtime.persistence.publication import inline_verifier
 from runtime.persistence.store import open_store
+from runtime.ports import Ports
 from runtime.session.session import Session
 from runtime.agent.sandbox_service import SandboxService
 from runtime.tools.shell import ShellTool
@@ -42,13 +43,16 @@ class StorageRecovery:
     verdicts: dict[str, str] = attrs.field(factory=dict)
 
 
+def _backend(sim: "Simulation", ports: Ports) -> JsonlBackend:
+    """A persistence backend over the process's ports, verifying inline (no worker threads)."""
+    return JsonlBackend(sim.config.root, ports, compression=sim.config.compression, verifier=inline_verifier)
+
 
 async def second_writer_main(sim: "Simulation", life: "Lifetime") -> None:
     """A second writer: opens the stored session for write, appends one event, exits."""
     cfg = sim.config
     ports = sim.ports(life)
-    backend = JsonlBackend(cfg.root, ports, compression=cfg.compression, verifier=inline_verifier)
-    handle = await backend.open(cfg.session_id, "write")
+    handle = await _backend(sim, ports).open(cfg.session_id, "write")
     try:
         stored = await handle.read()
         session = Session(cfg.session_id, ports.clock, stored)
@@ -60,7 +64,8 @@ async def agent_main(sim: "Simulation", life: "Lifetime") -> None:
     """The runtime with its agent: resume with repair (or create), then serve commands."""
     cfg = sim.config
     ports = sim.ports(life)
-    gate = Gate(sim, life)
+    gate = life.view.gate  # the process's gate (Simulation.boot installs it before main runs)
+    assert isinstance(gate, Gate)
     tools = world_tools(sim.world, gate.domain, sim.now, life.index, approval_tools=cfg.approval_tools)
     tools.append(ShellTool(SimRunner(sim.world, gate.domain, sim.now, life.index), cfg.workspace, ports.probe))
     model = SimModel(sim.model_queue, gate.domain, chunk_delay=cfg.chunk_delay)
@@ -97,7 +102,7 @@ async def storage_main(sim: "Simulation", life: "Lifetime") -> None:
     """
     cfg = sim.config
     ports = sim.ports(life)
-    backend = JsonlBackend(cfg.root, ports, compression=cfg.compression, verifier=inline_verifier)
+    backend = _backend(sim, ports)
     async with open_store(ports.probe) as store:
         life.store = store
         try:

@@ -8,7 +8,7 @@ empty the model answers with plain text, so every turn ends.  Parts are spaced b
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, AsyncIterator
 
 import trio
 
@@ -16,7 +16,8 @@ from runtime.adapters.script_model import ScriptedResponse
 from runtime.ports.model import ModelRequest, StreamPart
 from runtime.tools.results import HarnessError
 
-Gate = Callable[[str, dict[str, Any]], Awaitable[Any]]
+if TYPE_CHECKING:
+    from dsh_sim.gates import GateFn
 
 
 class ModelStreamError(HarnessError):
@@ -28,14 +29,12 @@ class SimModel:
     provider = "sim"
     model = "scripted"
 
-    def __init__(self, queue: list[ScriptedResponse], gate: Gate, *, chunk_delay: float = 0.01) -> None:
+    def __init__(self, queue: list[ScriptedResponse], gate: GateFn, *, chunk_delay: float = 0.01) -> None:
         self._queue = queue  # shared with the simulation: survives process lifetimes
         self._gate = gate
         self._chunk_delay = chunk_delay
-        self.requests = 0
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
-        self.requests += 1
         response = self._queue.pop(0) if self._queue else ScriptedResponse(text="ok")
         return self._emit(request, response)
 

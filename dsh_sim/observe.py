@@ -15,6 +15,7 @@ import attrs
 from dsh_sim import invariants as inv
 from dsh_sim.simfs.crash import PowerCut
 from dsh_sim.simfs.disk import Disk, DiskImage
+from runtime.persistence import context as durability
 from runtime.session.events import Event
 
 if TYPE_CHECKING:
@@ -40,6 +41,44 @@ class CrashRecord:
     time: float
     image: DiskImage
     acked_bytes: bytes
+
+
+@attrs.frozen
+class Evidence:
+    """What a crash at this instant would leave for the judges, besides the disk.
+
+    Taken where a crash happens (:meth:`Simulation.crash_process`) and where one is only
+    recorded for later exploration (``explore.Recorder``), so both judge by the same facts.
+    """
+
+    barrier: str | None
+    step: str | None
+    boundaries: dict[str, str]
+    in_memory: tuple[Event, ...]
+    time: float
+    acked_bytes: bytes
+
+    @classmethod
+    def capture(cls, sim: "Simulation", life: "Lifetime") -> "Evidence":
+        op = durability.current()
+        return cls(
+            barrier=op.barrier,
+            step=op.step,
+            boundaries=call_boundaries(sim, life),
+            in_memory=tuple(life.session.events) if life.session is not None else (),
+            time=sim.now(),
+            acked_bytes=sim.obs.acked_bytes,
+        )
+
+    def record(
+        self, *, lifetime: int, point: str | None, details: dict[str, Any], kind: str, label: str, cut: str | None, phase: str, image: DiskImage
+    ) -> CrashRecord:
+        """The crash record of a crash of ``kind`` at this instant, leaving ``image``."""
+        return CrashRecord(
+            lifetime=lifetime, point=point, details=details, kind=kind, label=label, cut=cut, phase=phase,
+            barrier=self.barrier, step=self.step, boundaries=self.boundaries, in_memory=self.in_memory,
+            time=self.time, image=image, acked_bytes=self.acked_bytes,
+        )
 
 
 def crash_phase(disk: Disk, log_path: str, kind: str, cut: PowerCut | None) -> str:
@@ -140,9 +179,7 @@ class Observation:
             inv.check_request_after_durable_header(self, life)
 
     def fired(self, firing: "Firing", life: "Lifetime", point: str) -> None:
-        from runtime.persistence import context
-
-        self.faults.append((life.index, point, firing.rule.action, firing.index, context.current().step))
+        self.faults.append((life.index, point, firing.rule.action, firing.index, durability.current().step))
 
     def corrupted(self, path: str, offset: int, complete_frame: bool) -> None:
         self.corruptions.append((path, offset, complete_frame))

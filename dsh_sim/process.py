@@ -23,6 +23,7 @@ import trio
 import trio.testing
 
 from dsh_sim.determinism import seed_scheduler
+from dsh_sim.simfs.disk import FidelityError
 
 HOST_TIMEOUT = 120.0  # real seconds a host waits for one command before declaring a hang
 DEFAULT_HORIZON = 600.0  # virtual seconds a command may run before it stops waiting
@@ -72,12 +73,10 @@ class SimProcess:
         self.ready = False  # set by main when the process finished booting
         self.exited = False
         self.exit_error: BaseException | None = None
-        self.main_result: Any = None
-        self._nursery: trio.Nursery | None = None
 
     # -- host side -----------------------------------------------------------------------
 
-    def start(self, horizon: float = DEFAULT_HORIZON) -> Reply:
+    def start(self) -> Reply:
         self._thread = threading.Thread(target=self._thread_main, name=f"simproc-{self.pid}", daemon=True)
         self._thread.start()
         return self._wait()
@@ -127,7 +126,6 @@ class SimProcess:
     async def _driver(self) -> None:
         booted = _Task()
         async with trio.open_nursery() as nursery:
-            self._nursery = nursery
             nursery.start_soon(self._run_main, booted, name="process-main")
             await self._settle(lambda: self.ready or booted.done, DEFAULT_HORIZON)
             if booted.done:
@@ -156,7 +154,7 @@ class SimProcess:
 
     async def _run_main(self, booted: _Task) -> None:
         try:
-            self.main_result = await self._main(self)
+            await self._main(self)
         except Exception as err:
             booted.error = err
         finally:
@@ -190,9 +188,9 @@ def _unwrap(err: BaseException) -> BaseException:
     if isinstance(err, BaseExceptionGroup):
         crash, _ = err.split(SimulatedCrash)
         if crash is None:
-            crash, _ = err.split(lambda e: type(e).__name__ == "FidelityError")
+            crash, _ = err.split(FidelityError)
         if crash is not None:
-            return _first_leaf(crash)
+            return _leaves(crash)[0]
         leaves = [e for e in _leaves(err) if not isinstance(e, trio.Cancelled)]
         return leaves[0] if leaves else err
     return err
@@ -206,6 +204,3 @@ def _leaves(err: BaseException) -> list[BaseException]:
         return out
     return [err]
 
-
-def _first_leaf(err: BaseException) -> BaseException:
-    return _leaves(err)[0]

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from dsh_sim.faults import FaultPlan, FaultRule
+from dsh_sim.faults import FaultPlan
 from dsh_sim.invariants import Violation
 from dsh_sim.scenario import Scenario
 from dsh_sim.sim import Simulation
@@ -37,6 +37,22 @@ class RunResult:
     @property
     def invariant(self) -> str | None:
         return self.violations[0].invariant if self.violations else None
+
+
+def simulation_for(
+    scenario: Scenario, *, seed: int | None = None, plan: FaultPlan | None = None, keep_trace: bool = False, trace: bool = True
+) -> Simulation:
+    """A fresh simulation for ``scenario``: its seed, configuration and fault plan (unless
+    given), running the agent (durability machine) or a storage-only process (the others)."""
+    kind = "agent" if scenario.machine == "durability" else "storage"
+    return Simulation(
+        scenario.seed if seed is None else seed,
+        scenario.sim_config(),
+        FaultPlan.from_json(scenario.fault_plan) if plan is None else plan,
+        keep_trace=keep_trace,
+        kind=kind,
+        trace=trace,
+    )
 
 
 def run_steps(sim: Simulation, steps: list[Step], *, stop_on_violation: bool = True) -> tuple[list[str], str | None]:
@@ -80,9 +96,7 @@ def simulation_stats(sim: Simulation) -> dict[str, Any]:
 
 def run_scenario(scenario: Scenario, *, keep_trace: bool = False) -> tuple[RunResult, Simulation]:
     started = time.perf_counter()
-    plan = FaultPlan([FaultRule.from_json(r) for r in scenario.fault_plan])
-    kind = "agent" if scenario.machine == "durability" else "storage"
-    sim = Simulation(scenario.seed, scenario.sim_config(), plan, keep_trace=keep_trace, kind=kind)
+    sim = simulation_for(scenario, keep_trace=keep_trace)
     with mutants.enabled(scenario.mutants):
         try:
             outcomes, not_applicable = run_steps(sim, [Step.from_json(s) for s in scenario.steps])

@@ -70,6 +70,12 @@ class Scenario:
     mutants: tuple[str, ...] = ()  # durability bugs enabled for this run (self-test scenarios)
     origin: dict[str, Any] = attrs.field(factory=dict)  # how it was found (fuzz seed, shrink size...)
 
+    @property
+    def passes_clean(self) -> bool:
+        """Expects a pass with no mutant switched on: coverage of the runtime as shipped,
+        not a self-test of the harness (which expects a violation or enables a bug)."""
+        return self.expect.outcome == "pass" and not self.mutants
+
     def sim_config(self) -> SimConfig:
         return SimConfig.from_json(self.config)
 

@@ -86,7 +86,7 @@ def passing_corpus(corpus_dir: str) -> list[Scenario]:
     out = []
     for path in discover(corpus_dir):
         scenario = load(path)
-        if scenario.expect.outcome == "pass" and not scenario.mutants:
+        if scenario.passes_clean:
             out.append(attrs.evolve(scenario, origin={**scenario.origin, "path": path}))
     return out
 

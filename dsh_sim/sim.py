@@ -23,16 +23,15 @@ from dsh_sim.determinism import SimClock, SimIds, derive_seed, new_clock
 from dsh_sim.faults import CrashSpec, FaultPlan, FaultRule, Firing
 from dsh_sim.gates import Gate, Probe, complete_frames_end
 from dsh_sim.mains import agent_main, second_writer_main, storage_main
-from dsh_sim.observe import CrashRecord, Observation, call_boundaries, crash_phase
+from dsh_sim.observe import CrashRecord, Evidence, Observation, crash_phase
 from dsh_sim.points import spec as point_spec
 from dsh_sim.process import Reply, SimProcess, SimulatedCrash
 from dsh_sim.simfs import Disk, FidelityError, ProcessView
-from dsh_sim.simfs.crash import DROP_ALL, PowerCut, TornCut, apply_power_cut, random_state
+from dsh_sim.simfs.crash import DROP_ALL, PowerCut, apply_power_cut, keep_all, random_state, torn_last_write
 from dsh_sim.trace import TaskTracer, Trace
 from dsh_sim.world import World
 from runtime.adapters.script_model import ScriptedResponse
 from runtime.agent.runtime import Runtime
-from runtime.persistence import context as durability
 from runtime.ports import Ports
 
 
@@ -165,37 +164,23 @@ class Simulation:
     # -- crashes ---------------------------------------------------------------------------
 
     def power_cut(self, crash: CrashSpec) -> PowerCut:
+        """The post-crash state a power crash of this spec leaves on the disk as it is now."""
         if crash.state == "drop":
             return DROP_ALL
         if crash.state == "random":
             return random_state(self.disk, self.fault_rng)
         if crash.state == "cut":
             return PowerCut.from_json(crash.cut or {})
-        files, entries = [], []
-        for node in self.disk.iter_files():
-            if node.pending:
-                files.append(TornCut(node.ino, len(node.pending)))
-        for d in self.disk.iter_dirs():
-            entries.extend((d.ino, n, True) for n in d.unsynced_names())
         if crash.state == "torn":
-            log = self.disk.resolve(self.config.log_path)
-            for index, cut in enumerate(files):
-                node = self.disk.file(cut.ino)
-                writes = [i for i, op in enumerate(node.pending) if hasattr(op, "data")]
-                if cut.ino == log and writes:
-                    last = writes[-1]
-                    size = len(node.pending[last].data)  # type: ignore[union-attr]
-                    files[index] = TornCut(cut.ino, last, max(0, min(size - 1, int(size * crash.torn_fraction))))
-        return PowerCut(tuple(files), tuple(entries))
+            return torn_last_write(self.disk, self.disk.resolve(self.config.log_path), crash.torn_fraction)
+        return keep_all(self.disk)
 
     def crash_process(self, life: Lifetime, crash: CrashSpec, *, point: str | None, details: dict[str, Any] | None = None) -> CrashRecord:
         """Fix the disk at the crash instant, revoke the dead views, record the evidence."""
-        cut: PowerCut | None = None
-        phase = crash_phase(self.disk, self.config.log_path, crash.kind, None)
-        boundaries = call_boundaries(self, life)
-        if crash.kind == "power":
-            cut = self.power_cut(crash)
-            phase = crash_phase(self.disk, self.config.log_path, "power", cut)
+        evidence = Evidence.capture(self, life)
+        cut = self.power_cut(crash) if crash.kind == "power" else None
+        phase = crash_phase(self.disk, self.config.log_path, crash.kind, cut)
+        if cut is not None:
             for other in self.lifetimes:
                 other.view.revoke()
                 other.dead = True
@@ -203,7 +188,7 @@ class Simulation:
         else:
             life.view.revoke()
             life.dead = True
-        record = CrashRecord(
+        record = evidence.record(
             lifetime=life.index,
             point=point,
             details=details or {},
@@ -211,13 +196,7 @@ class Simulation:
             label=crash.label(),
             cut=cut.describe() if cut is not None else None,
             phase=phase,
-            barrier=durability.current().barrier,
-            step=durability.current().step,
-            boundaries=boundaries,
-            in_memory=tuple(life.session.events) if life.session is not None else (),
-            time=self.now(),
             image=self.disk.image(),
-            acked_bytes=self.obs.acked_bytes,
         )
         life.crash = record
         self.trace.record("crash", life.index, point, crash.label(), record.cut)

@@ -19,7 +19,6 @@ from dsh_sim.invariants import SeededSource
 from dsh_sim.sim import Lifetime, Simulation
 from dsh_sim.v0_writer import encode_v0, v0_history
 from runtime.adapters.script_model import ScriptedResponse
-from runtime.persistence.layout import SessionPaths, generation_filename
 from runtime.persistence.v0_format import decode_v0
 from runtime.persistence.zstd_frames import frame_layouts
 
@@ -45,7 +44,7 @@ class Step:
         return f"{self.op}({args})"
 
 
-def _outcome(sim: Simulation, life: Lifetime, reply: Any) -> str:
+def _outcome(life: Lifetime, reply: Any) -> str:
     if life.dead:
         crash = life.crash
         return f"crashed:{crash.point if crash else '?'}"
@@ -96,7 +95,7 @@ def op_prompt(sim: Simulation, args: dict[str, Any]) -> str:
 
     reply = sim.run(turn, horizon=float(args.get("horizon", 600.0)))
     if life.dead:
-        return _outcome(sim, life, reply)
+        return _outcome(life, reply)
     if not reply.done:
         return "turn:blocked"
     if reply.error is not None:
@@ -107,7 +106,7 @@ def op_prompt(sim: Simulation, args: dict[str, Any]) -> str:
 def op_advance(sim: Simulation, args: dict[str, Any]) -> str:
     life = sim.current
     sim.advance(float(args.get("seconds", 0.2)))
-    return _outcome(sim, life, None) if life is not None else "ok"
+    return _outcome(life, None) if life is not None else "ok"
 
 
 def op_cancel(sim: Simulation, args: dict[str, Any]) -> str:
@@ -119,7 +118,7 @@ def op_cancel(sim: Simulation, args: dict[str, Any]) -> str:
     reply = sim.run(cancel)
     if not life.dead:
         sim.advance(float(args.get("settle", 1.0)))
-    return _outcome(sim, life, reply)
+    return _outcome(life, reply)
 
 
 def op_flush(sim: Simulation, args: dict[str, Any]) -> str:
@@ -131,7 +130,7 @@ def op_flush(sim: Simulation, args: dict[str, Any]) -> str:
     reply = sim.run(flush)
     if reply.error is not None and not life.dead:
         inv.check_failed_append(sim.obs, life, reply.error)
-    return _outcome(sim, life, reply)
+    return _outcome(life, reply)
 
 
 def op_append(sim: Simulation, args: dict[str, Any]) -> str:
@@ -142,7 +141,7 @@ def op_append(sim: Simulation, args: dict[str, Any]) -> str:
         for index in range(int(args.get("count", 1))):
             life.session.append("todo/write", {"n": len(life.session), "text": "x" * int(args.get("size", 8))})
 
-    return _outcome(sim, life, sim.run(append))
+    return _outcome(life, sim.run(append))
 
 
 def op_set_approval_policy(sim: Simulation, args: dict[str, Any]) -> str:
@@ -153,7 +152,7 @@ def op_set_approval_policy(sim: Simulation, args: dict[str, Any]) -> str:
     async def change(life: Lifetime) -> None:
         life.runtime.approval.set_policy(life.agent, args["policy"])
 
-    return _outcome(sim, life, sim.run(change))
+    return _outcome(life, sim.run(change))
 
 
 def op_set_sandbox_mode(sim: Simulation, args: dict[str, Any]) -> str:
@@ -162,7 +161,7 @@ def op_set_sandbox_mode(sim: Simulation, args: dict[str, Any]) -> str:
     async def change(life: Lifetime) -> None:
         life.runtime.hooks.services["sandbox"].set_mode(life.agent, args["mode"])
 
-    return _outcome(sim, life, sim.run(change))
+    return _outcome(life, sim.run(change))
 
 
 def op_arm(sim: Simulation, args: dict[str, Any]) -> str:
@@ -220,9 +219,8 @@ def op_seed_v0(sim: Simulation, args: dict[str, Any]) -> str:
     if sim.lifetimes:
         raise StepNotApplicable("seed_v0 sets up the starting state: it must come before the first boot")
     cfg = sim.config
-    paths = SessionPaths.of(cfg.root, cfg.workspace, cfg.session_id, cfg.compression)
-    path = f"{paths.session_dir}/{generation_filename(0, cfg.compression)}"
-    if sim.disk.resolve(path) is not None or sim.disk.resolve(paths.log) is not None:
+    path = cfg.v0_path
+    if sim.disk.resolve(path) is not None or sim.disk.resolve(cfg.log_path) is not None:
         raise StepNotApplicable("the session already has a log")
     header, batches = v0_history(cfg.session_id, cfg.workspace, int(args.get("turns", 2)), int(args.get("notes", 2)), cfg.system)
     data = encode_v0(header, batches, cfg.compression)
@@ -235,7 +233,7 @@ def op_seed_v0(sim: Simulation, args: dict[str, Any]) -> str:
         if data.endswith(b"\n"):
             data = data[:-1]  # a raw cut that happened to end a line would not be torn
     sim.disk.write_file_durable(path, data)
-    sim.seeded_v0 = SeededSource.of(path, paths.log, data, cfg.compression)
+    sim.seeded_v0 = SeededSource.of(path, cfg.log_path, data, cfg.compression)
     sim.trace.record("seed_v0", path, len(data), len(sim.seeded_v0.events))
     return f"seeded:v0:{len(decode_v0(data, cfg.compression).events)}->{len(sim.seeded_v0.events)}"
 

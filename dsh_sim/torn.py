@@ -60,7 +60,7 @@ def classify(data: bytes) -> dict[int, str]:
     return jsonl_cuts(data)
 
 
-def codec_cut_points(path: str | None, before: bytes, op: WriteOp) -> Sequence[int]:
+def codec_cut_points(op: WriteOp) -> Sequence[int]:
     return sorted(c for c in classify(op.data) if 0 < c < len(op.data))
 
 

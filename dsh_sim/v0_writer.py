@@ -83,12 +83,11 @@ def pack_records(events: Iterable[V0Event]) -> list[dict[str, Any]]:
     return out
 
 
-def encode_v0(header: V0Header, batches: Sequence[Sequence[V0Event]], compression: str, *, pack: bool = True) -> bytes:
+def encode_v0(header: V0Header, batches: Sequence[Sequence[V0Event]], compression: str) -> bytes:
     """A v0 file as the reference writes it: header frame (or line), one frame per batch."""
     parts = [(dumps(header.to_record()) + "\n").encode()]
     for batch in batches:
-        records = pack_records(batch) if pack else [e.to_record() for e in batch]
-        parts.append("".join(dumps(r) + "\n" for r in records).encode())
+        parts.append("".join(dumps(r) + "\n" for r in pack_records(batch)).encode())
     if compression == "zstd":
         return b"".join(compress_frame(p) for p in parts)
     return b"".join(parts)

@@ -13,12 +13,15 @@ time is what lets a later call's ``tool/call`` miss a write-behind window.
 from __future__ import annotations
 
 import copy
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 
 from runtime.tools.results import HarnessError
+
+if TYPE_CHECKING:
+    from dsh_sim.gates import GateFn
 
 
 class NetworkError(HarnessError):
@@ -121,9 +124,6 @@ class WorkspaceService(Service):
         return True, {"path": path, "bytes": len(text.encode())}
 
 
-Gate = Callable[[str, dict[str, Any]], Awaitable[Any]]
-
-
 class World:
     def __init__(self) -> None:
         payments = PaymentService("payments", idempotent=True)
@@ -153,7 +153,7 @@ class World:
 
     async def call(
         self,
-        gate: Gate,
+        gate: GateFn,
         service_name: str,
         op: str,
         args: dict[str, Any],

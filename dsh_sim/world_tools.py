@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from dsh_sim.world import World
 from runtime.tools.registry import ToolExecution
@@ -28,9 +28,9 @@ TOOL_KINDS: dict[str, str] = {
     "batch_pay": "nested",
     "shell": "sandboxed",
 }
-SIDE_EFFECT_TOOLS = ("pay", "pay_legacy", "send_message", "write_note", "batch_pay", "shell")
 
-Gate = Callable[[str, dict[str, Any]], Any]
+if TYPE_CHECKING:
+    from dsh_sim.gates import GateFn
 
 
 class WorldTool:
@@ -40,7 +40,7 @@ class WorldTool:
         service: str,
         op: str,
         world: World,
-        gate: Gate,
+        gate: GateFn,
         now: Callable[[], float],
         lifetime: int,
         *,
@@ -90,7 +90,7 @@ class BatchPayTool:
         return ToolResult.text("\n".join(lines))
 
 
-def world_tools(world: World, gate: Gate, now: Callable[[], float], lifetime: int, *, approval_tools: tuple[str, ...] = ("send_message",)) -> list[Any]:
+def world_tools(world: World, gate: GateFn, now: Callable[[], float], lifetime: int, *, approval_tools: tuple[str, ...] = ("send_message",)) -> list[Any]:
     def tool(name: str, service: str, op: str, **kw: Any) -> WorldTool:
         return WorldTool(name, service, op, world, gate, now, lifetime, requires_approval=name in approval_tools, **kw)
 

@@ -14,7 +14,7 @@ import attrs
 from dsh_sim.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
 from dsh_sim.logs import capture_runtime_logs
 from dsh_sim.replay import judge, run_scenario
-from dsh_sim.scenario import ScenarioError, discover, dumps, load
+from dsh_sim.scenario import Scenario, ScenarioError, discover, load, save
 from dsh_sim.trace import first_divergence
 
 
@@ -32,8 +32,10 @@ def expand(paths: list[str]) -> list[str]:
     return out
 
 
-def replay_one(path: str, *, update_digest: bool = False, trace: bool = False) -> dict[str, Any]:
-    scenario = load(path)
+def replay_one(path: str, *, update_digest: bool = False, trace: bool = False, scenario: Scenario | None = None) -> dict[str, Any]:
+    """Replay and judge one scenario file (``scenario``: the file already loaded)."""
+    if scenario is None:
+        scenario = load(path)
     with capture_runtime_logs():
         result, sim = run_scenario(scenario, keep_trace=trace)
     problems = judge(scenario, result, check_digest=not update_digest)
@@ -55,8 +57,7 @@ def replay_one(path: str, *, update_digest: bool = False, trace: bool = False) -
         "points": dict(sim.point_hits),
     }
     if update_digest and not problems and scenario.trace_digest != result.digest:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(dumps(attrs.evolve(scenario, trace_digest=result.digest)))
+        save(attrs.evolve(scenario, trace_digest=result.digest), path, overwrite=True)
         row["updated"] = True
     if trace:
         row["trace"] = [list(r) for r in sim.trace.records]

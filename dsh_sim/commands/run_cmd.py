@@ -20,12 +20,12 @@ from typing import Any
 from dsh_sim.commands.common import EXIT_OK, EXIT_VIOLATION, CliError
 from dsh_sim.commands.explore_cmd import saver
 from dsh_sim.commands.replay_cmd import check_determinism, replay_one
-from dsh_sim.commands.report_cmd import render, verdict_lines
+from dsh_sim.commands.report_cmd import read_documents, report_and_judge
 from dsh_sim.explore import explore
 from dsh_sim.fuzz import fuzz
 from dsh_sim.logs import capture_runtime_logs
-from dsh_sim.results import explore_document, meta, read, write
-from dsh_sim.scenario import discover, load
+from dsh_sim.results import explore_document, meta, write
+from dsh_sim.scenario import Scenario, discover, load
 from dsh_sim.selftest import run_mutants, summary
 
 DETERMINISM_SAMPLES = 2
@@ -43,9 +43,11 @@ def run_part(args: Any, seed: int, results_dir: str, tag: str) -> list[str]:
     written: list[str] = []
     scenarios = _shard(discover(args.scenarios), args.shard) if os.path.isdir(args.scenarios) else []
     started = time.perf_counter()
+    loaded: list[Scenario] = []
     rows = []
     for path in scenarios:
-        rows.append(replay_one(path))
+        loaded.append(load(path))
+        rows.append(replay_one(path, scenario=loaded[-1]))
     replay_doc = {
         "meta": meta("replay", scenarios=len(rows), seconds=round(time.perf_counter() - started, 3), shard=args.shard),
         # scenarios that expect a violation or switch on a mutant are self-tests of the harness,
@@ -66,9 +68,8 @@ def run_part(args: Any, seed: int, results_dir: str, tag: str) -> list[str]:
     print(f"replayed {len(rows)} scenario(s): {sum(r['ok'] for r in rows)} hold", flush=True)
     shared_cache: dict[str, Any] = {}
     skipped = []
-    for index, path in enumerate(scenarios):
-        scenario = load(path)
-        if scenario.expect.outcome != "pass" or scenario.mutants:
+    for index, (path, scenario) in enumerate(zip(scenarios, loaded)):
+        if not scenario.passes_clean:
             skipped.append(path)  # a self-test of the harness (expects a violation): replayed, not explored
             continue
         with capture_runtime_logs():
@@ -129,11 +130,4 @@ def main(args: Any) -> int:
         codes = [p.wait() for p in procs]
         if any(codes):
             raise CliError(f"a worker failed (exit codes {codes})", EXIT_VIOLATION)
-    try:
-        docs = read([results_dir] + list(args.inputs))
-    except ValueError as err:
-        raise CliError(str(err)) from None
-    view, paths, unmet = render(docs, args.out)
-    lines, failed = verdict_lines(view, unmet, paths)
-    print("\n".join(lines))
-    return EXIT_VIOLATION if failed else EXIT_OK
+    return report_and_judge(read_documents([results_dir] + list(args.inputs)), args.out)

@@ -56,6 +56,12 @@ def write_report(view: dict[str, Any], out_dir: str) -> dict[str, str]:
     Returns the paths by format: ``{"json": ..., "md": ..., "html": ...}``.  The view is not
     modified.
     """
+    return write_coverage(view, out_dir)[1]
+
+
+def write_coverage(view: dict[str, Any], out_dir: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """:func:`write_report`, also returning the coverage.json document it wrote, so a caller
+    reads the requirement status and summary there instead of deriving them again."""
     os.makedirs(out_dir, exist_ok=True)
     document = coverage_document(view)
     status = document["requirements"]
@@ -63,7 +69,7 @@ def write_report(view: dict[str, Any], out_dir: str) -> dict[str, str]:
     _write(paths["json"], to_json(document))
     _write(paths["md"], render_markdown(view, status))
     _write(paths["html"], render_html(view, status, SCHEMA))
-    return paths
+    return document, paths
 
 
-__all__ = ["SCHEMA", "coverage_document", "to_json", "write_report", "render_html", "render_markdown"]
+__all__ = ["SCHEMA", "coverage_document", "to_json", "write_report", "write_coverage", "render_html", "render_markdown"]

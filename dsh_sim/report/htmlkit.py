@@ -65,15 +65,27 @@ def ident(text: Any) -> str:
     return f'<code class="ident">{esc(text)}</code>'
 
 
-
 def pill(text: str, kind: str) -> str:
     return f'<span class="pill {esc(kind)}">{esc(text)}</span>'
 
 
-def table(header: Sequence[str], rows: Iterable[str], id_: str | None = None, cls: str | None = None, num_cols: Sequence[int] = ()) -> str:
-    """A table from escaped header labels and pre-rendered ``<tr>`` rows."""
-    head = "".join(f'<th{attrs(class_="num" if i in num_cols else None)}>{esc(h)}</th>' for i, h in enumerate(header))
-    return f'<div class="scroll"><table{attrs(id=id_, class_=cls)}><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+def table(
+    header: Sequence[str],
+    rows: Iterable[str],
+    id_: str | None = None,
+    cls: str | None = None,
+    num_cols: Sequence[int] = (),
+    head: str | None = None,
+) -> str:
+    """A table from escaped header labels and pre-rendered ``<tr>`` rows.
+
+    ``head`` replaces the one header row built from ``header`` with pre-rendered ``<tr>``
+    rows, for headers a flat list of labels cannot express (the matrices' grouped columns).
+    """
+    if head is None:
+        labels = "".join(f'<th{attrs(class_="num" if i in num_cols else None)}>{esc(h)}</th>' for i, h in enumerate(header))
+        head = f"<tr>{labels}</tr>"
+    return f'<div class="scroll"><table{attrs(id=id_, class_=cls)}><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table></div>'
 
 
 def tr(cells: str, cls: str | None = None, **extra: Any) -> str:

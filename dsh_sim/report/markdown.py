@@ -35,10 +35,9 @@ def _cell(counts: Mapping[str, int], st: states.States | None = None) -> str:
 
 
 def _matrix(title: str, view: Mapping[str, Any], key: str, rows: list[str], cols: list[str], first: str) -> list[str]:
-    matrix, sm = view.get(key, {}), states.matrix(view, key)
-    body = [[r] + [_cell(model.cell(matrix, r, c), states.cell(sm, r, c)) for c in cols] + [_cell(model.row_total(matrix, r), states.row_total(sm, r))] for r in rows]
-    foot = ["all"] + [_cell(model.col_total(matrix, c), states.col_total(sm, c)) for c in cols]
-    foot.append(_cell(model.summed(model.row_total(matrix, r) for r in rows), states.summed(states.row_total(sm, r) for r in rows)))
+    grid = model.matrix_grid(view, key, rows, cols)
+    body = [[row.name] + [_cell(*c) for c in row.cells] + [_cell(*row.total)] for row in grid.rows]
+    foot = ["all"] + [_cell(*c) for c in grid.col_totals] + [_cell(*grid.total)]
     return [f"## {title}", ""] + _table([first] + cols + ["all"], body + [foot])
 
 
@@ -73,7 +72,7 @@ def _kills(kills: list[Mapping[str, Any]]) -> list[str]:
 def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> str:
     """The whole report as one Markdown document (deterministic: no timestamps)."""
     out: list[str] = ["# dsh-sim crash coverage", ""]
-    for item in model.headline(view, status):
+    for item in model.headline(view, model.summary(view, status)):
         flag = " **(!)**" if item["alarm"] else ""
         note = f" ({item['note']})" if item.get("note") else ""
         out.append(f"- **{item['label']}**: {item['value']}{flag}{note}")

@@ -9,6 +9,7 @@ a generic flattening of run metadata.  Keeping the arithmetic here means a numbe
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from dsh_sim.coverage import BARRIERS, OUTCOMES, PHASES, REQUIREMENTS, TORN_CLASSES
@@ -19,6 +20,8 @@ from dsh_sim.report import kills as kill_model
 from dsh_sim.report import states
 
 Matrix = Mapping[str, Mapping[str, Mapping[str, int]]]
+# One matrix cell as the renderers show it: outcome counts, then crash states (if counted).
+Cell = tuple[dict[str, int], "states.States | None"]
 
 # Outcomes in reading order; "no call" appears only in the barrier matrix (a crash with no
 # tool call in flight), and is listed last so the verdict columns line up in both matrices.
@@ -101,6 +104,36 @@ def row_total(matrix: Matrix, row: str) -> dict[str, int]:
 
 def col_total(matrix: Matrix, col: str) -> dict[str, int]:
     return summed(cols.get(col, {}) for cols in matrix.values())
+
+
+@dataclass(frozen=True)
+class GridRow:
+    """One laid-out matrix row: its name, a cell per column, and the row total."""
+
+    name: str
+    cells: list[Cell]
+    total: Cell
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A crash matrix with its totals, computed once for both renderers."""
+
+    rows: list[GridRow]
+    col_totals: list[Cell]  # over every row of the matrix, listed or not
+    total: Cell  # over the listed rows
+
+
+def matrix_grid(view: Mapping[str, Any], key: str, rows: list[str], cols: list[str]) -> Grid:
+    """Every cell, row total, column total and the grand total of one crash matrix."""
+    data, sdata = view.get(key, {}), states.matrix(view, key)
+    grid_rows = [
+        GridRow(r, [(cell(data, r, c), states.cell(sdata, r, c)) for c in cols], (row_total(data, r), states.row_total(sdata, r)))
+        for r in rows
+    ]
+    col_totals: list[Cell] = [(col_total(data, c), states.col_total(sdata, c)) for c in cols]
+    total: Cell = (summed(row.total[0] for row in grid_rows), states.summed(row.total[1] for row in grid_rows))
+    return Grid(grid_rows, col_totals, total)
 
 
 def unsafe_count(view: Mapping[str, Any]) -> int:
@@ -202,35 +235,36 @@ def total_seconds(runs: list[Mapping[str, Any]]) -> float:
     return float(sum(r.get("seconds") or 0 for r in runs if isinstance(r.get("seconds"), (int, float))))
 
 
-def headline(view: Mapping[str, Any], status: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The numbers at the top of the report; ``alarm`` marks the ones that must be zero."""
-    kills = view.get("kill_matrix", [])
-    killed = sum(1 for k in kills if k.get("killed"))
+def headline(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The numbers at the top of the report; ``alarm`` marks the ones that must be zero.
+
+    ``numbers`` is :func:`summary` of the same view, so the page shows exactly what
+    coverage.json gates on; only "time spent" reads the runs again, unrounded.
+    """
     determinism = view.get("determinism", [])
-    diverged = sum(1 for d in determinism if not d.get("same"))
-    runs = runs_of(view)
-    st = states.totals(view)
-    explored = f"{st['explored']:,}/{st['possible']:,}" if st["possible"] else "—"
+    st = states.totals(view)  # for the note: which cells and points fell short
+    possible, explored = numbers["crash_states_possible"], numbers["crash_states_explored"]
+    unmet, unsafe, kills, killed = numbers["unmet_requirements"], numbers["unsafe_verdicts"], numbers["mutants"], numbers["mutants_killed"]
     items: list[dict[str, Any]] = [
-        {"label": "crash cases", "value": fmt_value(int(view.get("cases", 0))), "alarm": False, "key": "cases"},
-        {"label": "crash states explored / possible", "value": explored, "alarm": False, "key": "states", "note": states.headline_note(st), "warn": bool(st["possible"]) and not st["exhaustive"]},
-        {"label": "violations", "value": str(len(view.get("violations", []))), "alarm": bool(view.get("violations")), "key": "violations"},
-        {"label": "unmet requirements", "value": str(sum(1 for s in status if not s["met"])), "alarm": any(not s["met"] for s in status), "key": "unmet"},
-        {"label": "unsafe verdicts", "value": str(unsafe_count(view)), "alarm": unsafe_count(view) > 0, "key": "unsafe"},
-        {"label": "invariant checks", "value": str(sum(int(n) for n in view.get("checked", {}).values())), "alarm": False, "key": "checks"},
+        {"label": "crash cases", "value": fmt_value(numbers["cases"]), "alarm": False, "key": "cases"},
+        {"label": "crash states explored / possible", "value": f"{explored:,}/{possible:,}" if possible else "—", "alarm": False, "key": "states", "note": states.headline_note(st), "warn": bool(possible) and not numbers["crash_states_exhaustive"]},
+        {"label": "violations", "value": str(numbers["violations"]), "alarm": numbers["violations"] > 0, "key": "violations"},
+        {"label": "unmet requirements", "value": str(unmet), "alarm": unmet > 0, "key": "unmet"},
+        {"label": "unsafe verdicts", "value": str(unsafe), "alarm": unsafe > 0, "key": "unsafe"},
+        {"label": "invariant checks", "value": str(numbers["invariant_checks"]), "alarm": False, "key": "checks"},
     ]
     if kills:
-        items.append({"label": "mutants killed", "value": f"{killed}/{len(kills)}", "alarm": killed < len(kills), "key": "mutants"})
-        median = kill_model.median_time_to_kill(kills)
-        items.append({"label": "median time to kill", "value": fmt_seconds(median), "alarm": False, "key": "ttk"})
+        items.append({"label": "mutants killed", "value": f"{killed}/{kills}", "alarm": killed < kills, "key": "mutants"})
+        items.append({"label": "median time to kill", "value": fmt_seconds(numbers["median_time_to_kill"]), "alarm": False, "key": "ttk"})
     if determinism:
+        diverged = numbers["determinism_diverged"]
         items.append({"label": "determinism", "value": f"{len(determinism) - diverged}/{len(determinism)} same", "alarm": diverged > 0, "key": "determinism"})
-    items.append({"label": "time spent", "value": fmt_seconds(total_seconds(runs)), "alarm": False, "key": "seconds"})
+    items.append({"label": "time spent", "value": fmt_seconds(total_seconds(runs_of(view))), "alarm": False, "key": "seconds"})
     return items
 
 
 def summary(view: Mapping[str, Any], status: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """Machine-readable headline for coverage.json (what CI gates on)."""
+    """Machine-readable headline for coverage.json (what CI gates on); :func:`headline` shows it."""
     kills = view.get("kill_matrix", [])
     st = states.totals(view)
     return {

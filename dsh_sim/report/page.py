@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from dsh_sim.coverage import BARRIERS, OUTCOMES
 from dsh_sim.observe import BOUNDARIES
 from dsh_sim.report import model, sections, states, svg
-from dsh_sim.report.htmlkit import OUTCOME_CLASS, attrs, chips, esc, section, td, tr
+from dsh_sim.report.htmlkit import OUTCOME_CLASS, attrs, chips, esc, section, table, td, tr
 
 NAV = (
     ("headline", "Headline"),
@@ -38,9 +38,10 @@ def _css() -> str:
     return resources.files("dsh_sim.report").joinpath("style.css").read_text(encoding="utf-8")
 
 
-def headline(view: Mapping[str, Any], status: list[dict[str, Any]]) -> str:
+def headline(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> str:
+    """The headline cards; ``numbers`` is :func:`model.summary` of the view."""
     cards = []
-    for item in model.headline(view, status):
+    for item in model.headline(view, numbers):
         cls = "card alarm" if item["alarm"] else "card warn" if item.get("warn") else ("card" if item["key"] in ("violations", "unmet", "unsafe", "mutants", "determinism") else "card neutral")
         note = f'<div class="note">{esc(item["note"])}</div>' if item.get("note") else ""
         cards.append(f'<div{attrs(class_=cls, id="headline-" + item["key"])}><div class="value">{esc(item["value"])}</div><div class="label">{esc(item["label"])}</div>{note}</div>')
@@ -70,18 +71,15 @@ def matrix(view: Mapping[str, Any], key: str, rows: list[str], cols: list[str], 
     explored out of possible when exploration counted them; a required row with no case
     at all is marked as a gap, since its requirement cannot be met.
     """
-    data, sdata = view.get(key, {}), states.matrix(view, key)
-    head = _matrix_head(first, cols)
+    grid = model.matrix_grid(view, key, rows, cols)
     body = []
-    for r in rows:
-        cells = [matrix_cell(model.cell(data, r, c), states.cell(sdata, r, c), data_row=r, data_col=c) for c in cols]
-        total = model.row_total(data, r)
-        cells.append(matrix_cell(total, states.row_total(sdata, r), "cell total"))
-        body.append(tr(f'<th class="rowhead">{esc(r)}</th>' + "".join(cells), cls="gap" if not total and r in required else None))
-    foot = "".join(matrix_cell(model.col_total(data, c), states.col_total(sdata, c)) for c in cols)
-    foot += matrix_cell(model.summed(model.row_total(data, r) for r in rows), states.summed(states.row_total(sdata, r) for r in rows))
+    for row in grid.rows:
+        cells = [matrix_cell(counts, st, data_row=row.name, data_col=c) for (counts, st), c in zip(row.cells, cols)]
+        cells.append(matrix_cell(*row.total, "cell total"))
+        body.append(tr(f'<th class="rowhead">{esc(row.name)}</th>' + "".join(cells), cls="gap" if not row.total[0] and row.name in required else None))
+    foot = "".join(matrix_cell(*c) for c in grid.col_totals) + matrix_cell(*grid.total)
     body.append(tr("<th>all</th>" + foot, cls="total"))
-    return f'<div class="scroll"><table{attrs(id=id_, class_="matrix")}><thead>{head}</thead><tbody>{"".join(body)}</tbody></table></div>'
+    return table((), body, id_=id_, cls="matrix", head=_matrix_head(first, cols))
 
 
 def _matrix_head(first: str, cols: list[str]) -> str:
@@ -120,7 +118,7 @@ def confusion(view: Mapping[str, Any]) -> str:
     conf = view.get("confusion", {})
     ns = conf.get("TOOL_NOT_STARTED", {})
     unk = conf.get("TOOL_OUTCOME_UNKNOWN", {})
-    unsafe = int(ns.get("applied", 0))
+    unsafe = model.unsafe_count(view)
 
     def box(n: int, caption: str, cls: str, **extra: Any) -> str:
         return td(raw=f'<span class="n">{n}</span>{esc(caption)}', cls=cls, **extra)
@@ -137,10 +135,9 @@ def confusion(view: Mapping[str, Any]) -> str:
             + box(int(unk.get("not applied", 0)), "cost: unknown though nothing happened", "cost", data_cell="TOOL_OUTCOME_UNKNOWN×not applied")
         ),
     ]
-    head = "<tr><th>verdict \\ ground truth</th><th>applied (effect happened)</th><th>not applied</th></tr>"
-    table = f'<div class="scroll"><table id="confusion-matrix" class="confusion"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table></div>'
+    body = table(["verdict \\ ground truth", "applied (effect happened)", "not applied"], rows, id_="confusion-matrix", cls="confusion")
     why = "After each crash + repair, each verdict is scored against the world's ledger. TOOL_NOT_STARTED × applied must be 0; TOOL_OUTCOME_UNKNOWN × not applied is the price of caution."
-    return section("confusion", "Verdicts vs ground truth (confusion matrix)", why, table)
+    return section("confusion", "Verdicts vs ground truth (confusion matrix)", why, body)
 
 
 def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: int) -> str:
@@ -164,8 +161,8 @@ def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: i
         legend(model.CELL_OUTCOMES, with_states) + matrix(view, "barrier_matrix", r_rows, cols, "barrier-matrix", "barrier", BARRIERS) + f'<div class="charts">{barrier_chart}</div>',
     )
     nav = "".join(f'<a href="#sec-{k}">{esc(label)}</a>' for k, label in NAV)
-    summary = model.summary(view, status)
-    subtitle = f"{summary['cases']} crash cases from {len(model.runs_of(view))} run(s) · schema {schema}"
+    numbers = model.summary(view, status)
+    subtitle = f"{numbers['cases']} crash cases from {len(model.runs_of(view))} run(s) · schema {schema}"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -174,7 +171,7 @@ def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: i
         f"<style>{_css()}</style></head><body>",
         f'<header class="top"><h1>dsh-sim crash coverage</h1><p>{esc(subtitle)}</p></header>',
         f'<nav class="toc">{nav}</nav><main>',
-        headline(view, status),
+        headline(view, numbers),
         confusion(view),
         coverage,
         barriers,

@@ -17,9 +17,9 @@ from typing import Callable, Iterable, Sequence
 
 import attrs
 
-from dsh_sim.simfs.disk import DirNode, Disk, FileNode, WriteOp, apply_op
+from dsh_sim.simfs.disk import Disk, FileNode, WriteOp, apply_op
 
-CutPoints = Callable[[str | None, bytes, WriteOp], Sequence[int]]
+CutPoints = Callable[[WriteOp], Sequence[int]]  # torn lengths of one unsynced write worth a state
 
 
 @attrs.frozen
@@ -64,24 +64,21 @@ class PowerCut:
 DROP_ALL = PowerCut()
 
 
-def every_byte(path: str | None, before: bytes, op: WriteOp) -> Sequence[int]:
+def every_byte(op: WriteOp) -> Sequence[int]:
     return range(1, len(op.data))
 
 
-def _file_options(disk: Disk, node: FileNode, model: str, cut_points: CutPoints) -> list[TornCut]:
+def _file_options(node: FileNode, model: str, cut_points: CutPoints) -> list[TornCut]:
     ops = node.pending
     if model == "reorder":
         return [TornCut(node.ino, subset=subset) for n in range(len(ops) + 1) for subset in itertools.combinations(range(len(ops)), n)]
     options: list[TornCut] = []
-    content = node.durable
-    path = disk.path_of(node.ino)
     for k, op in enumerate(ops):
         options.append(TornCut(node.ino, k))
         if isinstance(op, WriteOp) and len(op.data) > 1:
-            for cut in sorted(set(cut_points(path, content, op))):
+            for cut in sorted(set(cut_points(op))):
                 if 0 < cut < len(op.data):
                     options.append(TornCut(node.ino, k, cut))
-        content = apply_op(content, op)
     options.append(TornCut(node.ino, len(ops)))
     return options
 
@@ -94,13 +91,13 @@ def state_count(disk: Disk, model: str = "prefix", cut_points: CutPoints = every
     total = 2 ** len(_entry_choices(disk))
     for node in disk.iter_files():
         if node.pending:
-            total *= len(_file_options(disk, node, model, cut_points))
+            total *= len(_file_options(node, model, cut_points))
     return total
 
 
 def crash_states(disk: Disk, model: str = "prefix", cut_points: CutPoints = every_byte) -> Iterable[PowerCut]:
     """Every post-crash state the model allows for the disk as it is now."""
-    per_file = [_file_options(disk, node, model, cut_points) for node in disk.iter_files() if node.pending]
+    per_file = [_file_options(node, model, cut_points) for node in disk.iter_files() if node.pending]
     names = _entry_choices(disk)
     for files in itertools.product(*per_file):
         for keeps in itertools.product((False, True), repeat=len(names)):
@@ -123,6 +120,29 @@ def random_state(disk: Disk, rng: random.Random, model: str = "prefix") -> Power
         files.append(TornCut(node.ino, k, torn))
     entries = tuple((d, n, rng.random() < 0.5) for d, n in _entry_choices(disk))
     return PowerCut(tuple(files), entries)
+
+
+def keep_all(disk: Disk) -> PowerCut:
+    """Every unsynced operation and directory entry landed (the luckiest power cut)."""
+    files = tuple(TornCut(node.ino, len(node.pending)) for node in disk.iter_files() if node.pending)
+    return PowerCut(files, tuple((d, n, True) for d, n in _entry_choices(disk)))
+
+
+def torn_last_write(disk: Disk, ino: int | None, fraction: float) -> PowerCut:
+    """Everything landed except the last unsynced write of file ``ino``, of which only the
+    first ``fraction`` did (at least one byte short of the whole write)."""
+    cut = keep_all(disk)
+    files = list(cut.files)
+    for index, choice in enumerate(files):
+        node = disk.file(choice.ino)
+        writes = [i for i, op in enumerate(node.pending) if isinstance(op, WriteOp)]
+        if choice.ino == ino and writes:
+            last = writes[-1]
+            op = node.pending[last]
+            assert isinstance(op, WriteOp)
+            size = len(op.data)
+            files[index] = TornCut(choice.ino, last, max(0, min(size - 1, int(size * fraction))))
+    return PowerCut(tuple(files), cut.entries)
 
 
 def apply_power_cut(disk: Disk, cut: PowerCut) -> None:
@@ -157,14 +177,3 @@ def apply_power_cut(disk: Disk, cut: PowerCut) -> None:
         disk.nodes[node.ino] = attrs.evolve(node, entries=entries, durable=entries)
     disk.locks.clear()
 
-
-def describe_pending(disk: Disk) -> list[str]:
-    out = []
-    for node in disk.iter_files():
-        if node.pending:
-            out.append(f"{disk.path_of(node.ino)}: {len(node.pending)} unsynced op(s)")
-    for d in disk.iter_dirs():
-        for name in d.unsynced_names():
-            out.append(f"{disk.path_of(d.ino)}/{name}: unsynced entry")
-    _ = DirNode
-    return out

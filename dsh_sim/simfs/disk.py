@@ -193,9 +193,6 @@ class Disk:
         node = self.nodes[ino]
         return node.volatile if isinstance(node, FileNode) else None
 
-    def unsynced_bytes(self) -> int:
-        return sum(len(op.data) for f in self.iter_files() for op in f.pending if isinstance(op, WriteOp))
-
     def release_locks(self, pid: int) -> None:
         for ino in [i for i, (owner, _) in self.locks.items() if owner == pid]:
             del self.locks[ino]

@@ -68,7 +68,6 @@ class ProcessView:
         self._now_ns = now_ns
         self._fds: dict[int, _Open] = {}
         self.alive = True
-        self.refused: list[str] = []
 
     def revoke(self) -> None:
         """The process died: drop its descriptors, release its locks, refuse everything after."""
@@ -80,7 +79,6 @@ class ProcessView:
 
     def _refuse(self, op: str, path: str) -> FidelityError:
         text = f"process {self.pid} is dead but called fs.{op}({path!r})"
-        self.refused.append(text)
         self.disk.fidelity_errors.append(text)
         return FidelityError(text)
 

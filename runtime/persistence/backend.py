@@ -13,8 +13,9 @@ it (:mod:`runtime.persistence.migration`) and then opens that.
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
-from typing import Literal, Sequence
+from typing import Iterator, Literal, Sequence
 
 import attrs
 
@@ -42,8 +43,7 @@ from runtime.persistence.log_format import (
     LogUnknownEventType,
     LogVersionUnsupported,
     decode_log,
-    encode_batch,
-    encode_header,
+    encode_generation,
     header_of,
 )
 from runtime.persistence.locate import Located, flat_layout_error, generation_in, locate, paths_of, remove_stale_temps
@@ -54,6 +54,7 @@ from runtime.persistence.zstd_frames import FrameFormatError, first_frame
 from runtime.ports import Ports
 from runtime.ports.fs import StatResult
 from runtime.session.events import Event
+from runtime.session.lossless import is_safe_integer
 from runtime.session.vocabulary import SESSION_FORMAT_VERSION
 
 
@@ -98,7 +99,7 @@ class JsonlBackend:
 
     async def create(self, header: SessionHeader) -> WriteHandle:
         """A write handle for a new session; nothing is written until its first batch."""
-        if type(header.created_at) is not int or not 0 <= header.created_at <= 2**53 - 1:
+        if not is_safe_integer(header.created_at) or header.created_at < 0:
             raise ValueError("session metadata createdAt must be a non-negative safe integer")
         try:
             header.validate()
@@ -108,7 +109,7 @@ class JsonlBackend:
             raise SessionAlreadyExistsError.in_backend(header.id)
         self._claims[header.id] = None
         try:
-            if await self._locate(header.id) is not None:
+            if await locate(self.fs, self.root, self.compression, header.id) is not None:
                 raise SessionAlreadyExistsError.on_disk(header.id)
             paths = SessionPaths.of(self.root, header.cwd, header.id, self.compression)
         except BaseException:
@@ -125,11 +126,11 @@ class JsonlBackend:
             claimed = self._claims.get(session_id)
             if claimed is not None and not claimed.materialized:
                 return ReadHandle(self, session_id, None, claimed.header)
-            located = await self._locate(session_id)
+            located = await locate(self.fs, self.root, self.compression, session_id)
             if located is None:
                 raise SessionPersistenceNotFoundError(session_id)
             header, _, _, _ = await self._view(session_id, located)  # refuse unreadable logs at open
-            return ReadHandle(self, session_id, self._paths_of(located), header)
+            return ReadHandle(self, session_id, paths_of(self.root, located), header)
         if access != "write":
             raise ValueError(f'access must be "read" or "write", got {access!r}')
         if session_id in self._claims:
@@ -137,16 +138,16 @@ class JsonlBackend:
         self._claims[session_id] = None
         lock_fd: int | None = None
         try:
-            located = await self._locate(session_id)
+            located = await locate(self.fs, self.root, self.compression, session_id)
             if located is None:
                 raise SessionPersistenceNotFoundError(session_id)
-            paths = self._paths_of(located)
+            paths = paths_of(self.root, located)
             if not mutants.on("lease.no_lock_on_write_open"):
                 lock_fd = await acquire_lock(self.fs, paths.lock, session_id)
-            await self._remove_stale_temps(located)
+            await remove_stale_temps(self.fs, located)
             if located.version != SESSION_FORMAT_VERSION:
                 located = await self._publish_current(session_id, located)
-                paths = self._paths_of(located)
+                paths = paths_of(self.root, located)
             # After a kill the page cache may still hold writes (or a published name) that were
             # never fsynced; a writer must not build on what a power cut could take back
             # (PostgreSQL fsyncs its data directory at crash recovery for the same reason).
@@ -205,7 +206,7 @@ class JsonlBackend:
         pending = self._pending_stat(session_id)
         if pending is not None:
             return pending
-        located = await self._locate(session_id)
+        located = await locate(self.fs, self.root, self.compression, session_id)
         if located is None:
             raise SessionPersistenceNotFoundError(session_id)
         header, events, torn_bytes, st = await self._view(session_id, located)
@@ -230,7 +231,7 @@ class JsonlBackend:
                         if ".jsonl" in entry:
                             raise flat_layout_error(path)
                         continue
-                    located = await self._generation_in(path)
+                    located = await generation_in(self.fs, path, self.compression)
                     if located is not None:
                         listed = await self._list_one(entry, located)
                         if listed is not None:
@@ -252,18 +253,12 @@ class JsonlBackend:
             after = await self.fs.stat(located.log)
             if before.revision() == after.revision():
                 break
-        try:
+        with _refusals(label, located):
             if located.version == V0_VERSION:
                 v0 = v0_header_of(data, self.compression)
                 header = None if v0 is None else current_header(v0)
             else:
                 header = header_of(data, self.compression)
-        except LogVersionUnsupported as err:
-            raise header_version_refusal(label, located.log, located.version, err.version) from None
-        except LogCorruption as err:
-            raise SessionPersistenceCorruptionError(label, str(err), located.log) from None
-        except (V0Unsupported, MigrationRefused) as err:
-            raise SessionFormatUnsupportedError.migration(label, located.version, str(err), located.log) from None
         if header is None:
             return None
         self._check_identity(header, located)
@@ -271,25 +266,13 @@ class JsonlBackend:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _paths_of(self, located: Located) -> SessionPaths:
-        return paths_of(self.root, located)
-
-    async def _locate(self, session_id: str) -> Located | None:
-        return await locate(self.fs, self.root, self.compression, session_id)
-
-    async def _generation_in(self, session_dir: str) -> Located | None:
-        return await generation_in(self.fs, session_dir, self.compression)
-
-    async def _remove_stale_temps(self, located: Located) -> None:
-        await remove_stale_temps(self.fs, located)
-
     async def _read_events(self, session_id: str, paths: SessionPaths | None) -> Sequence[Event]:
         if paths is None:
             # opened while the creator was unmaterialized: empty until it publishes
             claimed = self._claims.get(session_id)
             if claimed is not None and not claimed.materialized:
                 return ()
-        located = await self._locate(session_id)
+        located = await locate(self.fs, self.root, self.compression, session_id)
         if located is None:
             raise SessionPersistenceNotFoundError(session_id)
         return (await self._view(session_id, located))[1]
@@ -308,16 +291,9 @@ class JsonlBackend:
         return self._decode_bytes(session_id, located, data)
 
     def _decode_bytes(self, session_id: str, located: Located, data: bytes) -> DecodedLog:
-        if located.version != SESSION_FORMAT_VERSION:
-            raise SessionFormatUnsupportedError.version(session_id, located.version, located.log)
-        try:
+        """A current generation's bytes decoded (callers only pass current generations)."""
+        with _refusals(session_id, located):
             decoded = decode_log(data, self.compression)
-        except LogVersionUnsupported as err:
-            raise header_version_refusal(session_id, located.log, located.version, err.version) from None
-        except LogUnknownEventType as err:
-            raise SessionFormatUnsupportedError.unknown_type(session_id, err.kind, err.seq, located.log) from None
-        except LogCorruption as err:
-            raise SessionPersistenceCorruptionError(session_id, str(err), located.log) from None
         self._check_header(session_id, decoded.header, located)
         return decoded
 
@@ -325,15 +301,9 @@ class JsonlBackend:
         """A historical generation decoded and migrated in memory: (log, torn bytes)."""
         if located.version != V0_VERSION:
             raise SessionFormatUnsupportedError.version(session_id, located.version, located.log)
-        try:
+        with _refusals(session_id, located):
             source = decode_v0(data, self.compression)
             migrated = migrate_v0(source)
-        except LogVersionUnsupported as err:
-            raise header_version_refusal(session_id, located.log, located.version, err.version) from None
-        except LogCorruption as err:
-            raise SessionPersistenceCorruptionError(session_id, str(err), located.log) from None
-        except (V0Unsupported, MigrationRefused) as err:
-            raise SessionFormatUnsupportedError.migration(session_id, located.version, str(err), located.log) from None
         self._check_header(session_id, migrated.header, located)
         return migrated, source.torn.torn_bytes if source.torn else 0
 
@@ -382,14 +352,12 @@ class JsonlBackend:
             await ensure_dir_durable(self.fs, paths.session_dir, self.root)
             if handle.lock_fd is None and not mutants.on("lease.no_lock_on_write_open"):
                 handle._set_lock(await acquire_lock(self.fs, paths.lock, handle.session_id))
-            await self._generation_in(paths.session_dir)  # refuses an opposite-encoding artifact
+            await generation_in(self.fs, paths.session_dir, self.compression)  # refuses an opposite-encoding artifact
             if await exists(self.fs, paths.log):
                 raise SessionAlreadyExistsError(
                     f'refusing to materialize "{handle.session_id}": a log already exists on disk (load/resume it instead)'
                 )
-            data = encode_header(handle.header, self.compression)
-            if batch:
-                data += encode_batch(batch, self.compression)
+            data = encode_generation(handle.header, batch, self.compression)
             temp = paths.temp_for(self.ids.token_hex(6))
             try:
                 await publish_new_file(self.fs, paths.log, temp, data)
@@ -398,6 +366,25 @@ class JsonlBackend:
                     f'refusing to materialize "{handle.session_id}": a log already exists on disk (load/resume it instead)'
                 ) from None
         handle._materialized(len(data))
+
+
+@contextlib.contextmanager
+def _refusals(session_id: str, located: Located) -> Iterator[None]:
+    """A decoder's or migration's refusal as the public error naming the session and file.
+
+    One spelling for list, read and migration; each refusal type is raised only by the
+    decoders that can produce it, so sharing the mapping changes no outcome.
+    """
+    try:
+        yield
+    except LogVersionUnsupported as err:
+        raise header_version_refusal(session_id, located.log, located.version, err.version) from None
+    except LogUnknownEventType as err:
+        raise SessionFormatUnsupportedError.unknown_type(session_id, err.kind, err.seq, located.log) from None
+    except LogCorruption as err:
+        raise SessionPersistenceCorruptionError(session_id, str(err), located.log) from None
+    except (V0Unsupported, MigrationRefused) as err:
+        raise SessionFormatUnsupportedError.migration(session_id, located.version, str(err), located.log) from None
 
 
 def _has_newline(data: bytes) -> bool:

@@ -22,7 +22,6 @@ EXPLICIT_FLUSH = "explicit flush"
 FIRST_PUBLICATION = "first publication"
 TORN_TAIL_REWRITE = "torn-tail rewrite"
 REPAIR_APPEND = "repair append"
-BATCH_APPEND = "batch append"
 MIGRATION = "migration"
 
 

@@ -176,10 +176,9 @@ async def truncate_durable(fs: FileSystem, path: str, size: int) -> None:
 
 
 class AppendResult:
-    __slots__ = ("prior_size", "new_size", "fsync_deferred")
+    __slots__ = ("new_size", "fsync_deferred")
 
-    def __init__(self, prior_size: int, new_size: int, fsync_deferred: bool) -> None:
-        self.prior_size = prior_size
+    def __init__(self, new_size: int, fsync_deferred: bool) -> None:
         self.new_size = new_size
         self.fsync_deferred = fsync_deferred
 
@@ -227,7 +226,7 @@ async def append_durable(fs: FileSystem, path: str, data: bytes, expected_size: 
         await close_after_error(fs, fd)
         raise
     await close_shielded(fs, fd)
-    return AppendResult(expected_size, expected_size + len(data), deferred)
+    return AppendResult(expected_size + len(data), deferred)
 
 
 async def read_prefix(fs: FileSystem, path: str, complete: Callable[[bytes], bool], chunk: int = 8192) -> bytes:

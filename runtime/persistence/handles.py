@@ -61,7 +61,10 @@ def _never_backwards(session_id: str, events: Sequence[Event], observed: int) ->
     return len(events)
 
 
-def _window(events: Sequence[Event], offset: int, length: int | None) -> list[Event]:
+async def _read_window(handle: "ReadHandle | WriteHandle", offset: int, length: int | None) -> list[Event]:
+    """The stored events ``[offset, offset+length)`` as either handle serves them (never backwards)."""
+    events = await handle._backend._read_events(handle.session_id, handle.paths)
+    handle._observed = _never_backwards(handle.session_id, events, handle._observed)
     end = len(events) if length is None else offset + length
     return list(events[offset:end])
 
@@ -84,9 +87,7 @@ class ReadHandle:
         _check_range(offset, length)
         if self._closed:
             raise SessionHandleClosedError("read")
-        events = await self._backend._read_events(self.session_id, self.paths)
-        self._observed = _never_backwards(self.session_id, events, self._observed)
-        return _window(events, offset, length)
+        return await _read_window(self, offset, length)
 
     async def append(self, events: Sequence[Event]) -> None:
         raise SessionReadOnlyError("append", self.session_id)
@@ -153,9 +154,7 @@ class WriteHandle:
         self._check_open("read")
         if not self.materialized:
             return []
-        events = await self._backend._read_events(self.session_id, self.paths)
-        self._observed = _never_backwards(self.session_id, events, self._observed)
-        return _window(events, offset, length)
+        return await _read_window(self, offset, length)
 
     async def append(self, events: Sequence[Event]) -> None:
         """Durably append one batch (one zstd frame); returns only after fsync."""

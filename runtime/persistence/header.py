@@ -57,7 +57,7 @@ class SessionHeader:
 
 
 def _non_negative_int(value: Any) -> bool:
-    return is_safe_integer(value) and value >= 0 and not (type(value) is float)
+    return is_safe_integer(value) and value >= 0
 
 
 def parse_header(record: Any) -> SessionHeader:

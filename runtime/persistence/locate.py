@@ -14,7 +14,7 @@ import attrs
 
 from runtime.persistence.durable import exists
 from runtime.persistence.errors import LayoutError
-from runtime.persistence.layout import SessionPaths, encode_segment, parse_generation_filename
+from runtime.persistence.layout import LOCK_FILENAME, SessionPaths, encode_segment, parse_generation_filename
 from runtime.ports.fs import FileSystem
 
 
@@ -30,7 +30,7 @@ class Located:
 
 def paths_of(root: str, located: Located) -> SessionPaths:
     project_dir = posixpath.dirname(located.session_dir)
-    return SessionPaths(root, project_dir, located.session_dir, located.log, f"{located.session_dir}/session.lock")
+    return SessionPaths(root, project_dir, located.session_dir, located.log, f"{located.session_dir}/{LOCK_FILENAME}")
 
 
 def flat_layout_error(path: str) -> LayoutError:

@@ -26,6 +26,7 @@ from runtime.persistence.zstd_frames import (
     decode_frame,
     decode_torn_frame,
     first_frame,
+    new_decompressor,
     scan_frames,
 )
 from runtime.session.events import EnvelopeError, Event
@@ -129,12 +130,36 @@ def _header_from_line(line: bytes) -> SessionHeader:
         record = _loads(line)
     except ValueError:
         raise LogCorruption("corrupt session log: header line is not valid JSON") from None
+    return _header_from_record(record)
+
+
+def _header_from_record(record: Any) -> SessionHeader:
+    """A parsed header record, with the header's refusals as log errors."""
     try:
         return parse_header(record)
     except HeaderVersionError as err:
         raise LogVersionUnsupported(err.version) from None
     except HeaderError as err:
         raise LogCorruption(f"corrupt session log: {err}") from None
+
+
+def one_header_line(head: bytes) -> bytes:
+    """The header line a first zstd frame holds (without its newline): exactly one line."""
+    if not head.endswith(b"\n") or head.count(b"\n") != 1:
+        raise LogCorruption("corrupt Zstandard session log: first frame is not exactly one header line")
+    return head[:-1]
+
+
+def frame_lines(plaintext: bytes) -> list[bytes]:
+    """The record lines of a complete frame: a checksummed frame ends on a whole record."""
+    if not plaintext.endswith(b"\n"):
+        raise LogCorruption("corrupt Zstandard session log: complete frame contains a torn JSONL record")
+    return plaintext[:-1].split(b"\n")
+
+
+def torn_lines(partial: bytes) -> list[bytes]:
+    """The whole lines at the start of a torn frame's partial plaintext (the cut one dropped)."""
+    return partial[: partial.rfind(b"\n") + 1].split(b"\n")[:-1]
 
 
 def _check_vocabulary(events: Sequence[Event]) -> None:
@@ -201,10 +226,8 @@ def _decode_raw(data: bytes) -> DecodedLog:
 
 
 def _records_of_frame(plaintext: bytes, start: int, first_seq: int) -> list[Event]:
-    if not plaintext.endswith(b"\n"):
-        raise LogCorruption("corrupt Zstandard session log: complete frame contains a torn JSONL record")
     out: list[Event] = []
-    for line in plaintext[:-1].split(b"\n"):
+    for line in frame_lines(plaintext):
         try:
             event = _parse_line(line)
         except EnvelopeError as err:
@@ -221,8 +244,7 @@ def _records_of_frame(plaintext: bytes, start: int, first_seq: int) -> list[Even
 def _recover_torn(plaintext: bytes, first_seq: int) -> list[Event]:
     """Whole, contiguous records at the start of a torn frame's partial plaintext."""
     out: list[Event] = []
-    complete = plaintext[: plaintext.rfind(b"\n") + 1]
-    for line in complete.split(b"\n")[:-1]:
+    for line in torn_lines(plaintext):
         try:
             event = _parse_line(line)
         except EnvelopeError:
@@ -234,19 +256,18 @@ def _recover_torn(plaintext: bytes, first_seq: int) -> list[Event]:
 
 
 def _decode_zstd(data: bytes) -> DecodedLog:
+    decompressor = new_decompressor()
     try:
         scan = scan_frames(data)
         if not scan.frames:
             raise LogCorruption("empty or header-less Zstandard session log")
         first_start, first_end = scan.frames[0]
-        head = decode_frame(data[first_start:first_end], first_start)
-        if not head.endswith(b"\n") or head.count(b"\n") != 1:
-            raise LogCorruption("corrupt Zstandard session log: first frame is not exactly one header line")
-        header = _header_from_line(head[:-1])
+        head = decode_frame(data[first_start:first_end], first_start, decompressor)
+        header = _header_from_line(one_header_line(head))
         events: list[Event] = []
         for start, end in scan.frames[1:]:
             try:
-                plain = decode_frame(data[start:end], start)
+                plain = decode_frame(data[start:end], start, decompressor)
             except FrameFormatError:
                 if not mutants.on("read.skip_corrupt_complete_frame"):
                     raise
@@ -258,7 +279,7 @@ def _decode_zstd(data: bytes) -> DecodedLog:
     if scan.torn_start is not None:
         recovered: list[Event] = []
         if not mutants.on("read.drop_torn_recovered_records"):
-            recovered = _recover_torn(decode_torn_frame(data[scan.torn_start :]), len(events))
+            recovered = _recover_torn(decode_torn_frame(data[scan.torn_start :], decompressor), len(events))
         if mutants.on("read.accept_torn_final_frame"):
             events.extend(recovered)
             return DecodedLog(header, tuple(events), None, len(data))
@@ -292,16 +313,14 @@ def header_of(data: bytes, compression: str) -> SessionHeader | None:
             head = decode_frame(data[: layout.end], 0)
         except FrameFormatError:
             raise LogCorruption("corrupt Zstandard session log: header frame failed validation") from None
-        if not head.endswith(b"\n") or head.count(b"\n") != 1:
-            raise LogCorruption("corrupt Zstandard session log: first frame is not exactly one header line")
-        line = head[:-1]
+        line = one_header_line(head)
     try:
         record = _loads(line)
     except ValueError:
         return None
     if type(record) is not dict or record.get("type") != "session":
         return None
-    return _header_from_line(line)
+    return _header_from_record(record)
 
 
 def encode_generation(header: SessionHeader, events: Sequence[Event], compression: str) -> bytes:

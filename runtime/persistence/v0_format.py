@@ -20,8 +20,24 @@ from typing import Any
 
 import attrs
 
-from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported, Unparsable, _loads, parse_record
-from runtime.persistence.zstd_frames import FrameFormatError, decode_frame, decode_torn_frame, first_frame, scan_frames
+from runtime.persistence.log_format import (
+    LogCorruption,
+    LogVersionUnsupported,
+    Unparsable,
+    _loads,
+    frame_lines,
+    one_header_line,
+    parse_record,
+    torn_lines,
+)
+from runtime.persistence.zstd_frames import (
+    FrameFormatError,
+    decode_frame,
+    decode_torn_frame,
+    first_frame,
+    new_decompressor,
+    scan_frames,
+)
 from runtime.session.lossless import is_safe_integer
 
 V0_VERSION = 0
@@ -156,17 +172,6 @@ def parse_v0_header(line: bytes) -> V0Header:
         delegation_depth=depth,
         agent_preset=record.get("agentPreset"),
     )
-
-
-def header_version(line: bytes) -> int | None:
-    """The ``version`` a header line claims (``None`` if it names none): picks the decoder."""
-    try:
-        record = _loads(line)
-    except ValueError:
-        return None
-    if type(record) is not dict or record.get("type") != "session" or type(record.get("version")) is not int:
-        return None
-    return record["version"]
 
 
 # -- records --------------------------------------------------------------------------------
@@ -315,29 +320,25 @@ def _decode_raw(data: bytes) -> V0Log:
 
 
 def _decode_zstd(data: bytes) -> V0Log:
+    decompressor = new_decompressor()
     try:
         scan = scan_frames(data)
         if not scan.frames:
             raise LogCorruption("empty or header-less Zstandard session log")
-        head = decode_frame(data[: scan.frames[0][1]], 0)
-        if not head.endswith(b"\n") or head.count(b"\n") != 1:
-            raise LogCorruption("corrupt Zstandard session log: first frame is not exactly one header line")
-        header = parse_v0_header(head[:-1])
+        head = decode_frame(data[: scan.frames[0][1]], 0, decompressor)
+        header = parse_v0_header(one_header_line(head))
         scanner = _Scanner()
         for start, end in scan.frames[1:]:
-            plaintext = decode_frame(data[start:end], start)
-            if not plaintext.endswith(b"\n"):
-                raise LogCorruption("corrupt Zstandard session log: complete frame contains a torn JSONL record")
-            for line in plaintext[:-1].split(b"\n"):
+            for line in frame_lines(decode_frame(data[start:end], start, decompressor)):
                 scanner.feed(line)
     except FrameFormatError as err:
         raise LogCorruption(str(err)) from None
     torn = None
     if scan.torn_start is not None:
-        partial = decode_torn_frame(data[scan.torn_start :])  # decoder errors: nothing recovered
+        partial = decode_torn_frame(data[scan.torn_start :], decompressor)  # decoder errors: nothing recovered
         before = len(scanner.events)
         if scanner.issue is None:
-            for line in partial[: partial.rfind(b"\n") + 1].split(b"\n")[:-1]:
+            for line in torn_lines(partial):
                 try:
                     if not scanner.feed(line):
                         break
@@ -359,6 +360,4 @@ def v0_header_of(data: bytes, compression: str) -> V0Header | None:
         head = decode_frame(data[: layout.end], 0)
     except FrameFormatError:
         raise LogCorruption("corrupt Zstandard session log: header frame failed validation") from None
-    if not head.endswith(b"\n") or head.count(b"\n") != 1:
-        raise LogCorruption("corrupt Zstandard session log: first frame is not exactly one header line")
-    return parse_v0_header(head[:-1])
+    return parse_v0_header(one_header_line(head))

@@ -90,18 +90,6 @@ def _frame_at(data: bytes, o: int) -> FrameLayout | None:
     return FrameLayout(start, header_end, tuple(blocks), checksum_start, o)
 
 
-def scan_frames(data: bytes) -> FrameScan:
-    frames: list[tuple[int, int]] = []
-    o = 0
-    while o < len(data):
-        layout = _frame_at(data, o)
-        if layout is None:
-            return FrameScan(tuple(frames), o)
-        frames.append((layout.start, layout.end))
-        o = layout.end
-    return FrameScan(tuple(frames), None)
-
-
 def first_frame(data: bytes) -> FrameLayout | None:
     """Layout of the frame at byte 0 (``None`` while it is incomplete); later bytes unread."""
     return _frame_at(data, 0) if data else None
@@ -120,10 +108,27 @@ def frame_layouts(data: bytes) -> list[FrameLayout]:
     return out
 
 
-def decode_frame(frame: bytes, start: int) -> bytes:
+def scan_frames(data: bytes) -> FrameScan:
+    """Complete frames, and where a structurally incomplete final frame starts (if any)."""
+    layouts = frame_layouts(data)
+    end = layouts[-1].end if layouts else 0  # the scan stops here: at EOF or a torn frame
+    return FrameScan(tuple((layout.start, layout.end) for layout in layouts), end if end < len(data) else None)
+
+
+def new_decompressor() -> zstandard.ZstdDecompressor:
+    """A decompressor for one whole-log decode: creating one per frame costs more than the
+    frame.  Never share one between threads (``thread_verifier`` decodes in workers)."""
+    return zstandard.ZstdDecompressor()
+
+
+def _or_new(decompressor: zstandard.ZstdDecompressor | None) -> zstandard.ZstdDecompressor:
+    return zstandard.ZstdDecompressor() if decompressor is None else decompressor
+
+
+def decode_frame(frame: bytes, start: int, decompressor: zstandard.ZstdDecompressor | None = None) -> bytes:
     """Decode one complete frame; anything but a clean, checksummed end is corruption."""
     try:
-        decoder = zstandard.ZstdDecompressor().decompressobj()
+        decoder = _or_new(decompressor).decompressobj()
         out = decoder.decompress(frame)
         if not decoder.eof or decoder.unused_data:
             raise zstandard.ZstdError("frame did not end where its structure ends")
@@ -132,9 +137,9 @@ def decode_frame(frame: bytes, start: int) -> bytes:
     return out
 
 
-def decode_torn_frame(fragment: bytes) -> bytes:
+def decode_torn_frame(fragment: bytes, decompressor: zstandard.ZstdDecompressor | None = None) -> bytes:
     """Best-effort plaintext of a torn frame (flush mode: no end or checksum required)."""
     try:
-        return zstandard.ZstdDecompressor().decompressobj().decompress(fragment)
+        return _or_new(decompressor).decompressobj().decompress(fragment)
     except zstandard.ZstdError:
         return b""
