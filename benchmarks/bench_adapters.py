@@ -30,9 +30,9 @@ from typing import Any
 import trio
 
 from _bench import median, print_table
-from dsh_sim.determinism import SimClock, SimIds, new_clock
-from dsh_sim.logs import capture_runtime_logs
-from dsh_sim.simfs import Disk, ProcessView
+from dsh_sim.engine.determinism import SimClock, SimIds, new_clock
+from dsh_sim.engine.logs import capture_runtime_logs
+from dsh_sim.adapters.simfs import Disk, ProcessView
 from runtime.adapters import production_ports
 from runtime.adapters.script_model import ScriptedResponse, ScriptModel
 from runtime.agent.runtime import RuntimeConfig, open_runtime

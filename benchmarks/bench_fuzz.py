@@ -9,7 +9,7 @@ Figures, over the wall time of the whole Hypothesis run:
 
 * steps/s — simulation steps applied (``len(machine.steps)``, what ``dsh-sim fuzz`` counts);
 * crash-recover cycles/s — a crash followed by a boot that recovered from it (one coverage
-  case in ``sim.obs.cases`` each).
+  case in ``checker.cases`` each).
 
 There is no outside baseline for these; the ratio printed is internal to the run: the
 wall cost of one crash-recover cycle (the step that crashed + the recovery boot) against a
@@ -30,11 +30,11 @@ from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from _bench import print_table
-from dsh_sim import profiles
-from dsh_sim.logs import capture_runtime_logs
-from dsh_sim.machines.durability import DurabilityMachine
-from dsh_sim.machines.storage import StorageMachine
-from dsh_sim.steps import Step
+from dsh_sim.drivers import profiles
+from dsh_sim.engine.logs import capture_runtime_logs
+from dsh_sim.drivers.machines.durability import DurabilityMachine
+from dsh_sim.drivers.machines.storage import StorageMachine
+from dsh_sim.scenario.steps import Step
 
 MACHINES = {"durability": DurabilityMachine, "storage": StorageMachine}
 WORK_OPS = ("prompt", "retry_unknown", "append", "flush")
@@ -85,11 +85,11 @@ def counting_machine(base: type, tally: Tally, seed: int) -> type:
             if self.sim is not None:
                 tally.examples += 1
                 tally.steps += len(self.steps)
-                tally.cycles += len(self.sim.obs.cases)
-                tally.crashes += len(self.sim.obs.crashes)
+                tally.cycles += len(self.checker.cases)
+                tally.crashes += len(self.sim.history.crashes)
 
     cls = type(f"Bench{base.__name__}", (base,), {"do": do, "teardown": teardown, "last": None})
-    cls._hypothesis_internal_use_seed = seed  # what @seed does (as dsh_sim.fuzz sets it)
+    cls._hypothesis_internal_use_seed = seed  # what @seed does (as dsh_sim.drivers.fuzz sets it)
     return cls
 
 

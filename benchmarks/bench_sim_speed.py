@@ -26,11 +26,12 @@ from typing import Any
 import trio
 
 from _bench import median, print_table, timed
-from dsh_sim.determinism import new_clock
-from dsh_sim.logs import capture_runtime_logs
-from dsh_sim.scenario import Scenario
-from dsh_sim.sim import Simulation
-from dsh_sim.steps import Step, apply
+from dsh_sim.engine.determinism import new_clock
+from dsh_sim.engine.logs import capture_runtime_logs
+from dsh_sim.scenario.model import Scenario
+from dsh_sim.engine.machine import Simulation
+from dsh_sim.evidence.checker import Checker
+from dsh_sim.scenario.steps import Step, apply
 
 SEED = 20261130
 
@@ -74,6 +75,7 @@ def standard_session(prompts: int, think: float, crash: bool) -> Scenario:
 def run_session(scenario: Scenario) -> tuple[Simulation, list[float], list[str]]:
     """Replay the session; returns the simulation, the clock's jumps in order, the outcomes."""
     sim = Simulation(scenario.seed, scenario.sim_config())
+    Checker.attach(sim)
     jumps: list[float] = []
     jump = sim.clock.jump
 
@@ -117,8 +119,9 @@ def main() -> None:
             walls.append(wall)
             virtual = sim.now()
     assert sim is not None
-    if sim.obs.violations:
-        raise SystemExit(f"the standard session violated an invariant: {sim.obs.violations[0].describe()}")
+    violations = Checker.of(sim).violations
+    if violations:
+        raise SystemExit(f"the standard session violated an invariant: {violations[0].describe()}")
     base = median([timed(lambda: trivial_loop(jumps))[0] for _ in range(args.repeat)])
     wall = median(walls)
     tool_calls = len(sim.world.ledger)

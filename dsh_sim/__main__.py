@@ -1,5 +1,5 @@
 """``python -m dsh_sim`` is the ``dsh-sim`` command."""
 
-from dsh_sim.cli import main
+from dsh_sim.cli.main import main
 
 raise SystemExit(main())

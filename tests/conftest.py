@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_sim import profiles
-from dsh_sim.logs import capture_runtime_logs
+from dsh_sim.drivers import profiles
+from dsh_sim.engine.logs import capture_runtime_logs
 
 # The suite is deterministic for everyone (not only under CI=true): the "ci" profile unless
 # DSH_PROFILE asks for another (dev, soak) on purpose.

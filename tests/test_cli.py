@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from dsh_sim.cli import main
-from dsh_sim.commands.common import EXIT_USAGE, EXIT_VIOLATION
-from dsh_sim.points import POINTS
+from dsh_sim.cli.main import main
+from dsh_sim.cli.commands.common import EXIT_USAGE, EXIT_VIOLATION
+from dsh_sim.engine.points import POINTS
 from runtime.persistence.log_format import decode_log
 from tests.persistence_helpers import backend, log_path, meta, read_bytes, run
 from tests.test_repair import assistant, step_start, tool_call, turn_start

@@ -11,8 +11,8 @@ import pytest
 import trio
 import trio.testing
 
-from dsh_sim import determinism
-from dsh_sim.determinism import check_trio, derive_seed, new_clock, seed_scheduler
+from dsh_sim.engine import determinism
+from dsh_sim.engine.determinism import check_trio, derive_seed, new_clock, seed_scheduler
 
 SCENARIO = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter", "crash-during-recovery.json")
 

@@ -7,10 +7,10 @@ import os
 import attrs
 import pytest
 
-from dsh_sim.commands.explore_cmd import saver
-from dsh_sim.explore import explore, record
-from dsh_sim.replay import judge, run_scenario
-from dsh_sim.scenario import load
+from dsh_sim.cli.commands.explore_cmd import saver
+from dsh_sim.drivers.explore import explore, record
+from dsh_sim.drivers.replay import judge, run_scenario
+from dsh_sim.scenario.model import load
 
 STARTER = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter")
 
@@ -33,7 +33,7 @@ def test_exhaustive_under_the_prefix_model_and_clean_on_the_correct_runtime():
 
 
 def test_recovery_starts_from_the_recorded_state_not_a_replayed_prefix():
-    points, _ = record(scenario("boundary-2-3-pay"))
+    points, _, _ = record(scenario("boundary-2-3-pay"))
     result = explore(scenario("boundary-2-3-pay"))
     assert len(result.points) == len(points)
     distinct = sum(not s.shared for s in result.states)

@@ -13,10 +13,10 @@ import os
 import attrs
 import pytest
 
-from dsh_sim import invariants as inv
-from dsh_sim.replay import run_scenario
-from dsh_sim.scenario import load
-from dsh_sim.simfs.view import ProcessView
+from dsh_sim.evidence import invariants as inv
+from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.scenario.model import load
+from dsh_sim.adapters.simfs.view import ProcessView
 from runtime.session.events import Event
 
 STARTER = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter")

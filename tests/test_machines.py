@@ -11,12 +11,12 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from dsh_sim.config import SimConfig
-from dsh_sim.fuzz import fuzz
-from dsh_sim.machines.durability import DurabilityMachine
-from dsh_sim.machines.storage import StorageMachine
-from dsh_sim.minimize import _candidates, _fails
-from dsh_sim.scenario import load
+from dsh_sim.engine.config import SimConfig
+from dsh_sim.drivers.fuzz import fuzz
+from dsh_sim.drivers.machines.durability import DurabilityMachine
+from dsh_sim.drivers.machines.storage import StorageMachine
+from dsh_sim.drivers.minimize import _candidates, _fails
+from dsh_sim.scenario.model import load
 
 
 def test_durability_machine_holds_on_the_correct_runtime():

@@ -536,9 +536,9 @@ def test_resume_repairs_a_migrated_open_turn_in_the_new_generation(root: str, mo
 def test_cli_inspect_reports_the_migration_and_migrate_publishes(root: str, mode: str, capsys: pytest.CaptureFixture[str]) -> None:
     import types
 
-    from dsh_sim.commands import inspect_log
-    from dsh_sim.commands import migrate as migrate_cmd
-    from dsh_sim.commands.common import CliError
+    from dsh_sim.cli.commands import inspect_log
+    from dsh_sim.cli.commands import migrate as migrate_cmd
+    from dsh_sim.cli.commands.common import CliError
 
     source = write_source(root, mode, reference_file(mode, BATCHES[:2]))
     report = inspect_log.inspect_path(session_dir(root, mode))

@@ -15,12 +15,14 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from dsh_sim.config import SimConfig
-from dsh_sim.explore import explore
-from dsh_sim.machines.storage import StorageMachine
-from dsh_sim.scenario import Scenario
-from dsh_sim.sim import Simulation
-from dsh_sim.steps import Step, StepNotApplicable, apply
+from dsh_sim.engine.config import SimConfig
+from dsh_sim.drivers.explore import explore
+from dsh_sim.drivers.machines.storage import StorageMachine
+from dsh_sim.scenario.model import Scenario
+from dsh_sim.engine.machine import Simulation
+from dsh_sim.evidence.checker import Checker
+from dsh_sim.evidence.invariants.storage import SeededSource
+from dsh_sim.scenario.steps import Step, StepNotApplicable, apply
 from runtime.persistence import publication
 from runtime.persistence.durable import read_all
 from runtime.persistence.layout import generation_filename
@@ -49,8 +51,16 @@ CRASHES = [
 ]
 
 
-def storage_sim(compression: str, seed: int = 5) -> Simulation:
-    return Simulation(seed, SimConfig(compression=compression, approval_tools=()), kind="storage")
+def storage_sim(compression: str, seed: int = 5) -> tuple[Simulation, Checker]:
+    sim = Simulation(seed, SimConfig(compression=compression, approval_tools=()), kind="storage")
+    return sim, Checker.attach(sim)
+
+
+def seeded_source(sim: Simulation) -> SeededSource:
+    """What migrating the historical log the seed_v0 step placed must publish."""
+    placed = sim.history.seeded
+    assert placed is not None
+    return SeededSource.of(placed.path, placed.target, placed.data, sim.config.compression)
 
 
 def v0_scenario(compression: str, torn: bool = False) -> Scenario:
@@ -74,9 +84,9 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 def test_seed_v0_writes_the_reference_layout(mode: str) -> None:
-    sim = storage_sim(mode)
+    sim, checker = storage_sim(mode)
     assert apply(sim, Step("seed_v0", {"turns": 2, "notes": 2})) == "seeded:v0:31->18"
-    seeded = sim.seeded_v0
+    seeded = seeded_source(sim)
     assert seeded is not None and seeded.path.endswith("/" + generation_filename(0, mode))
     assert sim.disk.read_path(seeded.path) == seeded.data
     assert sim.disk.resolve(seeded.path, durable=True) is not None  # durable entry and bytes
@@ -94,26 +104,26 @@ def test_seed_v0_writes_the_reference_layout(mode: str) -> None:
 
 
 def test_torn_seed_and_boot_publish_the_valid_prefix(mode: str) -> None:
-    sim = storage_sim(mode)
+    sim, checker = storage_sim(mode)
     apply(sim, Step("seed_v0", {"turns": 2, "torn": True}))
-    seeded = sim.seeded_v0
+    seeded = seeded_source(sim)
     assert seeded is not None and decode_v0(seeded.data, mode).torn is not None
     assert apply(sim, Step("boot")) == "booted"
     published = sim.disk.read_path(seeded.target)
     assert published == seeded.expected and decode_log(published, mode).torn is None
     assert sim.disk.read_path(seeded.path) == seeded.data
-    assert sim.obs.checked["migration_atomic"] == 1 and not sim.obs.violations
+    assert checker.checked["migration_atomic"] == 1 and not checker.violations
     sim.shutdown()
 
 
 @pytest.mark.parametrize("point,hit", MIGRATION_STEPS)
 def test_a_crash_at_any_publication_step_leaves_a_readable_generation(mode: str, point: str, hit: int) -> None:
     for crash in CRASHES:
-        sim = storage_sim(mode)
+        sim, checker = storage_sim(mode)
         apply(sim, Step("seed_v0", {"turns": 2}))
         apply(sim, Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": 1, "crash": crash}}))
         assert apply(sim, Step("boot")).startswith("crashed:"), (point, crash)
-        seeded = sim.seeded_v0
+        seeded = seeded_source(sim)
         assert seeded is not None
         current = sim.disk.read_path(seeded.target)
         assert current in (None, seeded.expected), (point, crash)  # nothing, or the whole generation
@@ -121,20 +131,20 @@ def test_a_crash_at_any_publication_step_leaves_a_readable_generation(mode: str,
         assert apply(sim, Step("append", {"count": 1})) == "ok" and apply(sim, Step("flush")) == "ok"
         assert sim.disk.read_path(seeded.target).startswith(seeded.expected)
         assert [e.to_record() for e in sim.current.session.events[: len(seeded.events)]] == list(seeded.events)
-        assert sim.obs.checked["migration_atomic"] == 2
-        assert not sim.obs.violations, [v.describe() for v in sim.obs.violations]
+        assert checker.checked["migration_atomic"] == 2
+        assert not checker.violations, [v.describe() for v in checker.violations]
         sim.shutdown()
 
 
 def test_a_crash_during_the_second_attempt_is_recovered_too(mode: str) -> None:
-    sim = storage_sim(mode)
+    sim, checker = storage_sim(mode)
     apply(sim, Step("seed_v0", {"turns": 1}))
     for lifetime, point in ((1, "fs.fsync"), (2, "persist.migration.verified")):
         rule = {"point": point, "action": "crash", "hit": 1, "lifetime": lifetime, "crash": {"kind": "power", "state": "random"}}
         apply(sim, Step("arm", {"rule": rule}))
         assert apply(sim, Step("boot")).startswith("crashed:")
     assert apply(sim, Step("boot")) == "booted"
-    assert not sim.obs.violations and sim.obs.checked["migration_atomic"] == 3
+    assert not checker.violations and checker.checked["migration_atomic"] == 3
     sim.shutdown()
 
 
@@ -161,17 +171,17 @@ async def write_in_place(fs: FileSystem, stage: str, target: str) -> None:
 
 def test_in_place_publication_violates_migration_atomic(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(publication, "link_stage", write_in_place)
-    sim = storage_sim(mode)
+    sim, checker = storage_sim(mode)
     apply(sim, Step("seed_v0", {"turns": 2}))
-    seeded = sim.seeded_v0
+    seeded = seeded_source(sim)
     assert seeded is not None
     rule = {"point": "fs.write", "action": "crash", "hit": 2, "lifetime": 1, "match": {"path": seeded.target}, "crash": {"kind": "kill"}}
     apply(sim, Step("arm", {"rule": rule}))
     assert apply(sim, Step("boot")) == "crashed:fs.write"
     apply(sim, Step("boot"))
-    violated = {v.invariant for v in sim.obs.violations}
-    assert "migration_atomic" in violated, [v.describe() for v in sim.obs.violations]
-    message = next(v for v in sim.obs.violations if v.invariant == "migration_atomic").describe()
+    violated = {v.invariant for v in checker.violations}
+    assert "migration_atomic" in violated, [v.describe() for v in checker.violations]
+    message = next(v for v in checker.violations if v.invariant == "migration_atomic").describe()
     assert "half-written" in message
     sim.shutdown()
 
@@ -183,16 +193,16 @@ def test_explore_finds_the_in_place_publication(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_changed_source_violates_migration_atomic(mode: str) -> None:
-    sim = storage_sim(mode)
+    sim, checker = storage_sim(mode)
     apply(sim, Step("seed_v0", {"turns": 1}))
-    seeded = sim.seeded_v0
+    seeded = seeded_source(sim)
     assert seeded is not None
     ino = sim.disk.resolve(seeded.path)
     assert ino is not None
     changed = seeded.data[:-1]  # an old runtime still writing, or a repair tool, touched it
     sim.disk.nodes[ino] = attrs.evolve(sim.disk.file(ino), volatile=changed, durable=changed)
     apply(sim, Step("boot"))
-    assert any(v.invariant == "migration_atomic" and "source" in v.message for v in sim.obs.violations)
+    assert any(v.invariant == "migration_atomic" and "source" in v.message for v in checker.violations)
     sim.shutdown()
 
 
@@ -204,9 +214,9 @@ def test_storage_machine_runs_from_v0_logs() -> None:
 
     class Counting(StorageMachine):
         def teardown(self) -> None:
-            if self.sim is not None and self.sim.seeded_v0 is not None:
+            if self.sim is not None and self.sim.history.seeded is not None:
                 seen["v0"] += 1
-                seen["checked"] += self.sim.obs.checked["migration_atomic"]
+                seen["checked"] += self.checker.checked["migration_atomic"]
             super().teardown()
 
     run_state_machine_as_test(

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_sim.machines.strategies import aimed_crash_rule
-from dsh_sim.sim import Simulation
-from dsh_sim.simfs.disk import Disk
-from dsh_sim.steps import Step, apply
+from dsh_sim.drivers.machines.strategies import aimed_crash_rule
+from dsh_sim.engine.machine import Simulation
+from dsh_sim.evidence.checker import Checker
+from dsh_sim.adapters.simfs.disk import Disk
+from dsh_sim.scenario.steps import Step, apply
 from runtime.persistence.log_format import decode_log
 
 # c0 comes first in the same response: its checkpoint makes the shared assistant message
@@ -33,7 +34,7 @@ CRASH = {"kind": "power", "state": "drop"}
 
 def durable_types(sim: Simulation) -> list[tuple[str, str | None]]:
     """(type, call id) of every event that survived the power cut, before recovery."""
-    data = Disk.from_image(sim.obs.crashes[-1].image).read_path(sim.config.log_path)
+    data = Disk.from_image(sim.history.crashes[-1].image).read_path(sim.config.log_path)
     if data is None:
         return []
     out = []
@@ -50,6 +51,7 @@ def durable_types(sim: Simulation) -> list[tuple[str, str | None]]:
 
 def crash_at(boundary: str) -> Simulation:
     sim = Simulation(seed=5)
+    Checker.attach(sim)
     apply(sim, Step("boot"))
     apply(sim, Step("arm", {"rule": aimed_crash_rule(SCRIPT, 1, "c1", boundary, CRASH, 1)}))
     outcome = apply(sim, Step("prompt", SCRIPT))
@@ -61,7 +63,8 @@ def recover(sim: Simulation) -> dict[str, str]:
     apply(sim, Step("boot"))
     verdicts = dict(sim.primary.report.verdicts)
     sim.shutdown()
-    assert not sim.obs.violations, [v.describe() for v in sim.obs.violations]
+    violations = Checker.of(sim).violations
+    assert not violations, [v.describe() for v in violations]
     return verdicts
 
 
@@ -106,6 +109,7 @@ def test_crash_after_moment_4_the_result_is_durable_and_nothing_needs_repair():
 @pytest.mark.parametrize("boundary", ["1→2", "2→3", "3→4"])
 def test_a_kill_keeps_the_page_cache_but_not_the_processs_memory(boundary):
     sim = Simulation(seed=5)
+    Checker.attach(sim)
     apply(sim, Step("boot"))
     apply(sim, Step("arm", {"rule": aimed_crash_rule(SCRIPT, 1, "c1", boundary, {"kind": "kill"}, 1)}))
     apply(sim, Step("prompt", SCRIPT))

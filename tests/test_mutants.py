@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from dsh_sim.selftest import by_corpus, passing_corpus, run_mutants, summary
+from dsh_sim.drivers.selftest import by_corpus, passing_corpus, run_mutants, summary
 from runtime import mutants
 from runtime.mutants import CATALOGUE
 

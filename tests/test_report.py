@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from dsh_sim.coverage import REQUIREMENTS, TORN_CLASSES, aggregate, requirement_status
-from dsh_sim.observe import BOUNDARIES
+from dsh_sim.evidence.coverage import REQUIREMENTS, TORN_CLASSES, aggregate, requirement_status
+from dsh_sim.engine.crash import BOUNDARIES
 from dsh_sim.report import SCHEMA, coverage_document, write_report
 from dsh_sim.report.sample import kill_row as sample_kill_row
 from dsh_sim.report.sample import main as sample_main
@@ -496,7 +496,7 @@ def test_kill_rows_without_by_method_still_render(tmp_path: Path) -> None:
 
 
 def test_kill_rows_of_the_sample_have_the_self_test_shape() -> None:
-    selftest = pytest.importorskip("dsh_sim.selftest", exc_type=ImportError)
+    selftest = pytest.importorskip("dsh_sim.drivers.selftest", exc_type=ImportError)
     import attrs
 
     methods = {

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import re
 
-from dsh_sim.commands.replay_cmd import replay_one
-from dsh_sim.commands.report_cmd import render, verdict_lines
-from dsh_sim.results import meta
+from dsh_sim.cli.commands.replay_cmd import replay_one
+from dsh_sim.cli.commands.report_cmd import render, verdict_lines
+from dsh_sim.evidence.results import meta
 
 UNSAFE = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter", "no-checkpoint-policy-unsafe.json")
 SAFE = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter", "boundary-3-4-pay.json")

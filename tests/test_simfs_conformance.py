@@ -13,7 +13,7 @@ import trio
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dsh_sim.simfs import Disk, ProcessView
+from dsh_sim.adapters.simfs import Disk, ProcessView
 from runtime.adapters.os_fs import OsFileSystem
 from runtime.ports.fs import OpenFlags as F
 

@@ -1,6 +1,6 @@
 """The trace log shows where two runs parted."""
 
-from dsh_sim.trace import Trace, first_divergence
+from dsh_sim.engine.trace import Trace, first_divergence
 
 
 def test_identical_traces_have_no_divergence_and_equal_digests():

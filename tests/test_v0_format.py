@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported
-from dsh_sim.v0_writer import encode_v0, pack_records
+from dsh_sim.scenario.v0_writer import encode_v0, pack_records
 from runtime.persistence.v0_format import V0Event, V0Header, V0Unsupported, decode_v0, expand_row, v0_header_of
 from runtime.persistence.zstd_frames import compress_frame, scan_frames
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dsh_sim.sim import Simulation
-from dsh_sim.steps import Step, apply
+from dsh_sim.engine.machine import Simulation
+from dsh_sim.evidence.checker import Checker
+from dsh_sim.scenario.steps import Step, apply
 
 PAY = {"id": "c1", "name": "pay", "arguments": {"to": "bob", "amount": 5}}
 
 
 def run(*steps: Step) -> Simulation:
     sim = Simulation(seed=11)
+    Checker.attach(sim)
     try:
         for step in (Step("boot"),) + steps:
             apply(sim, step)
@@ -36,7 +38,7 @@ def result_text(sim: Simulation, call_id: str) -> str:
 def test_duplicate_delivery_reaches_an_idempotent_service_twice_but_applies_once():
     sim = run(arm("world.deliver", "duplicate"), prompt(PAY))
     assert [(e.note, e.applied) for e in sim.world.ledger] == [("applied", True), ("duplicate-delivery", False)]
-    assert not sim.obs.violations
+    assert not Checker.of(sim).violations
 
 
 def test_duplicate_delivery_applies_twice_at_a_service_without_idempotency():
@@ -72,7 +74,7 @@ def test_a_cut_model_stream_ends_the_turn_with_an_error():
 def test_a_failing_answerer_fails_closed():
     sim = run(arm("approval.answer", "answerer_failure"), prompt({"id": "c1", "name": "send_message", "arguments": {"to": "a", "text": "t"}}, approvals=["allowed-once"]))
     outcomes = [e.data["outcome"] for e in sim.primary.session.events if e.type == "approval/decided"]
-    assert outcomes == ["unavailable"] and sim.answerer_failures == ["c1"]
+    assert outcomes == ["unavailable"] and sim.history.answerer_failures == ["c1"]
     assert sim.world.ledger == []
 
 

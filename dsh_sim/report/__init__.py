@@ -1,6 +1,6 @@
 """The crash-coverage report: coverage.json, coverage.md and coverage.html from one view.
 
-Input is the view returned by :func:`dsh_sim.coverage.aggregate`.  The three files say
+Input is the view returned by :func:`dsh_sim.evidence.coverage.aggregate`.  The three files say
 the same thing for three readers: ``coverage.json`` for CI gates and later tooling (stable,
 sorted, versioned by ``schema``), ``coverage.md`` for logs and PR comments, and
 ``coverage.html`` for a maintainer deciding whether recovery is sound — self-contained, so
@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any, Mapping
 
-from dsh_sim.coverage import requirement_status
+from dsh_sim.evidence.coverage import requirement_status
 from dsh_sim.report import model
 from dsh_sim.report.markdown import render_markdown
 from dsh_sim.report.page import render_html

@@ -1,6 +1,6 @@
 """The kill matrix as the report shows it: one column per method, fastest kill, medians.
 
-Rows come from :meth:`dsh_sim.selftest.KillResult.row`: the fastest kill (``method``,
+Rows come from :meth:`dsh_sim.drivers.selftest.KillResult.row`: the fastest kill (``method``,
 ``time_to_kill``, ``invariant``, ``scenario``), the shrunk fuzz scenario's size
 (``scenario_steps``) and, per method, ``by_method[name] = {killed, seconds, invariant,
 example, examples, scenario_steps}``.  Rows written before ``by_method`` existed still

@@ -12,10 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from dsh_sim.coverage import BARRIERS, OUTCOMES, PHASES, REQUIREMENTS, TORN_CLASSES
-from dsh_sim.invariants import INVARIANTS
-from dsh_sim.observe import BOUNDARIES
-from dsh_sim.points import POINTS
+from dsh_sim.evidence.coverage import BARRIERS, OUTCOMES, PHASES, REQUIREMENTS, TORN_CLASSES
+from dsh_sim.evidence.invariants import INVARIANTS
+from dsh_sim.engine.crash import BOUNDARIES
+from dsh_sim.engine.points import POINTS
 from dsh_sim.report import kills as kill_model
 from dsh_sim.report import states
 

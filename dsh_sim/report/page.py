@@ -13,8 +13,8 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any, Mapping
 
-from dsh_sim.coverage import BARRIERS, OUTCOMES
-from dsh_sim.observe import BOUNDARIES
+from dsh_sim.evidence.coverage import BARRIERS, OUTCOMES
+from dsh_sim.engine.crash import BOUNDARIES
 from dsh_sim.report import model, sections, states, svg
 from dsh_sim.report.htmlkit import OUTCOME_CLASS, attrs, chips, esc, section, table, td, tr
 

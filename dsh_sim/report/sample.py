@@ -3,10 +3,10 @@
 Real views come from fuzz/explore/replay/mutant runs; this builds result documents of the
 same shape from a seeded RNG, with the same causal rules (a call at "2→3" has a durable
 tool/call and no effect yet, so repair says TOOL_OUTCOME_UNKNOWN and nothing was applied,
-and so on), then merges them with :func:`dsh_sim.coverage.aggregate`.  The explore document
-counts its crash states per matrix cell the way :func:`dsh_sim.explore.explore` does, with
+and so on), then merges them with :func:`dsh_sim.evidence.coverage.aggregate`.  The explore document
+counts its crash states per matrix cell the way :func:`dsh_sim.drivers.explore.explore` does, with
 a few points sampled above the bound, and the mutant rows have the shape of
-:meth:`dsh_sim.selftest.KillResult.row` (built here, so previewing the report never
+:meth:`dsh_sim.drivers.selftest.KillResult.row` (built here, so previewing the report never
 imports the simulator; the tests check the shapes agree).  ``flaws=True`` seeds
 the things the report must make loud: an unsafe verdict with its violation, an unmet torn
 class, a surviving mutant and a diverged determinism re-check.
@@ -20,9 +20,9 @@ import random
 import sys
 from typing import Any
 
-from dsh_sim.coverage import aggregate, phase_group
-from dsh_sim.invariants import INVARIANTS
-from dsh_sim.points import POINTS
+from dsh_sim.evidence.coverage import aggregate, phase_group
+from dsh_sim.evidence.invariants import INVARIANTS
+from dsh_sim.engine.points import POINTS
 from dsh_sim.report import write_report
 from runtime.mutants import CATALOGUE
 
@@ -117,7 +117,7 @@ def _method(killed: bool, seconds: float, examples: int, invariant: str | None =
 
 
 def kill_row(mutant: str, by_method: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """A kill-matrix row as :meth:`dsh_sim.selftest.KillResult.row` writes it."""
+    """A kill-matrix row as :meth:`dsh_sim.drivers.selftest.KillResult.row` writes it."""
     kills = [(name, m) for name, m in by_method.items() if m["killed"]]
     fastest = min(kills, key=lambda kv: kv[1]["seconds"]) if kills else None
     fuzz_result = by_method.get("fuzz")

@@ -11,7 +11,7 @@ a ``turn/end``; a torn final zstd frame keeps the complete records of its partia
 This module only decodes to v0 events (:class:`V0Event`, whose ``surfaceOp`` keeps the v0
 spelling); :mod:`runtime.persistence.migration` turns them into current events.  The runtime
 never writes v0: the reference-compatible writer the simulator and the tests use to build
-historical sources is :func:`dsh_sim.v0_writer.encode_v0`.
+historical sources is :func:`dsh_sim.scenario.v0_writer.encode_v0`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,47 @@
+"""The scripted model of a simulation: responses chosen by the scenario.
+
+Each request takes the next scripted response (text and tool calls); when the script is
+empty the model answers with plain text, so every turn ends.  Parts are spaced by
+``chunk_delay`` seconds of virtual time, and the fault plan may cut the stream at
+``model.stream``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, AsyncIterator
+
+import trio
+
+from runtime.adapters.script_model import ScriptedResponse
+from runtime.ports.model import ModelRequest, StreamPart
+from runtime.tools.results import HarnessError
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.gates import GateFn
+
+
+class ModelStreamError(HarnessError):
+    name = "ModelStreamError"
+    code = "STREAM_CUT"
+
+
+class SimModel:
+    provider = "sim"
+    model = "scripted"
+
+    def __init__(self, queue: list[ScriptedResponse], gate: GateFn, *, chunk_delay: float = 0.01) -> None:
+        self._queue = queue  # shared with the simulation: survives process lifetimes
+        self._gate = gate
+        self._chunk_delay = chunk_delay
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        response = self._queue.pop(0) if self._queue else ScriptedResponse(text="ok")
+        return self._emit(request, response)
+
+    async def _emit(self, request: ModelRequest, response: ScriptedResponse) -> AsyncIterator[StreamPart]:
+        for index, part in enumerate(response.parts()):
+            fault = await self._gate("model.stream", {"turn": request.turn, "step": request.step, "part": index})
+            if fault is not None and fault.action == "stream_cut":
+                raise ModelStreamError("the model stream was cut mid-response")
+            await trio.sleep(response.chunk_delay or self._chunk_delay)
+            yield part

@@ -1,0 +1,68 @@
+"""Codec-aware torn-write classes: which cut lengths of an unsynced write are worth a state.
+
+A power cut may keep any byte prefix of an unsynced append.  Byte-granular enumeration is
+exact but mostly redundant; the interesting cuts are the ones that land on a different
+structural element of the format.  For zstd frames: inside the magic, the frame header, a
+block header, a block payload, the checksum, and exactly on a frame boundary; for JSONL:
+inside a line and exactly on a line boundary.  Each cut is labelled with its class.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from dsh_sim.adapters.simfs.disk import WriteOp
+from runtime.persistence.zstd_frames import MAGIC_BYTES, frame_layouts
+
+
+def zstd_cuts(data: bytes) -> dict[int, str]:
+    cuts: dict[int, str] = {}
+    for layout in frame_layouts(data):
+        s = layout.start
+        cuts.setdefault(s + 1, "magic")
+        cuts.setdefault(s + 4, "frame-header")
+        cuts.setdefault(layout.header_end - 1, "frame-header")
+        for block_start, payload_end in layout.blocks:
+            cuts.setdefault(block_start + 1, "block-header")
+            payload = block_start + 3
+            if payload_end > payload:
+                cuts.setdefault(payload + (payload_end - payload) // 2, "block")
+                cuts.setdefault(payload_end - 1, "block")
+        if layout.checksum_start is not None:
+            cuts.setdefault(layout.checksum_start, "checksum")
+            cuts.setdefault(layout.checksum_start + 2, "checksum")
+        cuts.setdefault(layout.end, "frame-boundary")
+    return cuts
+
+
+def jsonl_cuts(data: bytes) -> dict[int, str]:
+    cuts: dict[int, str] = {}
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end + 1
+        if end - start > 1:
+            cuts.setdefault(start + 1, "mid-line")
+            cuts.setdefault(start + (end - start) // 2, "mid-line")
+        cuts.setdefault(end - 1, "before-newline")
+        cuts.setdefault(end, "line-boundary")
+        start = end
+    return cuts
+
+
+def classify(data: bytes) -> dict[int, str]:
+    """Cut length → class for the bytes of one write."""
+    if data.startswith(MAGIC_BYTES):
+        try:
+            return zstd_cuts(data)
+        except ValueError:
+            pass
+    return jsonl_cuts(data)
+
+
+def codec_cut_points(op: WriteOp) -> Sequence[int]:
+    return sorted(c for c in classify(op.data) if 0 < c < len(op.data))
+
+
+def torn_class(data: bytes, cut: int) -> str:
+    return classify(data).get(cut, "byte")

@@ -1,0 +1,357 @@
+"""One simulated process's view of the disk: the simulated filesystem-port adapter.
+
+Each process has its own descriptors and holds its own locks.  When the process dies its
+view is revoked at once; every later call raises :class:`FidelityError` and is recorded on
+the disk, because trio runs ``finally`` blocks while unwinding a crash and a write from one
+of them would persist data a real crash loses.
+
+Every operation is a trio checkpoint (as real I/O off the event loop is), then passes the
+gate — the hook that announces the named point ``fs.<op>`` and may return a fault — and
+only then takes effect.  Errors are the same ``OSError`` subclasses and ``errno`` values the
+real OS gives; ``tests/test_simfs_conformance.py`` checks that against a real directory.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+from typing import Any, Callable, Protocol
+
+import attrs
+import trio
+
+from dsh_sim.adapters.simfs.disk import ROOT_INO, DirNode, Disk, FidelityError, FileNode, TruncateOp, WriteOp, apply_op
+from runtime.ports.fs import OpenFlags, StatResult
+
+
+@attrs.frozen
+class FsFault:
+    """What the gate asks the view to do instead of (or around) the operation."""
+
+    kind: str  # "error" | "fsync_fail"
+    errno: int = errno.EIO
+    drop_dirty: bool = False  # fsync_fail: pages marked clean, data never made durable
+
+
+class FsGate(Protocol):
+    async def before_fs(self, view: "ProcessView", op: str, path: str, details: dict[str, Any]) -> FsFault | None: ...
+
+    def after_fs(self, view: "ProcessView", op: str, path: str, outcome: str) -> None: ...
+
+
+class NoGate:
+    async def before_fs(self, view: "ProcessView", op: str, path: str, details: dict[str, Any]) -> FsFault | None:
+        return None
+
+    def after_fs(self, view: "ProcessView", op: str, path: str, outcome: str) -> None:
+        return None
+
+
+def _err(code: int, path: str | None = None) -> OSError:
+    return OSError(code, os.strerror(code), path) if path is not None else OSError(code, os.strerror(code))
+
+
+@attrs.define
+class _Open:
+    ino: int
+    path: str
+    flags: OpenFlags
+    pos: int = 0
+
+
+class ProcessView:
+    def __init__(self, disk: Disk, pid: int, gate: FsGate | None = None, now_ns: Callable[[], int] = lambda: 0) -> None:
+        self.disk = disk
+        self.pid = pid
+        self.gate: FsGate = gate or NoGate()
+        self._now_ns = now_ns
+        self._fds: dict[int, _Open] = {}
+        self.alive = True
+
+    def revoke(self) -> None:
+        """The process died: drop its descriptors, release its locks, refuse everything after."""
+        self.alive = False
+        self._fds.clear()
+        self.disk.release_locks(self.pid)
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _refuse(self, op: str, path: str) -> FidelityError:
+        text = f"process {self.pid} is dead but called fs.{op}({path!r})"
+        self.disk.fidelity_errors.append(text)
+        return FidelityError(text)
+
+    async def _enter(self, op: str, path: str, **details: Any) -> FsFault | None:
+        if not self.alive:
+            raise self._refuse(op, path)
+        await trio.lowlevel.checkpoint()
+        if not self.alive:
+            raise self._refuse(op, path)
+        fault = await self.gate.before_fs(self, op, path, details)
+        if not self.alive:
+            raise self._refuse(op, path)
+        return fault
+
+    def _done(self, op: str, path: str, outcome: str = "ok") -> None:
+        self.gate.after_fs(self, op, path, outcome)
+
+    def _fd(self, fd: int) -> _Open:
+        entry = self._fds.get(fd)
+        if entry is None:
+            raise _err(errno.EBADF)
+        return entry
+
+    def _split(self, path: str) -> tuple[int, str]:
+        """(parent directory inode, final name) for an absolute path."""
+        norm = posixpath.normpath(path)
+        if not norm.startswith("/"):
+            raise _err(errno.ENOENT, path)
+        parts = [p for p in norm.split("/") if p]
+        if not parts:
+            return ROOT_INO, ""
+        ino = ROOT_INO
+        for part in parts[:-1]:
+            node = self.disk.nodes[ino]
+            if not isinstance(node, DirNode):
+                raise _err(errno.ENOTDIR, path)
+            child = node.lookup(part)
+            if child is None:
+                raise _err(errno.ENOENT, path)
+            ino = child
+        if not isinstance(self.disk.nodes[ino], DirNode):
+            raise _err(errno.ENOTDIR, path)
+        return ino, parts[-1]
+
+    def _resolve(self, path: str) -> int:
+        parent, name = self._split(path)
+        if name == "":
+            return ROOT_INO
+        child = self.disk.dir(parent).lookup(name)
+        if child is None:
+            raise _err(errno.ENOENT, path)
+        return child
+
+    def _set_entries(self, dir_ino: int, name: str, ino: int | None) -> None:
+        node = self.disk.dir(dir_ino)
+        entries = [(n, i) for n, i in node.entries if n != name]
+        if ino is not None:
+            entries.append((name, ino))
+        stamp = self.disk.stamp(self._now_ns())
+        self.disk.nodes[dir_ino] = attrs.evolve(node, entries=tuple(sorted(entries)), mtime_ns=stamp, ctime_ns=stamp)
+
+    def _apply(self, ino: int, op: WriteOp | TruncateOp) -> None:
+        node = self.disk.file(ino)
+        stamp = self.disk.stamp(self._now_ns())
+        self.disk.nodes[ino] = attrs.evolve(
+            node, volatile=apply_op(node.volatile, op), pending=node.pending + (op,), mtime_ns=stamp, ctime_ns=stamp
+        )
+
+    def _stat(self, ino: int) -> StatResult:
+        node = self.disk.nodes[ino]
+        if isinstance(node, FileNode):
+            return StatResult(self.disk.dev, ino, len(node.volatile), node.mtime_ns, node.ctime_ns, False)
+        return StatResult(self.disk.dev, ino, 4096, node.mtime_ns, node.ctime_ns, True)
+
+    # -- the port --------------------------------------------------------------------------
+
+    async def open(self, path: str, flags: OpenFlags, mode: int = 0o600) -> int:
+        fault = await self._enter("open", path, flags=str(flags))
+        if fault is not None:
+            self._done("open", path, f"errno:{fault.errno}")
+            raise _err(fault.errno, path)
+        parent, name = self._split(path)
+        ino = ROOT_INO if name == "" else self.disk.dir(parent).lookup(name)
+        writing = OpenFlags.WRITE in flags
+        if ino is not None:
+            if OpenFlags.CREATE in flags and OpenFlags.EXCLUSIVE in flags:
+                raise _err(errno.EEXIST, path)
+            if isinstance(self.disk.nodes[ino], DirNode) and writing:
+                raise _err(errno.EISDIR, path)
+            if writing and OpenFlags.TRUNCATE in flags and self.disk.file(ino).volatile:
+                self._apply(ino, TruncateOp(0))
+        else:
+            if OpenFlags.CREATE not in flags:
+                raise _err(errno.ENOENT, path)
+            ino = self.disk.new_ino()
+            stamp = self.disk.stamp(self._now_ns())
+            self.disk.nodes[ino] = FileNode(ino, mtime_ns=stamp, ctime_ns=stamp)
+            self._set_entries(parent, name, ino)
+        fd = 3  # like the OS: the lowest free descriptor number (so a stale fd may alias a new file)
+        while fd in self._fds:
+            fd += 1
+        self._fds[fd] = _Open(ino, path, flags)
+        self._done("open", path, f"fd:{ino}")
+        return fd
+
+    async def read(self, fd: int, size: int) -> bytes:
+        entry = self._fd(fd) if self.alive else None
+        fault = await self._enter("read", entry.path if entry else "?")
+        entry = self._fd(fd)
+        if fault is not None:
+            raise _err(fault.errno)
+        if OpenFlags.READ not in entry.flags and OpenFlags.WRITE in entry.flags:
+            raise _err(errno.EBADF)
+        node = self.disk.nodes[entry.ino]
+        if isinstance(node, DirNode):
+            raise _err(errno.EISDIR)
+        data = node.volatile[entry.pos : entry.pos + size]
+        entry.pos += len(data)
+        return data
+
+    async def write(self, fd: int, data: bytes) -> int:
+        entry = self._fd(fd) if self.alive else None
+        path = entry.path if entry else "?"
+        fault = await self._enter("write", path, size=len(data))
+        entry = self._fd(fd)
+        if fault is not None:
+            self._done("write", path, f"errno:{fault.errno}")
+            raise _err(fault.errno, path)
+        if OpenFlags.WRITE not in entry.flags:
+            raise _err(errno.EBADF)
+        node = self.disk.file(entry.ino)
+        offset = len(node.volatile) if OpenFlags.APPEND in entry.flags else entry.pos
+        self._apply(entry.ino, WriteOp(offset, bytes(data)))
+        entry.pos = offset + len(data)
+        self._done("write", path, f"{offset}+{len(data)}")
+        return len(data)
+
+    async def fsync(self, fd: int) -> None:
+        entry = self._fd(fd) if self.alive else None
+        path = entry.path if entry else "?"
+        fault = await self._enter("fsync", path)
+        entry = self._fd(fd)
+        node = self.disk.nodes[entry.ino]
+        if not isinstance(node, FileNode):
+            return
+        if fault is not None:
+            if fault.kind == "fsync_fail" and fault.drop_dirty:
+                self.disk.nodes[entry.ino] = attrs.evolve(node, pending=())
+            self._done("fsync", path, f"errno:{fault.errno}" + (":dropped" if fault.drop_dirty else ""))
+            raise _err(fault.errno, path)
+        durable = node.durable
+        for op in node.pending:
+            durable = apply_op(durable, op)
+        self.disk.nodes[entry.ino] = attrs.evolve(node, durable=durable, pending=())
+        self._done("fsync", path, f"durable:{len(durable)}")
+
+    async def fsync_dir(self, path: str) -> None:
+        fault = await self._enter("fsync_dir", path)
+        if fault is not None:
+            self._done("fsync_dir", path, f"errno:{fault.errno}")
+            raise _err(fault.errno, path)
+        ino = self._resolve(path)
+        node = self.disk.nodes[ino]
+        if not isinstance(node, DirNode):
+            raise _err(errno.ENOTDIR, path)
+        self.disk.nodes[ino] = attrs.evolve(node, durable=node.entries)
+        self._done("fsync_dir", path)
+
+    async def link(self, src: str, dst: str) -> None:
+        fault = await self._enter("link", dst, src=src)
+        if fault is not None:
+            self._done("link", dst, f"errno:{fault.errno}")
+            raise _err(fault.errno, dst)
+        ino = self._resolve(src)
+        parent, name = self._split(dst)
+        if name == "" or self.disk.dir(parent).lookup(name) is not None:  # Linux checks the target first
+            raise _err(errno.EEXIST, dst)
+        if isinstance(self.disk.nodes[ino], DirNode):
+            raise _err(errno.EPERM, src)
+        self._set_entries(parent, name, ino)
+        self._done("link", dst)
+
+    async def unlink(self, path: str) -> None:
+        fault = await self._enter("unlink", path)
+        if fault is not None:
+            self._done("unlink", path, f"errno:{fault.errno}")
+            raise _err(fault.errno, path)
+        ino = self._resolve(path)
+        if isinstance(self.disk.nodes[ino], DirNode):
+            raise _err(errno.EISDIR, path)
+        parent, name = self._split(path)
+        self._set_entries(parent, name, None)
+        self._done("unlink", path)
+
+    async def truncate(self, path: str, size: int) -> None:
+        fault = await self._enter("truncate", path, size=size)
+        if fault is not None:
+            self._done("truncate", path, f"errno:{fault.errno}")
+            raise _err(fault.errno, path)
+        ino = self._resolve(path)
+        if isinstance(self.disk.nodes[ino], DirNode):
+            raise _err(errno.EISDIR, path)
+        self._apply(ino, TruncateOp(size))
+        self._done("truncate", path, str(size))
+
+    async def ftruncate(self, fd: int, size: int) -> None:
+        entry = self._fd(fd) if self.alive else None
+        path = entry.path if entry else "?"
+        fault = await self._enter("ftruncate", path, size=size)
+        entry = self._fd(fd)
+        if fault is not None:
+            self._done("ftruncate", path, f"errno:{fault.errno}")
+            raise _err(fault.errno, path)
+        if OpenFlags.WRITE not in entry.flags:
+            raise _err(errno.EINVAL)
+        self._apply(entry.ino, TruncateOp(size))
+        self._done("ftruncate", path, str(size))
+
+    async def stat(self, path: str) -> StatResult:
+        await self._enter("stat", path)
+        return self._stat(self._resolve(path))
+
+    async def fstat(self, fd: int) -> StatResult:
+        entry = self._fd(fd) if self.alive else None
+        await self._enter("fstat", entry.path if entry else "?")
+        return self._stat(self._fd(fd).ino)
+
+    async def listdir(self, path: str) -> list[str]:
+        await self._enter("listdir", path)
+        node = self.disk.nodes[self._resolve(path)]
+        if not isinstance(node, DirNode):
+            raise _err(errno.ENOTDIR, path)
+        return [name for name, _ in node.entries]
+
+    async def mkdir(self, path: str, mode: int = 0o700) -> None:
+        fault = await self._enter("mkdir", path)
+        if fault is not None:
+            self._done("mkdir", path, f"errno:{fault.errno}")
+            raise _err(fault.errno, path)
+        parent, name = self._split(path)
+        if name == "" or self.disk.dir(parent).lookup(name) is not None:
+            raise _err(errno.EEXIST, path)
+        ino = self.disk.new_ino()
+        stamp = self.disk.stamp(self._now_ns())
+        self.disk.nodes[ino] = DirNode(ino, mtime_ns=stamp, ctime_ns=stamp)
+        self._set_entries(parent, name, ino)
+        self._done("mkdir", path)
+
+    async def realpath(self, path: str) -> str:
+        """SimFS has no symbolic links: the resolved path is the normalized one."""
+        await self._enter("stat", path)
+        return posixpath.normpath(path)
+
+    async def flock(self, fd: int) -> None:
+        entry = self._fd(fd) if self.alive else None
+        path = entry.path if entry else "?"
+        fault = await self._enter("flock", path)
+        entry = self._fd(fd)
+        if fault is not None:
+            self._done("flock", path, f"errno:{fault.errno}")
+            raise _err(fault.errno, path)
+        holder = self.disk.locks.get(entry.ino)
+        if holder is not None and holder != (self.pid, fd):
+            self._done("flock", path, "busy")
+            raise BlockingIOError(errno.EWOULDBLOCK, os.strerror(errno.EWOULDBLOCK))
+        self.disk.locks[entry.ino] = (self.pid, fd)
+        self._done("flock", path)
+
+    async def close(self, fd: int) -> None:
+        if not self.alive:
+            raise self._refuse("close", str(fd))
+        entry = self._fd(fd)
+        if self.disk.locks.get(entry.ino) == (self.pid, fd):
+            del self.disk.locks[entry.ino]
+        del self._fds[fd]
+        await trio.lowlevel.checkpoint()

@@ -1,0 +1,105 @@
+"""Simulation tools over the World: every kind the durability route must handle.
+
+| tool | kind |
+|---|---|
+| ``pay`` | side effect, idempotency key (the call id) forwarded |
+| ``pay_legacy`` | side effect, service has no idempotency |
+| ``send_message`` | side effect, no idempotency, needs approval |
+| ``get_balance`` / ``lookup_payment`` | read-only, concurrency-safe |
+| ``write_note`` | file write into the simulated workspace |
+| ``batch_pay`` | nested dispatch of ``pay`` calls |
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from dsh_sim.adapters.world import World
+from runtime.tools.registry import ToolExecution
+from runtime.tools.results import HarnessError, ToolResult
+
+TOOL_KINDS: dict[str, str] = {
+    "pay": "side-effect/keyed",
+    "pay_legacy": "side-effect/no-key",
+    "send_message": "side-effect/approval",
+    "get_balance": "read-only/parallel",
+    "lookup_payment": "read-only/parallel",
+    "write_note": "workspace-write",
+    "batch_pay": "nested",
+    "shell": "sandboxed",
+}
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.gates import GateFn
+
+
+class WorldTool:
+    def __init__(
+        self,
+        name: str,
+        service: str,
+        op: str,
+        world: World,
+        gate: GateFn,
+        now: Callable[[], float],
+        lifetime: int,
+        *,
+        concurrency_safe: bool = False,
+        requires_approval: bool = False,
+    ) -> None:
+        self.name = name
+        self.description = f"{TOOL_KINDS.get(name, 'tool')} tool over the simulated {service} service"
+        self._service = service
+        self._op = op
+        self._world = world
+        self._gate = gate
+        self._now = now
+        self._lifetime = lifetime
+        self._safe = concurrency_safe
+        self.requires_approval = requires_approval
+
+    def is_concurrency_safe(self, arguments: Any) -> bool:
+        return self._safe
+
+    async def execute(self, ex: ToolExecution) -> ToolResult:
+        args = ex.arguments if isinstance(ex.arguments, dict) else {}
+        key = args.get("idempotency_key") or ex.idempotency_key
+        response = await self._world.call(
+            self._gate, self._service, self._op, args, call_id=ex.call_id, key=key, now=self._now(), lifetime=self._lifetime,
+            root_call_id=ex.root_call_id,
+        )
+        return ToolResult.text(repr(sorted(response.items())), meta={"service": self._service, "key": key})
+
+
+class BatchPayTool:
+    name = "batch_pay"
+    description = "nested tool: dispatches one pay call per item"
+    requires_approval = False
+
+    def is_concurrency_safe(self, arguments: Any) -> bool:
+        return False
+
+    async def execute(self, ex: ToolExecution) -> ToolResult:
+        items = ex.arguments.get("payments", []) if isinstance(ex.arguments, dict) else []
+        lines = []
+        for index, item in enumerate(items):
+            result = await ex.dispatch("pay", item, index=index)
+            if result.is_error:
+                raise HarnessError(f"nested payment {index} failed: {result.content[0]['text']}", name="NestedFailure", code="NESTED")
+            lines.append(result.content[0]["text"])
+        return ToolResult.text("\n".join(lines))
+
+
+def world_tools(world: World, gate: GateFn, now: Callable[[], float], lifetime: int, *, approval_tools: tuple[str, ...] = ("send_message",)) -> list[Any]:
+    def tool(name: str, service: str, op: str, **kw: Any) -> WorldTool:
+        return WorldTool(name, service, op, world, gate, now, lifetime, requires_approval=name in approval_tools, **kw)
+
+    return [
+        tool("pay", "payments", "charge"),
+        tool("pay_legacy", "legacy_payments", "charge"),
+        tool("send_message", "messages", "send"),
+        tool("get_balance", "balances", "read", concurrency_safe=True),
+        tool("lookup_payment", "payments", "lookup", concurrency_safe=True),
+        tool("write_note", "workspace", "write"),
+        BatchPayTool(),
+    ]

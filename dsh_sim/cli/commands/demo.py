@@ -1,0 +1,76 @@
+"""``dsh-sim demo``: one scripted agent session on the real filesystem.
+
+The real runtime with production ports: the JSONL + zstd backend under ``--root``, the
+checkpoint policy, file tools confined to ``--workspace``, and the shell tool confined by
+bubblewrap when it works here (otherwise the call fails closed with SANDBOX_UNAVAILABLE).
+The model is the deterministic script adapter, reading ``--script`` (a packaged example by
+default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+from typing import Any
+
+import trio
+
+from dsh_sim.cli.commands.common import CliError, single
+from runtime.adapters import production_ports
+from runtime.adapters.bwrap import BubblewrapProvider
+from runtime.adapters.process import SubprocessRunner
+from runtime.adapters.script_model import ScriptModel
+from runtime.agent.runtime import RuntimeConfig, open_runtime
+from runtime.persistence.errors import SessionAlreadyExistsError, SessionPersistenceError
+from runtime.tools.files import ReadFileTool, WriteFileTool
+from runtime.agent.sandbox_service import SandboxService
+from runtime.tools.shell import ShellTool
+
+
+def _script(path: str | None) -> dict[str, Any]:
+    try:
+        if path is None:
+            return json.loads(resources.files("dsh_sim.examples").joinpath("demo-script.json").read_text())
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except OSError as err:
+        raise CliError(f"{path}: cannot read: {err.strerror}") from None
+    except ValueError as err:
+        raise CliError(f"{path}: not valid JSON: {err}") from None
+
+
+async def _run(root: str, workspace: str, session_id: str, script: dict[str, Any], prompt: str, compression: str) -> str:
+    ports = production_ports()
+    model = ScriptModel.from_json(script)
+    tools = [
+        ReadFileTool(ports.fs, workspace),
+        WriteFileTool(ports.fs, workspace),
+        ShellTool(SubprocessRunner(), workspace, ports.probe),
+    ]
+    sandbox = SandboxService(BubblewrapProvider(), workspace, default_mode="workspace-write")
+    config = RuntimeConfig(root=root, compression=compression, system="You are the dsh-sim demo agent.")
+    async with open_runtime(ports, config, model, tools, plugins=[sandbox]) as rt:
+        agent = await rt.create_agent(session_id, cwd=workspace)
+        outcome = await agent.run_turn(prompt)
+        await rt.close_agent(agent)
+        stat = await rt.backend.stat(session_id)
+    print(f"turn {outcome.turn}: {outcome.reason['kind']} after {outcome.steps} step(s)")
+    return os.path.dirname(stat.path)
+
+
+def main(args: Any) -> int:
+    root = os.path.abspath(args.root)
+    workspace = os.path.abspath(args.workspace or os.path.join(root, "workspace"))
+    os.makedirs(workspace, exist_ok=True)
+    try:
+        session_dir = trio.run(_run, root, workspace, args.session, _script(args.script), args.prompt, args.compression)
+    except BaseException as err:
+        refused = single(err, SessionPersistenceError)
+        if refused is None:
+            raise
+        hint = " (use a fresh --root or another --session)" if isinstance(refused, SessionAlreadyExistsError) else ""
+        raise CliError(f"{root}: {refused}{hint}") from None
+    print(f"session log: {session_dir}")
+    print(f"read it back with:  dsh-sim inspect {session_dir}")
+    return 0

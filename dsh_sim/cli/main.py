@@ -1,0 +1,128 @@
+"""The ``dsh-sim`` command line.
+
+Every subcommand lives in :mod:`dsh_sim.cli.commands`.  Bad input gets one line on stderr
+naming the file and the problem, and exit status 2; a failed check exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+from dsh_sim import __version__
+from dsh_sim.cli.commands.common import EXIT_USAGE, CliError
+
+
+def _lazy(module: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+
+        return importlib.import_module(f"dsh_sim.cli.commands.{module}").main(args)
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dsh-sim", description="Deterministic crash-testing harness for the DSH agent-runtime durability route.")
+    parser.add_argument("--version", action="version", version=f"dsh-sim {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", help="the main job: replay + explore the corpus, fuzz, write the coverage report")
+    p.add_argument("--budget", type=float, default=60.0, help="fuzzing budget in seconds (default 60)")
+    p.add_argument("--workers", type=int, default=1, help="parallel worker processes (shards; default 1)")
+    p.add_argument("--scenarios", default="scenarios", help="scenario corpus directory (default scenarios/)")
+    p.add_argument("--out", default="reports", help="report directory (default reports/)")
+    p.add_argument("--from", dest="inputs", nargs="*", default=[], metavar="RESULTS", help="also merge these result files/directories")
+    p.add_argument("--seed", type=int, default=None, help="fuzz seed (default: random, printed)")
+    p.add_argument("--bound", type=int, default=None, help="explore: sample above this many states per point")
+    p.add_argument("--shard", default=None, help=argparse.SUPPRESS)
+    p.set_defaults(func=_lazy("run_cmd"))
+
+    p = sub.add_parser("fuzz", help="fuzz a state machine; save, shrink and print what it finds")
+    p.add_argument("--machine", choices=("durability", "storage"), default="durability")
+    p.add_argument("--budget", type=float, default=60.0, help="seconds (default 60)")
+    p.add_argument("--examples", type=int, default=None, help="stop after this many examples")
+    p.add_argument("--seed", type=int, default=None, help="search seed (default: random, printed)")
+    p.add_argument("--compression", choices=("zstd", "none"), default="zstd")
+    p.add_argument("--no-checkpoint-policy", action="store_true", help="fuzz a runtime without the checkpoint policy mounted")
+    p.add_argument("--mutant", action="append", default=[], help="enable a durability mutant (see dsh-sim mutants --list)")
+    p.add_argument("--found-dir", default="scenarios/found", help="where found scenarios are saved")
+    p.add_argument("--results", default=None, help="write a results document here")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_lazy("fuzz_cmd"))
+
+    p = sub.add_parser("replay", help="replay scenario files without Hypothesis and check outcome and digest")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--update-digest", action="store_true", help="record the current trace digest in passing scenarios")
+    p.add_argument("--trace-out", default=None, help="write the trace records (JSON lines) here")
+    p.add_argument("--check-determinism", action="store_true", help="replay in two fresh processes (different PYTHONHASHSEED) and compare")
+    p.set_defaults(func=_lazy("replay_cmd"))
+
+    p = sub.add_parser("explore", help="check every crash state of a scenario (systematic exploration)")
+    p.add_argument("files", nargs="+", metavar="SCENARIO")
+    p.add_argument("--crash", choices=("kill", "power", "both"), default="both", help="which deaths to explore (default both)")
+    p.add_argument("--model", choices=("prefix", "reorder"), default="prefix",
+                   help="power-loss model: unsynced writes land as a prefix (torn at codec-aware points) or as any subset (default prefix)")
+    p.add_argument("--bound", type=int, default=None, help="sample above this many states per point (default: exhaustive)")
+    p.add_argument("--found-dir", default="scenarios/found", help="where scenarios replaying violations are saved")
+    p.add_argument("--results", default=None, help="write a results document here (one per scenario: suffix added)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_lazy("explore_cmd"))
+
+    p = sub.add_parser("report", help="write coverage.json/.md/.html from result documents")
+    p.add_argument("--out", default="reports")
+    p.add_argument("--from", dest="inputs", nargs="*", default=None, metavar="RESULTS", help="result files or directories (default: OUT/results)")
+    p.set_defaults(func=_lazy("report_cmd"))
+
+    p = sub.add_parser("mutants", help="harness self-test: run fuzz, explore and the corpus against known durability bugs")
+    p.add_argument("--budget", type=float, default=20.0, help="seconds of fuzzing per mutant (default 20)")
+    p.add_argument("--only", action="append", default=[], help="run only these mutants")
+    p.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    p.add_argument("--results", default=None, help="write a results document (kill matrix) here")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_lazy("mutants_cmd"))
+
+    p = sub.add_parser("inspect", help="read a session log; print events, torn tail, and what a resume would append")
+    p.add_argument("path", metavar="PATH", help="a session directory or a log file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_lazy("inspect_log"))
+
+    p = sub.add_parser("repair", help="commit the closers a resume would append (real filesystem)")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_lazy("repair"))
+
+    p = sub.add_parser("migrate", help="publish the current (v3) generation of a historical session log")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_lazy("migrate"))
+
+    p = sub.add_parser("demo", help="run one scripted agent session on the real filesystem")
+    p.add_argument("--root", default="dsh-demo", help="persistence root (default ./dsh-demo)")
+    p.add_argument("--workspace", default=None, help="tool workspace (default ROOT/workspace)")
+    p.add_argument("--session", default="demo", help="session id (default demo)")
+    p.add_argument("--script", default=None, help="model script JSON (default: the packaged example)")
+    p.add_argument("--prompt", default="Write a note and read it back.")
+    p.add_argument("--compression", choices=("zstd", "none"), default="zstd")
+    p.set_defaults(func=_lazy("demo"))
+
+    p = sub.add_parser("points", help="list the named points (where faults and crashes can be injected)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_lazy("points_cmd"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CliError as err:
+        print(f"dsh-sim: {err}", file=sys.stderr)
+        return err.code
+    except KeyboardInterrupt:
+        print("dsh-sim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_USAGE

@@ -1,1 +1,0 @@
-"""One module per ``dsh-sim`` subcommand; :mod:`dsh_sim.cli` wires them to argparse."""

@@ -1,0 +1,303 @@
+"""Systematic crash-point exploration (ALICE/CrashMonkey style) for one scenario.
+
+1. Record: run the scenario once; at every named point capture the state a crash there
+   would leave (disk image, world ledger, what was acknowledged, the in-memory log, where
+   each call stood among the four moments).
+2. Explore: for every recorded point and every post-crash state the crash model allows —
+   kill, and power loss with each torn-length class and each choice of unsynced directory
+   entries — start from the recorded state (no replay of the prefix), recover, continue one
+   turn, and check every invariant.  Cost is linear in the number of states; identical
+   post-crash states are recovered once and their result shared.
+3. Every violation comes with a scenario file that replays it.
+
+Above ``bound`` states at one point, the states are sampled (seeded) and reported as such.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from typing import Any
+
+import attrs
+
+from dsh_sim.evidence.coverage import barrier_of, build_case, phase_group, recovery_facts
+from dsh_sim.engine.determinism import derive_seed
+from dsh_sim.engine.faults import CrashSpec, FaultPlan
+from dsh_sim.evidence.invariants import Violation
+from dsh_sim.engine.crash import CrashPoint, crash_phase
+from dsh_sim.engine.observer import Observer
+from dsh_sim.evidence.checker import Checker
+from dsh_sim.engine.points import POINTS
+from dsh_sim.drivers.replay import run_steps, simulation_for
+from dsh_sim.scenario.model import Expectation, Scenario
+from dsh_sim.engine.machine import Lifetime, Simulation
+from dsh_sim.adapters.simfs.crash import PowerCut, apply_power_cut, crash_states
+from dsh_sim.adapters.simfs.disk import Disk, DiskImage, WriteOp
+from dsh_sim.scenario.steps import Step, apply
+from dsh_sim.adapters.simfs.torn import codec_cut_points, torn_class
+from dsh_sim.adapters.world import World
+from runtime import mutants
+
+
+class Recorder(Observer):
+    """Captures a crash point at every named point of primary processes."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.points: list[CrashPoint] = []
+        self.step_index = 0
+        self._occurrences: dict[tuple[int, str], int] = {}
+
+    def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
+        if life is not self.sim.primary:
+            return
+        key = (life.index, name)
+        self._occurrences[key] = self._occurrences.get(key, 0) + 1
+        self.points.append(
+            self.sim.capture(life, name, details, index=len(self.points), step_index=self.step_index, occurrence=self._occurrences[key])
+        )
+
+
+@attrs.frozen
+class StateResult:
+    point: int
+    kind: str
+    cut: str | None
+    phase: str
+    torn_class: str | None
+    verdicts: dict[str, str]
+    applied: dict[str, bool]
+    violations: tuple[Violation, ...]
+    shared: bool  # outcome reused from an identical post-crash state
+    repro: str | None = None
+
+
+@attrs.frozen
+class ExploreResult:
+    scenario: str
+    points: tuple[CrashPoint, ...]
+    states: tuple[StateResult, ...]
+    possible: dict[str, int]  # point name -> states the model allows
+    explored: dict[str, int]  # point name -> states checked (exhaustive or sampled)
+    sampled: dict[str, int]  # point name -> points where sampling was used
+    seconds: float
+    record_violations: tuple[Violation, ...]
+    cases: tuple[dict[str, Any], ...] = ()
+    cells: dict[str, Any] = attrs.field(factory=dict)  # matrix -> row -> col -> {possible, explored}
+
+    @property
+    def violations(self) -> list[tuple[StateResult, Violation]]:
+        return [(s, v) for s in self.states for v in s.violations]
+
+
+def _power_states(disk: Disk, model: str) -> list[PowerCut]:
+    return list(crash_states(disk, model, codec_cut_points))
+
+
+def _cut_class(disk: Disk, cut: PowerCut) -> str | None:
+    for choice in cut.files:
+        if choice.torn_bytes is None:
+            continue
+        node = disk.file(choice.ino)
+        op = node.pending[choice.keep_ops]
+        if isinstance(op, WriteOp):
+            return torn_class(op.data, choice.torn_bytes)
+    return None
+
+
+def _state_key(disk: Disk, cp: CrashPoint) -> str:
+    h = hashlib.sha256()
+    h.update(repr(disk.image()).encode())
+    h.update(repr([(e.service, e.call_id, e.applied) for e in cp.world.ledger]).encode())
+    h.update(repr(sorted(cp.history.acked)).encode())
+    h.update(cp.evidence.acked_bytes)
+    h.update(repr(cp.history.corruptions).encode())
+    return h.hexdigest()
+
+
+def post_crash_disk(cp: CrashPoint, cut: PowerCut | None) -> Disk:
+    """The disk a crash at ``cp`` leaves: the recorded image, cut by ``cut`` (power loss)."""
+    disk = Disk.from_image(cp.image)
+    if cut is not None:
+        apply_power_cut(disk, cut)
+    return disk
+
+
+def recover_from(
+    scenario: Scenario,
+    cp: CrashPoint,
+    crash: CrashSpec,
+    cut: PowerCut | None,
+    disk: Disk,
+    phase: str,
+    *,
+    continue_turn: bool = True,
+    torn_class: str | None = None,
+) -> tuple[Simulation, Checker]:
+    """A fresh simulation starting from the post-crash ``disk`` (see :func:`post_crash_disk`,
+    ``phase`` is its crash phase); boot, recover, continue.  The simulation takes ``disk`` over."""
+    seed = derive_seed(scenario.seed, "explore", cp.index, crash.label(), cut.describe() if cut else "-")
+    kind = "agent" if scenario.machine == "durability" else "storage"
+    sim = Simulation.from_crash_point(cp, crash, cut, disk, phase, seed=seed, config=scenario.sim_config(), kind=kind)
+    checker = Checker.attach(sim, source="explore", torn_class=torn_class)
+    try:
+        apply(sim, Step("boot"))
+        if continue_turn:
+            for raw in continuation(scenario.machine):
+                if sim.alive:
+                    apply(sim, Step.from_json(raw))
+    finally:
+        sim.shutdown()
+    return sim, checker
+
+
+def _crash_rule_before(rule: dict[str, Any], lifetime: int) -> bool:
+    """Keep a crash rule of the original only if it belongs to an earlier lifetime (it is part
+    of the path to the explored point); later ones would fire at or after that point."""
+    return rule.get("action") != "crash" or (rule.get("lifetime") is not None and rule["lifetime"] < lifetime)
+
+
+def continuation(machine: str) -> list[dict[str, Any]]:
+    """What explore does after every recovery: one more turn (or append) and a flush."""
+    if machine == "durability":
+        first = {"op": "prompt", "args": {"text": "continue", "responses": [{"text": "continuing"}]}}
+    else:
+        first = {"op": "append", "args": {"count": 1}}
+    return [first, {"op": "flush", "args": {}}]
+
+
+def repro_scenario(scenario: Scenario, cp: CrashPoint, crash: CrashSpec, cut: PowerCut | None, violation: Violation) -> Scenario:
+    """Replays the explored state: the original path to the point, the crash there, recovery,
+    and the continuation explore ran."""
+    crash_json: dict[str, Any] = {"kind": crash.kind}
+    if crash.kind == "power":
+        crash_json.update({"state": "cut", "cut": (cut or PowerCut()).to_json()})
+    rule = {"point": cp.point, "action": "crash", "hit": cp.occurrence, "lifetime": cp.lifetime, "crash": crash_json}
+    steps = [
+        step for step in scenario.steps[: cp.step_index + 1]
+        if step["op"] != "arm" or _crash_rule_before(step["args"]["rule"], cp.lifetime)
+    ]
+    steps += [{"op": "boot", "args": {}}] + continuation(scenario.machine)
+    plan = tuple(r for r in scenario.fault_plan if _crash_rule_before(r, cp.lifetime)) + (rule,)
+    return Scenario(
+        name=f"{scenario.name}-explore-{violation.invariant}-{cp.index}",
+        seed=scenario.seed,
+        steps=tuple(steps),
+        config=scenario.config,
+        fault_plan=plan,
+        machine=scenario.machine,
+        description=f"found by explore: {violation.describe()}",
+        # other faults of the original may not be reached on this shorter path; the crash is
+        # proved by the violation itself
+        expect=Expectation("violation", violation.invariant, require_fired=False),
+        mutants=scenario.mutants,
+        origin={"found_by": "explore", "scenario": scenario.name, "point": cp.point, "crash": crash.label(), "cut": cut.describe() if cut else None},
+    )
+
+
+def record(scenario: Scenario) -> tuple[list[CrashPoint], Simulation, Checker]:
+    sim, checker = simulation_for(scenario)
+    recorder = Recorder(sim)
+    sim.observers.append(recorder)
+    try:
+        for index, raw in enumerate(scenario.steps):
+            recorder.step_index = index
+            run_steps(sim, [Step.from_json(raw)])
+    finally:
+        sim.shutdown()
+    return recorder.points, sim, checker
+
+
+def explore(
+    scenario: Scenario,
+    *,
+    crash: str = "both",
+    model: str = "prefix",
+    bound: int | None = None,
+    continue_turn: bool = True,
+    on_violation: Any = None,
+    cache: dict[str, Any] | None = None,
+    stop_on_violation: bool = False,
+) -> ExploreResult:
+    """Explore every crash state of ``scenario``; ``cache`` may be shared by several calls
+    (recoveries of identical post-crash states under the same configuration are reused)."""
+    started = time.perf_counter()
+    with mutants.enabled(scenario.mutants):
+        points, recorded, recorded_checker = record(scenario)
+        rng = random.Random(derive_seed(scenario.seed, "explore-sample"))
+        cache = {} if cache is None else cache
+        cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
+        config_key = repr((scenario.machine, sorted(scenario.config.items()), scenario.mutants, continue_turn))
+        states: list[StateResult] = []
+        cases: list[dict[str, Any]] = []
+        saved: dict[tuple[str, str, str], str] = {}
+        possible: dict[str, int] = {name: 0 for name in POINTS}
+        explored: dict[str, int] = {name: 0 for name in POINTS}
+        sampled: dict[str, int] = {}
+        log_path = recorded.config.log_path
+        for cp in points:
+            disk = Disk.from_image(cp.image)  # the state at the point, before any cut (read only)
+            specs: list[tuple[CrashSpec, PowerCut | None]] = []
+            if crash in ("kill", "both"):
+                specs.append((CrashSpec("kill"), None))
+            if crash in ("power", "both"):
+                specs.extend((CrashSpec("power", "cut"), c) for c in _power_states(disk, model))
+            possible[cp.point] += len(specs)
+            barrier = barrier_of(cp.evidence.barrier, cp.evidence.step)
+            options = [(spec, cut, crash_phase(disk, log_path, spec.kind, cut)) for spec, cut in specs]
+            for spec, _, phase in options:
+                _cell(cells, cp, barrier, phase_group(spec.kind, phase), "possible")
+            if bound is not None and len(options) > bound:
+                options = rng.sample(options, bound)
+                sampled[cp.point] = sampled.get(cp.point, 0) + 1
+            for spec, cut, phase in options:
+                cls = _cut_class(disk, cut) if cut is not None else None
+                after = post_crash_disk(cp, cut)
+                key = _state_key(after, cp) + spec.kind + config_key
+                shared = key in cache
+                if not shared:
+                    sim, checker = recover_from(scenario, cp, spec, cut, after, phase, continue_turn=continue_turn, torn_class=cls)
+                    report = sim.primary.report if sim.primary is not None else None
+                    verdicts = dict(report.verdicts) if report is not None else {}
+                    applied = {c: bool(sim.world.applied_for(c)) for c in verdicts}
+                    facts = recovery_facts(sim, sim.primary, checker.violations) if sim.primary is not None else None
+                    cache[key] = (verdicts, applied, tuple(checker.violations), facts)
+                verdicts, applied, violations, facts = cache[key]
+                if facts is not None:
+                    cases.append(build_case("explore", cp.point, barrier, spec.kind, phase, cls, cp.evidence.boundaries, facts))
+                repro = None
+                if violations and on_violation is not None:
+                    klass = (violations[0].invariant, cp.point, spec.kind)
+                    if klass not in saved:  # one replayable scenario per (invariant, point, crash kind)
+                        saved[klass] = on_violation(repro_scenario(scenario, cp, spec, cut, violations[0]))
+                    repro = saved[klass]
+                states.append(StateResult(cp.index, spec.kind, cut.describe() if cut else None, phase, cls, verdicts, applied, violations, shared, repro))
+                explored[cp.point] += 1
+                _cell(cells, cp, barrier, phase_group(spec.kind, phase), "explored")
+                if stop_on_violation and violations:
+                    break
+            if stop_on_violation and states and states[-1].violations:
+                break
+    return ExploreResult(
+        scenario=scenario.name,
+        points=tuple(points),
+        states=tuple(states),
+        possible={k: v for k, v in possible.items() if v},
+        explored={k: v for k, v in explored.items() if v},
+        sampled=sampled,
+        seconds=time.perf_counter() - started,
+        record_violations=tuple(recorded_checker.violations),
+        cases=tuple(cases),
+        cells=cells,
+    )
+
+
+def _cell(cells: dict[str, Any], cp: CrashPoint, barrier: str, col: str, key: str) -> None:
+    """Count one crash state in every matrix cell it belongs to (a cell per call boundary)."""
+    for row in sorted(set(cp.evidence.boundaries.values())) or ["no call"]:
+        slot = cells["boundary"].setdefault(row, {}).setdefault(col, {"possible": 0, "explored": 0})
+        slot[key] += 1
+    slot = cells["barrier"].setdefault(barrier, {}).setdefault(col, {"possible": 0, "explored": 0})
+    slot[key] += 1

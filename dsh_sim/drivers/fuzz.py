@@ -1,0 +1,187 @@
+"""``dsh-sim fuzz``: run a state machine under a time budget, save what it finds.
+
+Hypothesis runs in batches (each with its own seed, derived from ``--seed``) until the
+budget or the example count is used.  On a violation, Hypothesis shrinks (under a cap), the
+final minimal run's steps become a scenario, :mod:`dsh_sim.drivers.minimize` makes it 1-minimal,
+its trace digest is recorded, and it is saved under ``scenarios/found/`` named after the
+invariant.  Every example's crashes feed the coverage cases of the result document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import time
+from typing import Any, Callable
+
+import attrs
+from hypothesis import settings
+from hypothesis.errors import HypothesisException
+from hypothesis.reporting import with_reporter
+from hypothesis.stateful import run_state_machine_as_test
+
+from dsh_sim.drivers import profiles
+from dsh_sim.engine.config import SimConfig
+from dsh_sim.drivers.machines.durability import DurabilityMachine
+from dsh_sim.drivers.machines.storage import StorageMachine
+from dsh_sim.drivers.minimize import minimize, set_hypothesis_shrink_budget
+from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.scenario.model import Expectation, Scenario, save
+from runtime import mutants
+
+MACHINES = {"durability": DurabilityMachine, "storage": StorageMachine}
+
+
+@attrs.frozen
+class Found:
+    invariant: str
+    message: str
+    path: str
+    steps: tuple[str, ...]
+    time_to_find: float  # until the first violating example (before any shrinking)
+    shrink_seconds: float  # our 1-minimal pass and the final replay (Hypothesis' shrink is capped separately)
+    steps_before: int
+    steps_after: int
+    digest: str
+
+
+@attrs.define
+class FuzzRun:
+    machine: str
+    seed: int
+    examples: int = 0  # example executions, shrinking replays included
+    steps: int = 0
+    seconds: float = 0.0
+    batches: int = 0
+    found: Found | None = None
+    cases: list[dict[str, Any]] = attrs.field(factory=list)
+    checked: dict[str, int] = attrs.field(factory=dict)
+    points: dict[str, int] = attrs.field(factory=dict)
+    started: float = attrs.field(factory=time.perf_counter)
+    first_failure: float | None = None  # seconds until the first violating example ended
+    reports: list[str] = attrs.field(factory=list)  # Hypothesis' own output (the printed program)
+
+    def document(self, meta: dict[str, Any]) -> dict[str, Any]:
+        violations = []
+        if self.found is not None:
+            violations.append({"invariant": self.found.invariant, "message": self.found.message, "scenario": self.found.path, "source": "fuzz"})
+        return {
+            "meta": {**meta, "kind": "fuzz", "machine": self.machine, "seed": self.seed, "examples": self.examples, "steps": self.steps, "seconds": round(self.seconds, 3)},
+            "cases": self.cases,
+            "checked": self.checked,
+            "points": {name: {"hits": n} for name, n in self.points.items()},
+            "violations": violations,
+        }
+
+
+def _machine_class(machine: str, config: SimConfig, run: FuzzRun, batch_seed: int) -> type:
+    base = MACHINES[machine]
+
+    def teardown(self: Any) -> None:
+        sim = self.sim
+        checker = self.checker
+        try:
+            base.teardown(self)
+        finally:
+            if getattr(self, "failure", None) and run.first_failure is None:
+                run.first_failure = time.perf_counter() - run.started
+            if sim is not None:
+                run.examples += 1
+                run.steps += len(self.steps)
+                run.cases.extend(checker.cases)
+                for name, n in checker.checked.items():
+                    run.checked[name] = run.checked.get(name, 0) + n
+                for name, n in sim.point_hits.items():
+                    run.points[name] = run.points.get(name, 0) + n
+
+    cls = type(f"{base.__name__}Fuzz", (base,), {"config": config, "teardown": teardown, "last": None})
+    cls._hypothesis_internal_use_seed = batch_seed  # what @seed does; copied by Hypothesis
+    return cls
+
+
+def scenario_from(machine: str, instance: Any, invariant: str, config: SimConfig, active_mutants: tuple[str, ...], seed: int) -> Scenario:
+    return Scenario(
+        name=f"found-{invariant}",
+        seed=instance.seed,
+        steps=tuple(s.to_json() for s in instance.steps),
+        config=instance.sim.config.to_json() if instance.sim is not None else config.to_json(),
+        machine=machine,
+        description=f"found by dsh-sim fuzz (seed {seed}): {invariant}",
+        expect=Expectation("violation", invariant),
+        mutants=active_mutants,
+        origin={"found_by": "fuzz", "fuzz_seed": seed},
+    )
+
+
+def fuzz(
+    machine: str = "durability",
+    *,
+    budget: float = 60.0,
+    examples: int | None = None,
+    seed: int | None = None,
+    config: SimConfig | None = None,
+    out_dir: str = "scenarios/found",
+    active_mutants: tuple[str, ...] = (),
+    progress: Callable[[FuzzRun], None] | None = None,
+    minimize_budget: float = 30.0,
+    shrink_budget: float = 10.0,
+) -> FuzzRun:
+    config = config or SimConfig()
+    seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
+    run = FuzzRun(machine, seed)
+    started = run.started
+    set_hypothesis_shrink_budget(shrink_budget)
+    base_settings = profiles.fuzz_settings()
+    with mutants.enabled(active_mutants):
+        while True:
+            elapsed = time.perf_counter() - started
+            if elapsed >= budget or (examples is not None and run.examples >= examples):
+                break
+            batch = base_settings.max_examples if examples is None else min(base_settings.max_examples, examples - run.examples)
+            cls = _machine_class(machine, config, run, (seed * 1_000_003 + run.batches) % 2**32)
+            run.batches += 1
+            found_at = None
+            try:
+                with with_reporter(run.reports.append):
+                    run_state_machine_as_test(cls, settings=settings(base_settings, max_examples=batch))
+            except HypothesisException:
+                raise
+            except Exception as err:  # the machine's invariant failed (or the harness broke)
+                found_at = run.first_failure if run.first_failure is not None else time.perf_counter() - started
+                instance = cls.last
+                invariant = getattr(instance, "failure", None)
+                if instance is None or invariant is None:
+                    raise
+                run.found = _save_found(machine, instance, invariant, str(err), config, active_mutants, seed, out_dir, found_at, minimize_budget)
+                break
+            finally:
+                run.seconds = time.perf_counter() - started
+                if progress is not None:
+                    progress(run)
+    run.seconds = time.perf_counter() - started
+    return run
+
+
+def _save_found(machine: str, instance: Any, invariant: str, message: str, config: SimConfig, active_mutants: tuple[str, ...], seed: int, out_dir: str, found_at: float, minimize_budget: float) -> Found:
+    shrink_started = time.perf_counter()
+    scenario = scenario_from(machine, instance, invariant, config, active_mutants, seed)
+    small = minimize(scenario, invariant, budget=minimize_budget)
+    result, _ = run_scenario(small.scenario)
+    final = attrs.evolve(small.scenario, trace_digest=result.digest, origin={**small.scenario.origin, "shrunk_from_steps": small.steps_before})
+    digest8 = hashlib.sha256(repr(final.steps).encode()).hexdigest()[:8]
+    path = os.path.join(out_dir, f"{invariant}-{digest8}.json")
+    if not os.path.exists(path):
+        save(final, path)
+    message = result.violations[0].describe() if result.violations else message
+    return Found(
+        invariant=invariant,
+        message=message,
+        path=path,
+        steps=tuple(f"{s['op']}({', '.join(f'{k}={v!r}' for k, v in s['args'].items())})" for s in final.steps),
+        time_to_find=found_at,
+        shrink_seconds=time.perf_counter() - shrink_started,
+        steps_before=small.steps_before,
+        steps_after=small.steps_after,
+        digest=result.digest,
+    )

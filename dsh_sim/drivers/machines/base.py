@@ -1,0 +1,84 @@
+"""What every state machine shares: the simulation, the recorded steps, the invariant check."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import event, target
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from dsh_sim.drivers.machines.strategies import crash_specs
+
+from dsh_sim.engine.machine import Simulation
+from dsh_sim.evidence.checker import Checker
+from dsh_sim.scenario.steps import Step, apply
+
+
+class SimulationMachine(RuleBasedStateMachine):
+    """Rules call :meth:`do`; every step is recorded so a failure becomes a scenario file."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        type(self).last = self
+        self.sim: Simulation | None = None
+        self.checker: Checker | None = None
+        self.seed = 0
+        self.steps: list[Step] = []
+        self.failure: str | None = None
+
+    def do(self, step: Step) -> str:
+        assert self.sim is not None
+        self.steps.append(step)
+        outcome = apply(self.sim, step)
+        if outcome.startswith("crashed"):
+            self.crashed()
+        return outcome
+
+    @property
+    def alive(self) -> bool:
+        return self.sim is not None and self.sim.alive
+
+    @property
+    def dead(self) -> bool:
+        return self.sim is not None and not self.sim.alive
+
+    @property
+    def quiet(self) -> bool:
+        """Alive and not in the middle of anything (the agent machine: no turn in progress)."""
+        return self.alive
+
+    # -- rules every machine has ---------------------------------------------------------------
+
+    @precondition(lambda self: self.alive)
+    @rule(crash=crash_specs)
+    def crash_now(self, crash: dict[str, Any]) -> None:
+        self.do(Step("crash_now", crash))
+
+    @precondition(lambda self: self.dead)
+    @rule()
+    def reboot(self) -> None:
+        self.do(Step("boot"))
+
+    @precondition(lambda self: self.quiet and self.sim.disk.resolve(self.sim.config.log_path) is not None)
+    @rule()
+    def second_writer(self) -> None:
+        self.do(Step("second_writer"))
+
+    def crashed(self) -> None:
+        record = self.sim.history.crashes[-1] if self.sim is not None and self.sim.history.crashes else None
+        if record is not None:
+            event(f"crash {record.label} at {record.point or 'quiescence'} ({record.phase})")
+
+    @invariant()
+    def no_violation(self) -> None:
+        if self.checker is not None and self.checker.violations:
+            self.failure = self.checker.violations[0].invariant
+            raise AssertionError("\n".join(v.describe() for v in self.checker.violations))
+
+    def teardown(self) -> None:
+        if self.sim is None:
+            return
+        try:
+            self.sim.shutdown()
+        finally:
+            target(float(len(self.sim.history.crashes)), label="crashes survived")

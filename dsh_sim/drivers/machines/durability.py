@@ -1,0 +1,148 @@
+"""The durability state machine: crash the runtime between any two moments of a call.
+
+Rules draw concrete steps (a prompt with its model script, a crash aimed at a named point,
+an I/O or network fault, a cancellation, a reboot ...) and run them through the same
+:func:`dsh_sim.scenario.steps.apply` the replayer uses.  Every step is recorded, so the minimal
+failing example Hypothesis shrinks to is saved as a scenario file, not a blob.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import event, target
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, precondition, rule
+
+from dsh_sim.engine.config import SimConfig
+from dsh_sim.drivers.machines.base import SimulationMachine
+from dsh_sim.drivers.machines.strategies import (
+    BOUNDARY_CHOICES,
+    FS_POINTS,
+    MOMENT_POINTS,
+    aimed_crash_rule,
+    crash_specs,
+    domain_faults,
+    io_faults,
+    turn_script,
+)
+from dsh_sim.engine.machine import Simulation
+from dsh_sim.evidence.checker import Checker
+from dsh_sim.scenario.steps import Step
+
+
+class DurabilityMachine(SimulationMachine):
+    """Subclass and set ``config`` to fuzz another deployment (e.g. no checkpoint policy)."""
+
+    config = SimConfig()
+    last: "DurabilityMachine | None" = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.next_id = [1]
+
+    def crashed(self) -> None:
+        super().crashed()
+        for boundary in sorted(set(self.sim.history.crashes[-1].boundaries.values())):
+            event(f"crash with a call at boundary {boundary}")
+
+    @property
+    def alive(self) -> bool:
+        return self.sim is not None and self.sim.alive and self.sim.current.agent is not None
+
+    @property
+    def idle(self) -> bool:
+        return self.alive and not self.sim.current.agent.turn_active
+
+    @property
+    def quiet(self) -> bool:
+        return self.idle
+
+    # -- rules -----------------------------------------------------------------------------
+
+    @initialize(seed=st.integers(0, 2**31 - 1), compression=st.sampled_from(["zstd", "none"]))
+    def start(self, seed: int, compression: str) -> None:
+        self.seed = seed
+        cfg = type(self).config
+        if compression != cfg.compression:
+            cfg = SimConfig(**{**cfg.to_json(), "compression": compression, "approval_tools": cfg.approval_tools})
+        self.sim = Simulation(seed, cfg)
+        self.checker = Checker.attach(self.sim)
+        self.do(Step("boot"))
+
+    @precondition(lambda self: self.idle)
+    @rule(data=st.data())
+    def prompt(self, data: st.DataObject) -> None:
+        self.do(Step("prompt", data.draw(turn_script(self.next_id))))
+
+    @precondition(lambda self: self.idle)
+    @rule(data=st.data(), boundary=st.sampled_from(BOUNDARY_CHOICES[1:]), crash=crash_specs)
+    def prompt_crashing(self, data: st.DataObject, boundary: str, crash: dict[str, Any]) -> None:
+        """A prompt with a crash aimed between two moments of one of its calls."""
+        script = data.draw(turn_script(self.next_id))
+        calls = [(i + 1, c["id"]) for i, r in enumerate(script["responses"]) for c in r.get("tool_calls", ())]
+        if calls:
+            step, call_id = data.draw(st.sampled_from(calls[::-1]))  # later calls first: they depend on earlier ones
+            event(f"crash aimed at {boundary}")
+            self.do(Step("arm", {"rule": aimed_crash_rule(script, step, call_id, boundary, crash, len(self.sim.lifetimes))}))
+        self.do(Step("prompt", script))
+
+    @precondition(lambda self: self.alive)
+    @rule(
+        fault=st.one_of(
+            st.builds(lambda p, c: {"point": p, "action": "crash", "crash": c}, st.sampled_from(MOMENT_POINTS + FS_POINTS), crash_specs),
+            io_faults,
+            domain_faults,
+        ),
+        hit=st.integers(1, 3),
+    )
+    def arm(self, fault: dict[str, Any], hit: int) -> None:
+        """A crash at any named point, or an I/O, network, approval, sandbox or model fault."""
+        self.do(Step("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self.sim.lifetimes)}}))
+
+    @precondition(lambda self: self.dead)
+    @rule(point=st.sampled_from(FS_POINTS + ("persist.batch.durable",)), hit=st.integers(1, 3), crash=crash_specs)
+    def arm_recovery_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
+        lifetime = len(self.sim.lifetimes) + 1
+        self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
+
+    @precondition(lambda self: self.alive)
+    @rule(seconds=st.sampled_from([0.05, 0.2, 1.0]))
+    def advance(self, seconds: float) -> None:
+        self.do(Step("advance", {"seconds": seconds}))
+
+    @precondition(lambda self: self.alive and self.sim.current.agent.turn_active)
+    @rule()
+    def cancel(self) -> None:
+        self.do(Step("cancel"))
+
+
+
+    @precondition(lambda self: self.idle)
+    @rule(change=st.one_of(
+        st.builds(lambda p: ("set_approval_policy", {"policy": p}), st.sampled_from(["ask", "never"])),
+        st.builds(lambda m: ("set_sandbox_mode", {"mode": m}), st.sampled_from(["read-only", "workspace-write", "danger-full-access"])),
+    ))
+    def change_policy(self, change: tuple[str, dict[str, Any]]) -> None:
+        """An approval-policy or sandbox-mode change by the user."""
+        op, args = change
+        if op == "set_approval_policy" and self.sim.current.runtime.approval is None:
+            return
+        self.do(Step(op, args))
+
+    @precondition(
+        lambda self: self.idle
+        and self.sim.current.report is not None
+        and "TOOL_OUTCOME_UNKNOWN" in self.sim.current.report.verdicts.values()
+    )
+    @rule()
+    def retry_unknown(self) -> None:
+        self.do(Step("retry_unknown"))
+
+
+    # -- invariants --------------------------------------------------------------------------
+
+    def teardown(self) -> None:
+        super().teardown()
+        if self.sim is not None:
+            target(float(sum(n for (code, _), n in self.checker.verdict_counts.items() if code == "TOOL_OUTCOME_UNKNOWN")), label="unknown verdicts")

@@ -1,0 +1,104 @@
+"""The storage state machine: the persistence layer alone, under faults and crashes.
+
+Appends, explicit flushes, write-behind window expiry, I/O and fsync faults, torn and
+power-loss crashes (also during recovery), reopen, and a second writer — checked by the same
+invariants as the agent machine (acknowledged events survive, committed bytes are never
+rewritten, seqs stay dense, one writer at a time, no write from a dead process).
+
+A run may start from a historical v0 log (``seed_v0``): the first boot's write open then
+migrates it and publishes v3, optionally with a crash armed at one of the publication steps
+(and recovery crashes may hit a second attempt); ``migration_atomic`` judges every boot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import event
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, precondition, rule
+
+from dsh_sim.engine.config import SimConfig
+from dsh_sim.drivers.machines.base import SimulationMachine
+from dsh_sim.drivers.machines.strategies import FS_POINTS, crash_specs, io_faults
+from dsh_sim.engine.machine import Simulation
+from dsh_sim.evidence.checker import Checker
+from dsh_sim.scenario.steps import Step
+
+STORAGE_POINTS = FS_POINTS + ("persist.batch.durable", "session.flush")
+# the steps of publishing a migrated generation: named runtime points, and the fs operations
+# of the first boot (hit 1 of fs.write/fs.fsync is the staged file, fs.link the publication)
+MIGRATION_POINTS = (
+    "persist.migration.prepared",
+    "persist.migration.staged",
+    "persist.migration.verified",
+    "persist.migration.published",
+    "fs.write",
+    "fs.fsync",
+    "fs.link",
+    "fs.fsync_dir",
+    "fs.unlink",
+)
+boot_crashes = st.one_of(st.none(), st.tuples(st.sampled_from(MIGRATION_POINTS), st.integers(1, 2), crash_specs))
+
+
+class StorageMachine(SimulationMachine):
+    config = SimConfig()
+    last: "StorageMachine | None" = None
+
+    def crashed(self) -> None:
+        record = self.sim.history.crashes[-1]
+        event(f"storage crash {record.label} phase {record.phase}")
+
+
+    @initialize(
+        seed=st.integers(0, 2**31 - 1),
+        compression=st.sampled_from(["zstd", "none"]),
+        origin=st.sampled_from(["fresh", "v0", "v0-torn"]),
+        boot_crash=boot_crashes,
+    )
+    def start(self, seed: int, compression: str, origin: str = "fresh", boot_crash: Any = None) -> None:
+        self.seed = seed
+        cfg = SimConfig(**{**type(self).config.to_json(), "compression": compression, "approval_tools": ()})
+        self.sim = Simulation(seed, cfg, kind="storage")
+        self.checker = Checker.attach(self.sim)
+        if origin != "fresh":
+            self.do(Step("seed_v0", {"turns": 2, "torn": origin == "v0-torn"}))
+            if boot_crash is not None:
+                point, hit, crash = boot_crash
+                self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": 1, "crash": crash}}))
+        self.do(Step("boot"))
+
+    @precondition(lambda self: self.alive)
+    @rule(count=st.integers(1, 5), size=st.sampled_from([8, 200, 5000]))
+    def append(self, count: int, size: int) -> None:
+        self.do(Step("append", {"count": count, "size": size}))
+
+    @precondition(lambda self: self.alive)
+    @rule()
+    def flush(self) -> None:
+        self.do(Step("flush"))
+
+    @precondition(lambda self: self.alive)
+    @rule(seconds=st.sampled_from([0.05, 0.2, 0.5]))
+    def window(self, seconds: float) -> None:
+        self.do(Step("advance", {"seconds": seconds}))
+
+    @precondition(lambda self: self.alive)
+    @rule(fault=io_faults, hit=st.integers(1, 3))
+    def arm_fault(self, fault: dict[str, Any], hit: int) -> None:
+        self.do(Step("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self.sim.lifetimes)}}))
+
+    @precondition(lambda self: self.alive)
+    @rule(point=st.sampled_from(STORAGE_POINTS), hit=st.integers(1, 3), crash=crash_specs)
+    def arm_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
+        self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": len(self.sim.lifetimes), "crash": crash}}))
+
+    @precondition(lambda self: self.dead)
+    @rule(point=st.sampled_from(STORAGE_POINTS + MIGRATION_POINTS[:4]), hit=st.integers(1, 2), crash=crash_specs)
+    def arm_recovery_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
+        self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": len(self.sim.lifetimes) + 1, "crash": crash}}))
+
+
+
+

@@ -1,0 +1,162 @@
+"""A crash, as the judges see it: where it struck, what it left, where each call stood.
+
+:class:`Evidence` is what the harness knows at an instant besides the disk (the barrier and
+durability step under way, each tool call's position among the four moments, the in-memory
+log, the acknowledged bytes); it is taken where a crash happens and where explore only records
+a point to crash later, so both are judged by the same facts.  :func:`crash_phase` names what a
+crash did to the session log.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from dsh_sim.adapters.simfs.crash import PowerCut
+from dsh_sim.adapters.simfs.disk import Disk, DiskImage
+from runtime.persistence import context as durability
+from runtime.session.events import Event
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.machine import Lifetime, Simulation
+
+BOUNDARIES = ("before 1", "1→2", "2→3", "3→4", "after 4")
+
+
+@attrs.frozen
+class CrashRecord:
+    lifetime: int
+    point: str | None
+    details: dict[str, Any]
+    kind: str
+    label: str
+    cut: str | None
+    phase: str
+    barrier: str | None
+    step: str | None
+    boundaries: dict[str, str]  # call id -> side-effect boundary at the crash
+    in_memory: tuple[Event, ...]
+    time: float
+    image: DiskImage
+    acked_bytes: bytes
+
+
+@attrs.frozen
+class Evidence:
+    """What a crash at this instant would leave for the judges, besides the disk.
+
+    Taken where a crash happens (:meth:`Simulation.crash_process`) and where one is only
+    recorded for later exploration (``explore.Recorder``), so both judge by the same facts.
+    """
+
+    barrier: str | None
+    step: str | None
+    boundaries: dict[str, str]
+    in_memory: tuple[Event, ...]
+    time: float
+    acked_bytes: bytes
+
+    @classmethod
+    def capture(cls, sim: "Simulation", life: "Lifetime") -> "Evidence":
+        op = durability.current()
+        return cls(
+            barrier=op.barrier,
+            step=op.step,
+            boundaries=call_boundaries(sim, life),
+            in_memory=tuple(life.session.events) if life.session is not None else (),
+            time=sim.now(),
+            acked_bytes=sim.history.acked_bytes,
+        )
+
+    def record(
+        self, *, lifetime: int, point: str | None, details: dict[str, Any], kind: str, label: str, cut: str | None, phase: str, image: DiskImage
+    ) -> CrashRecord:
+        """The crash record of a crash of ``kind`` at this instant, leaving ``image``."""
+        return CrashRecord(
+            lifetime=lifetime, point=point, details=details, kind=kind, label=label, cut=cut, phase=phase,
+            barrier=self.barrier, step=self.step, boundaries=self.boundaries, in_memory=self.in_memory,
+            time=self.time, image=image, acked_bytes=self.acked_bytes,
+        )
+
+
+def crash_phase(disk: Disk, log_path: str, kind: str, cut: PowerCut | None) -> str:
+    """Where the crash left the session log: kill, or what power loss did to its unsynced bytes."""
+    if kind == "kill":
+        return "kill"
+    ino = disk.resolve(log_path)
+    if ino is None:
+        unpublished = any(name.startswith("session.") for d in disk.iter_dirs() for name in d.unsynced_names())
+        return "power:before-publication" if unpublished else "power:no-log"
+    parent = disk.resolve(log_path.rsplit("/", 1)[0])
+    if parent is not None and log_path.rsplit("/", 1)[1] in disk.dir(parent).unsynced_names():
+        if cut is None:
+            return "power:publication-unsynced"
+        keep = {(d, n): k for d, n, k in cut.entries}
+        return "power:publication-kept" if keep.get((parent, log_path.rsplit("/", 1)[1])) else "power:publication-dropped"
+    node = disk.file(ino)
+    if not node.pending:
+        return "power:synced"
+    if cut is None:
+        return "power:unsynced"
+    choice = next((f for f in cut.files if f.ino == ino), None)
+    if choice is None or (choice.keep_ops == 0 and choice.torn_bytes is None and choice.subset is None):
+        return "power:unsynced-dropped"
+    if choice.torn_bytes is not None:
+        return "power:torn"
+    if choice.subset is not None:
+        return "power:reordered"
+    return "power:unsynced-kept" if choice.keep_ops == len(node.pending) else "power:partial"
+
+
+def call_boundaries(sim: "Simulation", life: "Lifetime") -> dict[str, str]:
+    """Each known tool call's position among the four moments at this instant."""
+    out: dict[str, str] = {}
+    events = tuple(life.agent.session.events) if life.agent is not None else ()
+    acked = sim.history.acked
+    calls: dict[str, int] = {}
+    results: dict[str, int] = {}
+    for event in events:
+        if event.type == "assistant/message":
+            for block in event.data["message"]["content"]:
+                if block.get("type") == "tool-call":
+                    out[block["id"]] = "1→2"
+        elif event.type == "tool/call":
+            calls[event.data["callId"]] = event.seq
+        elif event.type == "tool/result":
+            results[event.data["message"]["source"]["callId"]] = event.seq
+    delivered = {e.call_id.split(":")[0] for e in sim.world.ledger}
+    for call_id in out:
+        if call_id in results and results[call_id] in acked:
+            out[call_id] = "after 4"
+        elif call_id in delivered:
+            out[call_id] = "3→4"
+        elif call_id in calls and calls[call_id] in acked:
+            out[call_id] = "2→3"
+    for response in sim.model_queue:
+        for call in response.tool_calls:
+            out.setdefault(call.id, "before 1")
+    return out
+
+
+@attrs.frozen
+class CrashPoint:
+    """An instant of a recorded run where a crash could strike, with all a run that starts
+    from the crash needs: the disk image, the world, the history, the evidence."""
+
+    index: int  # order among the points captured in the run
+    step_index: int  # the scenario step that was running
+    lifetime: int
+    point: str
+    occurrence: int  # this point's hit count within its lifetime
+    details: dict[str, Any]
+    image: DiskImage
+    world: Any  # the World at this instant (a snapshot)
+    history: Any  # the History at this instant (a snapshot)
+    evidence: Evidence
+
+    def record(self, *, kind: str, label: str, cut: str | None, phase: str, image: DiskImage) -> "CrashRecord":
+        """The crash record of a crash of ``kind`` here, leaving ``image``."""
+        return self.evidence.record(
+            lifetime=self.lifetime, point=self.point, details=self.details, kind=kind, label=label, cut=cut, phase=phase, image=image
+        )

@@ -1,0 +1,79 @@
+"""How a simulated process's ports reach the simulation: the probe and the filesystem gate.
+
+Runtime named points (the probe port) and filesystem operations (SimFS's gate) both end in
+:meth:`Simulation.point`, which applies crashes, delays and cancellations itself; what is
+left — a domain fault — is acted out here: an I/O error or fsync failure for SimFS, an
+injected tool failure or an unavailable sandbox for the runtime.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from dsh_sim.engine.faults import FaultRule
+from dsh_sim.adapters.simfs import FsFault, ProcessView
+from runtime.agent.sandbox import SandboxUnavailableError
+from runtime.persistence.zstd_frames import FrameFormatError, scan_frames
+from runtime.tools.results import HarnessError
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.machine import Lifetime, Simulation
+
+ERRNO = {"EIO": 5, "ENOSPC": 28, "EACCES": 13, "EWOULDBLOCK": 11, "EAGAIN": 11}
+
+# The domain gate as the world, the model and the answerer see it (:meth:`Gate.domain`):
+# announce a named point, get back the domain fault to act out (a FaultRule) or None.
+GateFn = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+class Probe:
+    """The probe port of one process: runtime points go through the simulation."""
+
+    def __init__(self, sim: "Simulation", life: "Lifetime") -> None:
+        self._sim = sim
+        self._life = life
+
+    async def at(self, point: str, **details: Any) -> None:
+        firing = await self._sim.point(self._life, point, details)
+        if firing is None:
+            return
+        action = firing.rule.action
+        if action == "tool_failure":
+            raise HarnessError("injected tool failure", name="InjectedToolFailure", code="INJECTED")
+        if action == "sandbox_unavailable":
+            raise SandboxUnavailableError(str(details.get("mode")), "injected by the fault plan")
+
+
+class Gate:
+    """Filesystem gate and domain gate of one process."""
+
+    def __init__(self, sim: "Simulation", life: "Lifetime") -> None:
+        self._sim = sim
+        self._life = life
+
+    async def before_fs(self, view: ProcessView, op: str, path: str, details: dict[str, Any]) -> FsFault | None:
+        firing = await self._sim.point(self._life, f"fs.{op}", {"path": path, **details})
+        if firing is None:
+            return None
+        rule = firing.rule
+        errno = ERRNO.get(rule.errno, 5)
+        if rule.action == "fsync_fail":
+            return FsFault("fsync_fail", errno, rule.drop_dirty)
+        return FsFault("error", errno)
+
+    def after_fs(self, view: ProcessView, op: str, path: str, outcome: str) -> None:
+        self._sim.trace.record("fs", view.pid, op, path, outcome)
+
+    async def domain(self, point: str, details: dict[str, Any]) -> FaultRule | None:
+        """For the simulated world, model and answerer: the domain fault to act out, if any."""
+        firing = await self._sim.point(self._life, point, details)
+        return firing.rule if firing is not None else None
+
+
+def complete_frames_end(data: bytes) -> int:
+    """End offset of the last complete zstd frame (0 if none or unreadable)."""
+    try:
+        frames = scan_frames(data).frames
+    except FrameFormatError:
+        return 0
+    return frames[-1][1] if frames else 0

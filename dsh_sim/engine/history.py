@@ -1,0 +1,95 @@
+"""What the harness knows that the runtime does not: facts of one simulated run, no judgement.
+
+The kernel records here, as they happen, everything the judges (``dsh_sim.evidence``) and the
+drivers need to know about a run besides the disk and the ledger: which events the runtime
+acknowledged as durable (and the log bytes at that moment), which faults fired, which bytes
+were corrupted, every crash, which processes wrote, which approval answers failed, and a
+historical log a scenario placed before the first boot.  It survives every process lifetime.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from runtime.session.events import Event
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.crash import CrashRecord
+
+
+@attrs.frozen
+class FaultFired:
+    lifetime: int
+    point: str
+    action: str
+    rule: int  # index of the rule in the plan
+    durability_step: str | None  # the runtime's durability sequence the fault struck
+
+
+@attrs.frozen
+class Corruption:
+    path: str
+    offset: int
+    complete_frame: bool  # inside a complete zstd frame (must be refused, never repaired)
+
+
+@attrs.frozen
+class SeededLog:
+    """A historical (v0) generation placed on the disk before the first boot."""
+
+    path: str  # the v0 generation
+    target: str  # where its current (v3) generation is published
+    data: bytes  # its bytes, which must never change
+
+
+@attrs.define
+class History:
+    acked: dict[int, Event] = attrs.field(factory=dict)
+    acked_bytes: bytes = b""  # the log's bytes at the last acknowledgement (or committed at open)
+    crashes: list["CrashRecord"] = attrs.field(factory=list)
+    faults: list[FaultFired] = attrs.field(factory=list)
+    corruptions: list[Corruption] = attrs.field(factory=list)
+    writers: set[int] = attrs.field(factory=set)  # lifetimes that acknowledged appends
+    answerer_failures: list[str] = attrs.field(factory=list)  # calls whose approval answerer failed
+    seeded: SeededLog | None = None
+    prior_crash: "CrashRecord | None" = None  # explore: the crash this simulation starts after
+
+    def acknowledged(self, lifetime: int, events: tuple[Event, ...], log_bytes: bytes | None) -> None:
+        """A batch was acknowledged as durable by process ``lifetime``."""
+        self.writers.add(lifetime)
+        for event in events:
+            self.acked[event.seq] = event
+        if log_bytes is not None:
+            self.acked_bytes = log_bytes
+
+    def committed_at_open(self, events: tuple[Event, ...], recovered: int, log_bytes: bytes | None, truncate_to: int | None) -> None:
+        """What a process found in complete frames on disk is committed: protect it like an ack.
+
+        (Migrated history, or a log written before this simulation, never passed through an
+        acknowledgement; records recovered from a torn tail are committed only once
+        re-appended, which is acknowledged in its turn.)
+        """
+        for event in events[: len(events) - recovered]:
+            self.acked.setdefault(event.seq, event)
+        if log_bytes is not None and truncate_to is not None:
+            log_bytes = log_bytes[:truncate_to]  # a torn tail is not committed: the writer truncates it
+        if log_bytes is not None and len(log_bytes) > len(self.acked_bytes) and log_bytes.startswith(self.acked_bytes):
+            self.acked_bytes = log_bytes
+
+    def snapshot(self) -> "History":
+        """A copy of the facts that outlive the processes of a run (events are never mutated).
+
+        A run that starts from this instant (explore) has its own processes: which lifetimes
+        wrote, crashed or fired faults belongs to the recorded run, not to it."""
+        return History(
+            acked=dict(self.acked),
+            acked_bytes=self.acked_bytes,
+            corruptions=list(self.corruptions),
+            answerer_failures=list(self.answerer_failures),
+            seeded=self.seeded,
+        )
+
+    def describe_faults(self) -> list[list[Any]]:
+        return [[f.lifetime, f.point, f.action, f.rule, f.durability_step] for f in self.faults]

@@ -1,0 +1,354 @@
+"""The simulation: one simulated machine with its disk, world, clock and processes.
+
+Everything the runtime sees comes from here, through its ports: the disk through a
+per-process :class:`ProcessView`, time from the shared ``MockClock``, ids from the seeded
+generator, faults from the plan at named points.  Process lifetimes follow one another
+(crash → reboot → resume with repair); the disk and the world's ledger outlive them.
+
+The methods are the *operations* a state machine or a scenario step performs; each runs
+the current process until it is quiescent again.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable
+
+import attrs
+import trio
+
+from dsh_sim.engine.config import SimConfig
+from dsh_sim.engine.determinism import SimClock, SimIds, derive_seed, new_clock
+from dsh_sim.engine.faults import CrashSpec, FaultPlan, FaultRule, Firing
+from dsh_sim.engine.gates import Gate, Probe, complete_frames_end
+from dsh_sim.engine.programs import agent_main, second_writer_main, storage_main
+from dsh_sim.engine.crash import CrashPoint, CrashRecord, Evidence, crash_phase
+from dsh_sim.engine.history import Corruption, FaultFired, History
+from dsh_sim.engine.observer import Observer
+from dsh_sim.engine.points import spec as point_spec
+from dsh_sim.engine.process import Reply, SimProcess, SimulatedCrash
+from dsh_sim.adapters.simfs import Disk, FidelityError, ProcessView
+from dsh_sim.adapters.simfs.crash import DROP_ALL, PowerCut, apply_power_cut, keep_all, random_state, torn_last_write
+from dsh_sim.engine.trace import TaskTracer, Trace
+from dsh_sim.adapters.world import World
+from runtime.adapters.script_model import ScriptedResponse
+from runtime.agent.runtime import Runtime
+from runtime.persistence import context as durability
+from runtime.ports import Ports
+
+
+
+@attrs.define(eq=False)
+class Lifetime:
+    index: int
+    proc: SimProcess
+    view: ProcessView
+    runtime: Runtime | None = None
+    agent: Any = None
+    report: Any = None
+    created: bool = False
+    boot_error: BaseException | None = None
+    exit_error: BaseException | None = None  # a live process that failed (e.g. its final drain)
+    dead: bool = False
+    crash: CrashRecord | None = None
+    store: Any = None  # the process's SessionStore
+    session: Any = None  # the live Session (the agent's, or the storage process's)
+    handle: Any = None  # storage processes: the write handle
+
+
+class Simulation:
+    def __init__(
+        self,
+        seed: int,
+        config: SimConfig | None = None,
+        plan: FaultPlan | None = None,
+        *,
+        keep_trace: bool = False,
+        kind: str = "agent",
+        trace: bool = True,
+    ) -> None:
+        if kind not in ("agent", "storage"):
+            raise ValueError(f"simulation kind must be agent or storage, got {kind!r}")
+        self.kind = kind
+        self.seed = seed
+        self.config = config or SimConfig()
+        self.plan = plan or FaultPlan()
+        self.trace = Trace(keep=keep_trace, enabled=trace)
+        self.clock = new_clock()
+        self.ids_rng = random.Random(derive_seed(seed, "ids"))
+        self.fault_rng = random.Random(derive_seed(seed, "faults"))
+        self.disk = Disk()
+        self.disk.mkdirs_durable(self.config.root)
+        self.disk.mkdirs_durable(self.config.workspace)
+        self.world = World()
+        self.model_queue: list[ScriptedResponse] = []
+        self.approval_answers: list[str] = []
+        self.lifetimes: list[Lifetime] = []
+        self.primary: Lifetime | None = None
+        self.retries = 0  # harness-minted retry call ids stay unique
+        self.history = History()
+        self.observers: list[Observer] = []
+        self.point_hits: dict[str, int] = {}
+
+    def notify(self, hook: str, *args: Any) -> None:
+        """Announce a driver-level happening (a step, a failed flush) to every observer."""
+        for observer in self.observers:
+            getattr(observer, hook)(*args)
+
+    # -- starting from a recorded instant ---------------------------------------------------
+
+    def capture(self, life: Lifetime, name: str, details: dict[str, Any], *, index: int, step_index: int, occurrence: int) -> CrashPoint:
+        """This instant as a point a crash could strike (explore records one per named point)."""
+        return CrashPoint(
+            index=index,
+            step_index=step_index,
+            lifetime=life.index,
+            point=name,
+            occurrence=occurrence,
+            details={k: v for k, v in details.items() if not k.startswith("_")},
+            image=self.disk.image(),
+            world=self.world.snapshot(),
+            history=self.history.snapshot(),
+            evidence=Evidence.capture(self, life),
+        )
+
+    @classmethod
+    def from_crash_point(
+        cls, point: CrashPoint, crash: CrashSpec, cut: PowerCut | None, disk: Disk, phase: str, *, seed: int, config: SimConfig, kind: str
+    ) -> "Simulation":
+        """A new simulation that starts right after a crash at ``point``: the post-crash
+        ``disk`` (the recorded image, cut by ``cut`` under power loss; ``phase`` names what that
+        did to the log), the world and history as they were, the clock at the crash instant.
+        No process runs yet; the next boot recovers."""
+        sim = cls(seed, config, FaultPlan(), kind=kind, trace=False)
+        sim.disk = disk
+        sim.world = point.world.snapshot()
+        sim.history = point.history.snapshot()
+        sim.history.prior_crash = point.record(kind=crash.kind, label=crash.label(), cut=cut.describe() if cut else None, phase=phase, image=disk.image())
+        sim.clock.jump(point.evidence.time)
+        return sim
+
+    # -- time and identity -----------------------------------------------------------------
+
+    def now(self) -> float:
+        return self.clock.current_time()
+
+    @property
+    def current(self) -> Lifetime | None:
+        """The primary process (a second writer never becomes current)."""
+        return self.primary
+
+    @property
+    def alive(self) -> bool:
+        life = self.current
+        return life is not None and not life.dead and life.boot_error is None and life.session is not None
+
+    # -- named points ----------------------------------------------------------------------
+
+    async def point(self, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
+        """Announce a named point; apply crash/delay/cancel/corrupt; return a domain fault."""
+        point_spec(name)
+        public = {k: v for k, v in details.items() if not k.startswith("_")}
+        if not life.view.alive:
+            # cleanup code of a dead process unwinding: not a point a crash could strike, not
+            # counted, no fault fires (its filesystem calls are refused anyway)
+            self.trace.record("dead-point", life.index, name)
+            return None
+        self.point_hits[name] = self.point_hits.get(name, 0) + 1
+        self.trace.record("point", life.index, name, public)
+        if name == "persist.batch.durable":
+            self.history.acknowledged(life.index, tuple(details.get("_events", ())), self.disk.read_path(self.config.log_path))
+        for observer in self.observers:
+            observer.on_point(life, name, details)
+        domain: Firing | None = None
+        for firing in self.plan.hit(name, public, life.index):
+            rule = firing.rule
+            self.trace.record("fault", life.index, name, firing.index, rule.action)
+            self.history.faults.append(FaultFired(life.index, name, rule.action, firing.index, durability.current().step))
+            if rule.action == "crash":
+                assert rule.crash is not None
+                self.crash_process(life, rule.crash, point=name, details=public)
+                raise SimulatedCrash(f"{rule.crash.label()} at {name}")
+            if rule.action == "delay":
+                await trio.sleep(rule.delay)
+            elif rule.action == "cancel":
+                if life.agent is not None:
+                    life.agent.cancel()
+            elif rule.action == "corrupt":
+                self.corrupt(rule)
+            else:
+                domain = firing
+        return domain
+
+    def corrupt(self, rule: FaultRule) -> None:
+        """Media corruption: flip one stored byte (volatile and durable alike)."""
+        path = rule.corrupt_path or self.config.log_path
+        ino = self.disk.resolve(path)
+        if ino is None:
+            return
+        node = self.disk.file(ino)
+        if not node.durable:
+            return
+        offset = rule.corrupt_offset % len(node.durable)
+
+        def flip(data: bytes) -> bytes:
+            return data[:offset] + bytes([data[offset] ^ 0x40]) + data[offset + 1 :] if offset < len(data) else data
+
+        complete = self.config.compression == "zstd" and offset < complete_frames_end(node.durable)
+        self.disk.nodes[ino] = attrs.evolve(node, durable=flip(node.durable), volatile=flip(node.volatile))
+        self.history.corruptions.append(Corruption(path, offset, complete))
+
+    # -- crashes ---------------------------------------------------------------------------
+
+    def power_cut(self, crash: CrashSpec) -> PowerCut:
+        """The post-crash state a power crash of this spec leaves on the disk as it is now."""
+        if crash.state == "drop":
+            return DROP_ALL
+        if crash.state == "random":
+            return random_state(self.disk, self.fault_rng)
+        if crash.state == "cut":
+            return PowerCut.from_json(crash.cut or {})
+        if crash.state == "torn":
+            return torn_last_write(self.disk, self.disk.resolve(self.config.log_path), crash.torn_fraction)
+        return keep_all(self.disk)
+
+    def crash_process(self, life: Lifetime, crash: CrashSpec, *, point: str | None, details: dict[str, Any] | None = None) -> CrashRecord:
+        """Fix the disk at the crash instant, revoke the dead views, record the evidence."""
+        evidence = Evidence.capture(self, life)
+        cut = self.power_cut(crash) if crash.kind == "power" else None
+        phase = crash_phase(self.disk, self.config.log_path, crash.kind, cut)
+        if cut is not None:
+            for other in self.lifetimes:
+                other.view.revoke()
+                other.dead = True
+            apply_power_cut(self.disk, cut)
+        else:
+            life.view.revoke()
+            life.dead = True
+        record = evidence.record(
+            lifetime=life.index,
+            point=point,
+            details=details or {},
+            kind=crash.kind,
+            label=crash.label(),
+            cut=cut.describe() if cut is not None else None,
+            phase=phase,
+            image=self.disk.image(),
+        )
+        life.crash = record
+        self.trace.record("crash", life.index, point, crash.label(), record.cut)
+        self.history.crashes.append(record)
+        for observer in self.observers:
+            observer.on_crash(record)
+        return record
+
+    # -- processes ---------------------------------------------------------------------------
+
+    def ports(self, life: Lifetime) -> Ports:
+        """A process's view of the world: its SimFS view, virtual time, seeded ids, the probe."""
+        return Ports(fs=life.view, clock=SimClock(self.clock), ids=SimIds(self.ids_rng), probe=Probe(self, life))
+
+    def boot(self, *, secondary: bool = False) -> Lifetime:
+        """Start a process; it resumes the session with repair (or creates it).
+
+        A ``secondary`` process is a second writer: it opens the stored session for write
+        while the primary is alive, appends one event and exits — the lock must refuse it.
+        """
+        index = len(self.lifetimes) + 1
+        last = self.lifetimes[-1] if self.lifetimes else None
+        if last is not None and all(l.dead for l in self.lifetimes):
+            for observer in self.observers:
+                observer.before_boot(last.crash)
+
+        async def main(proc: SimProcess) -> None:
+            program = second_writer_main if secondary else agent_main if self.kind == "agent" else storage_main
+            await program(self, life)
+
+        tracer = [TaskTracer(self.trace, index)] if self.trace.enabled else []
+        proc = SimProcess(index, main, clock=self.clock, seed=derive_seed(self.seed, "sched", index), instruments=tracer)
+        view = ProcessView(self.disk, index, None, now_ns=lambda: int(self.now() * 1e9))
+        life = Lifetime(index, proc, view)
+        view.gate = Gate(self, life)
+        self.lifetimes.append(life)
+        if not secondary:
+            self.primary = life
+        self.trace.record("boot", index, secondary)
+        reply = proc.start()
+        self._after(life, reply)
+        if secondary:
+            if not life.dead:
+                self._after(life, proc.stop())
+            life.dead = True
+            for observer in self.observers:
+                observer.on_second_writer(life)
+        else:
+            self._committed_at_open(life)
+            for observer in self.observers:
+                observer.on_boot(life)
+        return life
+
+    def _committed_at_open(self, life: Lifetime) -> None:
+        """Record what a process that opened the log found committed there."""
+        if life.boot_error is not None or life.report is None or life.session is None:
+            return
+        torn = getattr(life.report, "torn", None)
+        self.history.committed_at_open(
+            tuple(life.report.events),
+            len(torn.recovered) if torn is not None else 0,
+            self.disk.read_path(self.config.log_path),
+            torn.truncate_to if torn is not None else None,
+        )
+
+    def _after(self, life: Lifetime, reply: Reply) -> Reply:
+        """Account for a command's reply; a crash is known from our own record, not the exception.
+
+        (Cleanup code of the dying process may raise something else on top of the crash.)
+        """
+        if reply.state == "exited":
+            life.dead = True
+            error = reply.error
+            if life.crash is not None:
+                pass
+            elif isinstance(error, (SimulatedCrash, FidelityError)):
+                raise RuntimeError(f"process {life.index} died ({error!r}) without a crash record")
+            elif error is not None and not life.proc.ready:
+                life.boot_error = error
+            elif error is not None:
+                life.exit_error = error
+        return reply
+
+    def run(self, fn: Callable[[Lifetime], Any], horizon: float = 600.0) -> Reply:
+        """Run ``fn(life)`` inside the current process until done or quiescent."""
+        life = self.current
+        if life is None or life.dead:
+            raise RuntimeError("no live simulated process")
+
+        async def task() -> Any:
+            return await fn(life)
+
+        return self._after(life, life.proc.call(task, horizon))
+
+    def advance(self, seconds: float) -> Reply | None:
+        life = self.current
+        if life is None or life.dead:
+            self.clock.jump(seconds)
+            return None
+        return self._after(life, life.proc.advance(seconds))
+
+    def kill_now(self, crash: CrashSpec) -> CrashRecord:
+        """A crash at a quiescent moment (not at a named point)."""
+        life = self.current
+        assert life is not None and not life.dead
+        record = self.crash_process(life, crash, point=None)
+        self._after(life, life.proc.crash())
+        return record
+
+    def shutdown(self) -> None:
+        """Stop every live process gracefully; a clean stop must have persisted everything."""
+        for life in self.lifetimes:
+            if not life.dead and not life.proc.exited:
+                faults_before = len(self.history.faults)
+                self._after(life, life.proc.stop())
+                life.dead = True
+                for observer in self.observers:
+                    observer.on_shutdown(life, len(self.history.faults) > faults_before)

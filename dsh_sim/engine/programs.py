@@ -1,0 +1,121 @@
+"""The programs a simulated process runs: the agent runtime, a storage-only process, a second writer.
+
+Each builds the runtime over the process's ports (its SimFS view, the virtual clock, seeded
+ids, the probe), reports what recovery found on its :class:`~dsh_sim.engine.machine.Lifetime`, sets
+``ready`` and then waits for host commands.  Verification of a migration runs inline: a
+worker thread would escape the simulated process's deterministic scheduler.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import trio
+
+from dsh_sim.adapters.answerer import SimAnswerer
+from dsh_sim.engine.gates import Gate
+from dsh_sim.adapters.model import SimModel
+from dsh_sim.adapters.shell import SimRunner, SimSandboxProvider
+from dsh_sim.adapters.world_tools import world_tools
+from runtime.agent.runtime import RuntimeConfig, open_runtime
+from runtime.persistence.backend import JsonlBackend
+from runtime.persistence.errors import SessionPersistenceNotFoundError
+from runtime.persistence.header import SessionHeader
+from runtime.persistence.publication import inline_verifier
+from runtime.persistence.store import open_store
+from runtime.ports import Ports
+from runtime.session.session import Session
+from runtime.agent.sandbox_service import SandboxService
+from runtime.tools.shell import ShellTool
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.machine import Lifetime, Simulation
+
+
+@attrs.frozen
+class StorageRecovery:
+    """What a storage process found at open: the valid prefix (no closers at this level)."""
+
+    events: tuple[Any, ...]
+    torn: Any
+    closers: tuple[Any, ...] = ()
+    verdicts: dict[str, str] = attrs.field(factory=dict)
+
+
+def _backend(sim: "Simulation", ports: Ports) -> JsonlBackend:
+    """A persistence backend over the process's ports, verifying inline (no worker threads)."""
+    return JsonlBackend(sim.config.root, ports, compression=sim.config.compression, verifier=inline_verifier)
+
+
+async def second_writer_main(sim: "Simulation", life: "Lifetime") -> None:
+    """A second writer: opens the stored session for write, appends one event, exits."""
+    cfg = sim.config
+    ports = sim.ports(life)
+    handle = await _backend(sim, ports).open(cfg.session_id, "write")
+    try:
+        stored = await handle.read()
+        session = Session(cfg.session_id, ports.clock, stored)
+        await handle.append(session.events[len(stored) :])
+    finally:
+        await handle.close()
+
+async def agent_main(sim: "Simulation", life: "Lifetime") -> None:
+    """The runtime with its agent: resume with repair (or create), then serve commands."""
+    cfg = sim.config
+    ports = sim.ports(life)
+    gate = life.view.gate  # the process's gate (Simulation.boot installs it before main runs)
+    assert isinstance(gate, Gate)
+    tools = world_tools(sim.world, gate.domain, sim.now, life.index, approval_tools=cfg.approval_tools)
+    tools.append(ShellTool(SimRunner(sim.world, gate.domain, sim.now, life.index), cfg.workspace, ports.probe))
+    model = SimModel(sim.model_queue, gate.domain, chunk_delay=cfg.chunk_delay)
+    runtime_config = RuntimeConfig(
+        root=cfg.root,
+        compression=cfg.compression,
+        max_parallel_tool_calls=cfg.max_parallel_tool_calls,
+        system=cfg.system,
+        checkpoint_policy=cfg.checkpoint_policy,
+        approval_policy=cfg.approval_policy,
+    )
+    plugins = [
+        SimAnswerer(sim.approval_answers, gate.domain, sim.history.answerer_failures),
+        SandboxService(SimSandboxProvider(), cfg.workspace, default_mode=cfg.sandbox_mode),
+    ]
+    async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
+        life.runtime = rt
+        life.store = rt.store
+        rt.backend.verifier = inline_verifier  # no worker threads inside a simulated process
+        try:
+            life.agent, life.report = await rt.resume_agent(cfg.session_id)
+        except SessionPersistenceNotFoundError:
+            life.agent = await rt.create_agent(cfg.session_id, cwd=cfg.workspace)
+            life.created = True
+        life.session = life.agent.session
+        life.proc.ready = True
+        await trio.sleep_forever()
+
+async def storage_main(sim: "Simulation", life: "Lifetime") -> None:
+    """A persistence-level process: backend + store, no agent (the storage machine).
+
+    Its write open migrates a seeded v0 log; verification runs inline because a worker
+    thread would escape the simulated process's deterministic scheduler.
+    """
+    cfg = sim.config
+    ports = sim.ports(life)
+    backend = _backend(sim, ports)
+    async with open_store(ports.probe) as store:
+        life.store = store
+        try:
+            handle = await backend.open(cfg.session_id, "write")
+            life.report = StorageRecovery(tuple(await handle.read()), handle.torn_tail)
+            stored = list(life.report.events)
+        except SessionPersistenceNotFoundError:
+            handle = await backend.create(SessionHeader(cfg.session_id, ports.clock.now_ms(), cwd=cfg.workspace))
+            life.created = True
+            stored = []
+        life.handle = handle
+        life.session = Session(cfg.session_id, ports.clock, stored)
+        store.bind(life.session, handle)
+        life.proc.ready = True
+        await trio.sleep_forever()
+

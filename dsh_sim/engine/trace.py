@@ -1,0 +1,101 @@
+"""The trace digest: one running hash over everything that decides a simulated run.
+
+Records are small tuples of ``str``/``int``/``float`` — virtual time, task steps, named
+points, fault decisions and filesystem operations — so their ``repr`` is stable across
+processes and ``PYTHONHASHSEED`` values.  With ``keep=True`` the records are kept too, and
+:func:`first_divergence` shows where two runs parted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Sequence
+
+import attrs
+import trio
+
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+
+
+def _canon(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple((str(k), _canon(v)) for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
+    if isinstance(value, (list, tuple)):
+        return tuple(_canon(v) for v in value)
+    if isinstance(value, float):
+        return round(value, 9)
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    return _ADDRESS.sub("", repr(value))
+
+
+_PLAIN = (str, int, bool, type(None))
+
+
+def _plain_dict(d: dict) -> bool:
+    return all(type(v) in _PLAIN for v in d.values())
+
+
+class Trace:
+    def __init__(self, *, keep: bool = False, enabled: bool = True) -> None:
+        self._hash = hashlib.sha256()
+        self.count = 0
+        self.keep = keep
+        self.enabled = enabled  # a disabled trace (explore's recovery runs) records nothing
+        self.records: list[tuple[Any, ...]] = []
+
+    def record(self, kind: str, *fields: Any) -> None:
+        if not self.enabled:
+            return
+        # Fields are built by deterministic code (dicts in insertion order, plain scalars),
+        # so their repr is already stable; only foreign objects need canonicalizing.
+        entry = (kind, *(f if type(f) in _PLAIN or (type(f) is dict and _plain_dict(f)) else _canon(f) for f in fields))
+        self._hash.update(repr(entry).encode())
+        self._hash.update(b"\n")
+        self.count += 1
+        if self.keep:
+            self.records.append(entry)
+
+    def digest(self) -> str:
+        return self._hash.hexdigest()
+
+
+class TaskTracer(trio.abc.Instrument):
+    """Feeds every scheduled task step (virtual time, task name) into the trace."""
+
+    def __init__(self, trace: Trace, pid: int) -> None:
+        self._trace = trace
+        self._pid = pid
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self._trace.record("step", self._pid, trio.current_time(), task_label(task.name))
+
+
+def task_label(name: str) -> str:
+    """A task's name for the trace: harness tasks by ``Class.method`` only, so that moving a
+    harness module does not change every digest; runtime tasks keep their full name."""
+    name = _ADDRESS.sub("", name)
+    if name.startswith("dsh_sim."):
+        return ".".join(name.split(".")[-2:])
+    return name
+
+
+@attrs.frozen
+class Divergence:
+    index: int
+    left: tuple[Any, ...] | None
+    right: tuple[Any, ...] | None
+
+    def describe(self) -> str:
+        return f"first divergence at trace record {self.index}:\n  left:  {self.left}\n  right: {self.right}"
+
+
+def first_divergence(left: Sequence[tuple[Any, ...]], right: Sequence[tuple[Any, ...]]) -> Divergence | None:
+    for index, (a, b) in enumerate(zip(left, right)):
+        if a != b:
+            return Divergence(index, a, b)
+    if len(left) != len(right):
+        n = min(len(left), len(right))
+        return Divergence(n, left[n] if n < len(left) else None, right[n] if n < len(right) else None)
+    return None

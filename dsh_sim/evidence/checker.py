@@ -1,0 +1,122 @@
+"""The checker: the one owner of every invariant call site, attached to a simulation.
+
+It observes the kernel through :class:`~dsh_sim.engine.observer.Observer` hooks and runs each
+invariant at the moment it concerns — live checks at the named point, recovery checks after
+every boot, storage checks at shutdown, the second writer, a failed flush — counting every
+check and keeping every violation.  It also turns each crash + recovery into a coverage case.
+A driver attaches one per simulation (:meth:`Checker.attach`); the kernel never imports it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dsh_sim.engine.observer import Observer
+from dsh_sim.evidence import invariants as inv
+from dsh_sim.evidence.coverage import case_from_recovery
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.crash import CrashRecord
+    from dsh_sim.engine.history import Corruption, FaultFired, History
+    from dsh_sim.engine.machine import Lifetime, Simulation
+    from runtime.session.events import Event
+
+
+class Checker(Observer):
+    def __init__(self, sim: "Simulation", *, source: str = "fuzz", torn_class: str | None = None) -> None:
+        self.sim = sim
+        self.source = source  # what produced the simulation, for coverage cases
+        self.torn_class = torn_class  # explore: the torn-write class of the starting state
+        self.violations: list[inv.Violation] = []
+        self.checked: dict[str, int] = {name: 0 for name in inv.INVARIANTS}
+        self.recoveries: list[dict[str, Any]] = []
+        self.verdict_counts: dict[tuple[str, bool], int] = {}
+        self.recovered_from: list["CrashRecord"] = []
+        self.cases: list[dict[str, Any]] = []  # coverage cases (one per crash + recovery)
+
+    @classmethod
+    def attach(cls, sim: "Simulation", **kw: Any) -> "Checker":
+        checker = cls(sim, **kw)
+        sim.observers.append(checker)
+        return checker
+
+    @classmethod
+    def of(cls, sim: "Simulation") -> "Checker":
+        """The checker attached to ``sim``."""
+        for observer in sim.observers:
+            if isinstance(observer, cls):
+                return observer
+        raise LookupError("no checker is attached to this simulation")
+
+    # -- the run's facts, as the invariants read them ----------------------------------------
+
+    @property
+    def history(self) -> "History":
+        return self.sim.history
+
+    @property
+    def acked(self) -> dict[int, "Event"]:
+        return self.sim.history.acked
+
+    @property
+    def acked_bytes(self) -> bytes:
+        return self.sim.history.acked_bytes
+
+    @property
+    def faults(self) -> list["FaultFired"]:
+        return self.sim.history.faults
+
+    @property
+    def corruptions(self) -> list["Corruption"]:
+        return self.sim.history.corruptions
+
+    @property
+    def crashes(self) -> list["CrashRecord"]:
+        return self.sim.history.crashes
+
+    def report(self, violation: inv.Violation) -> None:
+        self.violations.append(violation)
+
+    def count(self, name: str) -> None:
+        self.checked[name] += 1
+
+    # -- hooks -------------------------------------------------------------------------------
+
+    def on_point(self, life: "Lifetime", name: str, details: dict[str, Any]) -> None:
+        if name == "persist.batch.durable":
+            inv.check_single_writer(self, life)
+        elif name == "tools.execute.body" and not details.get("nested"):
+            inv.check_body_after_durable_call(self, life, details)
+            inv.check_approval_gate(self, life, details)
+        elif name == "llm.request":
+            inv.check_request_after_durable_header(self, life)
+
+    def before_boot(self, last_crash: "CrashRecord | None") -> None:
+        if last_crash is not None:
+            inv.check_fidelity(self, last_crash)
+
+    def on_second_writer(self, life: "Lifetime") -> None:
+        inv.check_second_writer(self, life)
+
+    def on_boot(self, life: "Lifetime") -> None:
+        """Post-recovery invariants, after every boot (the coverage case after a crash)."""
+        previous = [l for l in self.sim.lifetimes if l.index < life.index]
+        crash = next((l.crash for l in reversed(previous) if l.crash is not None), self.history.prior_crash)
+        inv.check_recovery(self, life, crash)
+        inv.check_idempotent_keys(self)
+        if crash is not None and crash not in self.recovered_from:
+            self.recovered_from.append(crash)
+            self.cases.append(case_from_recovery(self.sim, self, crash, life, self.source, self.torn_class))
+
+    def on_flush_failed(self, life: "Lifetime", error: BaseException) -> None:
+        inv.check_failed_append(self, life, error)
+
+    def on_step(self, op: str, outcome: str) -> None:
+        inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
+
+    def on_shutdown(self, life: "Lifetime", faults_during: bool) -> None:
+        if life is not self.sim.primary:
+            return
+        inv.check_eventually_durable(self, life, faults_during)
+        if life.session is not None:
+            inv.check_fail_closed(self, life.session.events)

@@ -1,0 +1,198 @@
+"""Crash coverage: every crash and its recovery, classified, counted and required.
+
+A *case* is one crash followed by a recovery: where it struck (named point, barrier, crash
+kind and phase, torn class) and, for each tool call known at that instant, where the call
+stood among the four moments, what repair said about it, and whether its effect really
+happened (the ledger).  Results of fuzz, explore and replay runs are lists of cases plus
+run metadata; :func:`aggregate` merges any number of them into the matrices of the report,
+and :data:`REQUIREMENTS` are the "sometimes" cells that must be hit at least once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+from dsh_sim.engine.crash import BOUNDARIES
+from dsh_sim.engine.points import POINTS
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.crash import CrashRecord
+    from dsh_sim.engine.machine import Lifetime, Simulation
+    from dsh_sim.evidence.invariants import Violation
+
+# Torn-write classes (dsh_sim.adapters.simfs.torn) and post-crash phases (dsh_sim.engine.crash.crash_phase),
+# exported so the report and the requirements cannot drift from the code that makes them.
+TORN_CLASSES = ("magic", "frame-header", "block-header", "block", "checksum", "frame-boundary", "mid-line", "before-newline", "line-boundary")
+PHASES = (
+    "kill", "power:no-log", "power:before-publication", "power:publication-dropped", "power:publication-kept",
+    "power:publication-unsynced", "power:unsynced-dropped", "power:partial", "power:torn", "power:reordered",
+    "power:unsynced", "power:unsynced-kept", "power:synced",
+)
+BARRIERS = ("pre-step", "llm/stream", "tools/execute", "window write", "first publication", "torn-tail rewrite", "repair append")
+OUTCOMES = ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN", "closed", "lost", "not emitted")
+INNER_BARRIERS = ("first publication", "torn-tail rewrite", "repair append")
+
+
+def barrier_of(barrier: str | None, step: str | None) -> str:
+    if step in INNER_BARRIERS:
+        return step  # type: ignore[return-value]
+    if barrier in BARRIERS:
+        return barrier  # type: ignore[return-value]
+    if barrier == "explicit flush":
+        return "explicit flush"
+    return "outside barriers"
+
+
+def phase_group(kind: str, phase: str) -> str:
+    return "kill" if kind == "kill" else phase
+
+
+def recovery_facts(sim: "Simulation", life: "Lifetime", violations: "Iterable[Violation]") -> dict[str, Any]:
+    """What a recovery established, independent of where the crash struck."""
+    report = life.report
+    verdicts = dict(report.verdicts) if report is not None else {}
+    known: set[str] = set()
+    closed: set[str] = set()
+    for event in tuple(life.session.events) if life.session is not None else ():
+        if event.type == "assistant/message":
+            known.update(b["id"] for b in event.data["message"]["content"] if b.get("type") == "tool-call")
+        elif event.type == "tool/result":
+            call_id = event.data["message"]["source"]["callId"]
+            if call_id not in verdicts:
+                closed.add(call_id)
+    applied = {e.call_id.split(":")[0] for e in sim.world.ledger if e.applied}
+    return {
+        "verdicts": verdicts,
+        "known": known,
+        "closed": closed,
+        "applied": applied,
+        "recovered": life.boot_error is None,
+        "violations": [v.invariant for v in violations],
+    }
+
+
+def build_case(source: str, point: str | None, barrier: str, kind: str, phase: str, torn: str | None, boundaries: dict[str, str], facts: dict[str, Any]) -> dict[str, Any]:
+    calls = []
+    for call_id, boundary in sorted(boundaries.items()):
+        if call_id in facts["verdicts"]:
+            outcome = facts["verdicts"][call_id]
+        elif boundary == "before 1":
+            outcome = "not emitted"
+        elif call_id in facts["closed"] or call_id in facts["known"]:
+            outcome = "closed"
+        else:
+            outcome = "lost"
+        calls.append({"id": call_id, "boundary": boundary, "outcome": outcome, "applied": call_id in facts["applied"]})
+    return {
+        "source": source,
+        "point": point or "quiescence",
+        "layer": POINTS[point].layer if point in POINTS else "harness",
+        "barrier": barrier,
+        "kind": kind,
+        "phase": phase,
+        "torn_class": torn,
+        "calls": calls,
+        "recovered": facts["recovered"],
+        "violations": facts["violations"],
+    }
+
+
+def case_from_recovery(sim: "Simulation", checker: Any, crash: "CrashRecord", life: "Lifetime", source: str, torn_class: str | None = None) -> dict[str, Any]:
+    facts = recovery_facts(sim, life, checker.violations)
+    return build_case(source, crash.point, barrier_of(crash.barrier, crash.step), crash.kind, crash.phase, torn_class, crash.boundaries, facts)
+
+
+def _bump(table: dict[str, dict[str, dict[str, int]]], row: str, col: str, key: str, n: int = 1) -> None:
+    table.setdefault(row, {}).setdefault(col, {})
+    table[row][col][key] = table[row][col].get(key, 0) + n
+
+
+def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Merge result documents (fuzz / explore / replay / mutants) into one coverage view."""
+    boundary: dict[str, dict[str, dict[str, int]]] = {}
+    barrier: dict[str, dict[str, dict[str, int]]] = {}
+    confusion = {"TOOL_NOT_STARTED": {"applied": 0, "not applied": 0}, "TOOL_OUTCOME_UNKNOWN": {"applied": 0, "not applied": 0}}
+    torn: dict[str, int] = {}
+    points: dict[str, dict[str, int]] = {}
+    checked: dict[str, int] = {}
+    violations: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
+    determinism: list[dict[str, Any]] = []
+    kill_matrix: list[dict[str, Any]] = []
+    cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
+    sampled: dict[str, int] = {}
+    cases = 0
+    for doc in results:
+        if doc.get("meta"):
+            runs.append(doc["meta"])
+        for name, n in doc.get("sampled", {}).items():
+            sampled[name] = sampled.get(name, 0) + n
+        for matrix, rows in doc.get("cells", {}).items():
+            for row, cols in rows.items():
+                for col, counts in cols.items():
+                    slot = cells.setdefault(matrix, {}).setdefault(row, {}).setdefault(col, {"possible": 0, "explored": 0})
+                    slot["possible"] += counts.get("possible", 0)
+                    slot["explored"] += counts.get("explored", 0)
+        for name, n in doc.get("checked", {}).items():
+            checked[name] = checked.get(name, 0) + n
+        for name, counts in doc.get("points", {}).items():
+            slot = points.setdefault(name, {"possible": 0, "explored": 0, "hits": 0})
+            for key in slot:
+                slot[key] += counts.get(key, 0)
+        violations.extend(doc.get("violations", []))
+        determinism.extend(doc.get("determinism", []))
+        kill_matrix.extend(doc.get("kill_matrix", []))
+        for case in doc.get("cases", []):
+            cases += 1
+            col = phase_group(case["kind"], case["phase"])
+            if case.get("torn_class"):
+                torn[case["torn_class"]] = torn.get(case["torn_class"], 0) + 1
+            outcomes = [c["outcome"] for c in case["calls"]] or ["no call"]
+            for call in case["calls"]:
+                _bump(boundary, call["boundary"], col, call["outcome"])
+                if call["outcome"] in confusion:
+                    confusion[call["outcome"]]["applied" if call["applied"] else "not applied"] += 1
+            for outcome in sorted(set(outcomes)):
+                _bump(barrier, case["barrier"], col, outcome)
+    return {
+        "cases": cases,
+        "boundary_matrix": boundary,
+        "barrier_matrix": barrier,
+        "confusion": confusion,
+        "torn_classes": torn,
+        "points": points,
+        "checked": checked,
+        "violations": violations,
+        "runs": runs,
+        "determinism": determinism,
+        "kill_matrix": kill_matrix,
+        "cell_states": cells,  # explore: explored/possible crash states per matrix cell
+        "sampled": sampled,  # explore: points where states were sampled above the bound
+    }
+
+
+# "Sometimes" cells: each must be hit at least once across the merged results, or the report
+# command fails — so CI notices when a change makes a whole class of crash unreachable.
+REQUIREMENTS: tuple[tuple[str, str, str], ...] = tuple(
+    [("boundary", b, "kill") for b in BOUNDARIES]
+    + [("boundary", b, "power") for b in BOUNDARIES]
+    + [("barrier", b, "any") for b in BARRIERS]
+    + [("verdict", "TOOL_NOT_STARTED", "not applied"), ("verdict", "TOOL_OUTCOME_UNKNOWN", "applied"), ("verdict", "TOOL_OUTCOME_UNKNOWN", "not applied")]
+    + [("torn", c, "any") for c in TORN_CLASSES if c != "before-newline"]
+)
+
+
+def requirement_status(view: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for kind, row, col in REQUIREMENTS:
+        if kind == "boundary":
+            cols = view["boundary_matrix"].get(row, {})
+            hits = sum(sum(v.values()) for c, v in cols.items() if (c == "kill") == (col == "kill"))
+        elif kind == "barrier":
+            hits = sum(sum(v.values()) for v in view["barrier_matrix"].get(row, {}).values())
+        elif kind == "verdict":
+            hits = view["confusion"][row][col]
+        else:
+            hits = view["torn_classes"].get(row, 0)
+        out.append({"kind": kind, "row": row, "col": col, "hits": hits, "met": hits > 0})
+    return out

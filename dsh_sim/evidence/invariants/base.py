@@ -1,0 +1,60 @@
+"""The invariant registry and the violation record every check reports."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import attrs
+
+from runtime.session.events import Event
+
+if TYPE_CHECKING:
+    from dsh_sim.evidence.checker import Checker
+
+INVARIANTS: dict[str, str] = {
+    "seq_dense": "after every recovery the log's seqs are dense from 0, with no duplicate or reordered event",
+    "committed_bytes_stable": "bytes of the log acknowledged as durable are never rewritten or lost",
+    "acked_events_survive": "every event acknowledged by a completed flush survives every crash, unchanged",
+    "one_result_per_call": "every tool-call block ends with exactly one tool/result after repair",
+    "verdict_soundness": "never TOOL_NOT_STARTED for a call whose effect was applied; a durable tool/call without result is TOOL_OUTCOME_UNKNOWN",
+    "checkpoint_before_effect": "with the checkpoint policy: no tool body before its tool/call is durable, no model request before its request/header is durable",
+    "idempotent_retry_converges": "a keyed request to an idempotent service has at most one applied effect, however often it is retried",
+    "repair_idempotent": "repair of a repaired log adds nothing; resume continues the seqs with session/end-seed",
+    "approval_audit": "approval/asked and approval/decided pair up by id in every turn that was not interrupted",
+    "approval_gate": "no body of a tool that needs approval runs without an allowed-once decision for that call",
+    "fail_closed": "a call refused for cancellation, approval or an unavailable sandbox has no effect in the world",
+    "corrupt_frame_refused": "a corrupted complete zstd frame makes recovery refuse the log, never silently repair it",
+    "recovery_succeeds": "a log that suffered only crashes (no media corruption) is always recoverable",
+    "lock_exclusion": "a second writer is refused while the first holds the session",
+    "fidelity": "no filesystem operation of a dead process takes effect (the disk is exactly the crash image)",
+    "recovery_maximal": "recovery keeps every complete, contiguous record an independent reader finds on the crash image",
+    "eventually_durable": "once injected faults stop, a graceful shutdown makes every event durable and the log reads back identically",
+    "failed_append_rolled_back": "a failed append (whose rollback did not fail too) leaves no unacknowledged record in the log",
+    "migration_atomic": "migrating a v0 log never changes it, and a published v3 generation always holds the complete migrated log: old or new readable, never neither, never half a generation",
+}
+
+
+@attrs.frozen
+class Violation:
+    invariant: str
+    message: str
+    call_id: str | None = None
+    evidence: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        call = f" [call {self.call_id}]" if self.call_id else ""
+        lines = [f"{self.invariant}{call}: {self.message}"] + [f"  evidence: {e}" for e in self.evidence]
+        return "\n".join(lines)
+
+
+def fail(obs: "Checker", name: str, message: str, call_id: str | None = None, *evidence: str) -> None:
+    violation = Violation(name, message, call_id, tuple(evidence))
+    if violation not in obs.violations:  # a check that runs after every step reports once
+        obs.report(violation)
+
+
+def call_seq(events: Sequence[Event], call_id: str) -> int | None:
+    for event in events:
+        if event.type == "tool/call" and event.data["callId"] == call_id:
+            return event.seq
+    return None

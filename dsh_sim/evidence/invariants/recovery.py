@@ -1,0 +1,191 @@
+"""Checks after every recovery: what survived, what repair said, and whether it was honest."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from dsh_sim.evidence.invariants.base import fail
+from dsh_sim.evidence.invariants.storage import check_migration_atomic
+from runtime.persistence.errors import SessionPersistenceCorruptionError
+from runtime.session.events import Event
+from runtime.session.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, interrupted_turn_closers
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.crash import CrashRecord
+    from dsh_sim.evidence.checker import Checker
+    from dsh_sim.engine.machine import Lifetime
+
+
+def check_recovery(obs: "Checker", life: "Lifetime", crash: "CrashRecord | None") -> None:
+    sim = obs.sim
+    check_migration_atomic(obs, life)
+    error = life.boot_error
+    complete_frame_damage = any(c.complete_frame for c in obs.corruptions)
+    if error is not None:
+        if isinstance(error, SessionPersistenceCorruptionError) and complete_frame_damage:
+            obs.count("corrupt_frame_refused")
+            return
+        obs.count("recovery_succeeds")
+        fail(obs, "recovery_succeeds", f"recovery refused the log: {type(error).__name__}: {error}", None,
+              f"media corruptions injected: {len(obs.corruptions)}")
+        return
+    if complete_frame_damage and sim.config.compression == "zstd":
+        obs.count("corrupt_frame_refused")
+        fail(obs, "corrupt_frame_refused", "recovery accepted a log whose complete frame was corrupted",
+              None, f"corruptions {[(c.path, c.offset) for c in obs.corruptions]}")
+    if life.session is None:
+        return
+    live = tuple(life.session.events)
+    report = life.report
+    stored = tuple(report.events) if report is not None else ()
+    closers = tuple(report.closers) if report is not None else ()
+    full = stored + closers
+    on_disk = read_back(obs)
+    check_seq_dense(obs, on_disk if on_disk is not None else live)
+    check_acked(obs, live)
+    if crash is not None:
+        check_committed_bytes(obs, crash)
+        if not obs.corruptions:
+            check_recovery_maximal(obs, crash, stored)
+    check_one_result_per_call(obs, on_disk if on_disk is not None else live)
+    check_verdicts(obs, stored, closers)
+    obs.count("repair_idempotent")
+    again = interrupted_turn_closers(full)
+    if again:
+        fail(obs, "repair_idempotent", f"repair of the repaired log adds {[e.type for e in again]}")
+    needs_seed = bool(full) and full[-1].type != "session/end-seed"  # spec §1.2: one end-seed per resume
+    if stored and needs_seed and (len(live) <= len(full) or live[len(full)].type != "session/end-seed"):
+        fail(obs, "repair_idempotent", "resume did not continue the seqs with session/end-seed", None,
+              f"log length {len(full)}, live length {len(live)}")
+    check_approval_audit(obs, full)
+    check_fail_closed(obs, live)
+    obs.recoveries.append({"lifetime": life.index, "verdicts": dict(report.verdicts) if report else {}, "torn": bool(report and report.torn)})
+
+
+def read_back(obs: "Checker") -> tuple[Event, ...] | None:
+    """The repaired log as the disk holds it now (what a bug would corrupt), if it decodes."""
+    from runtime.persistence.log_format import LogCorruption, LogUnknownEventType, LogVersionUnsupported, decode_log
+
+    data = obs.sim.disk.read_path(obs.sim.config.log_path)
+    if data is None:
+        return None
+    try:
+        return decode_log(data, obs.sim.config.compression).events
+    except (LogCorruption, LogUnknownEventType, LogVersionUnsupported):
+        return None
+
+
+def check_recovery_maximal(obs: "Checker", crash: "CrashRecord", stored: Sequence[Event]) -> None:
+    """Recovery kept every complete record an independent reader finds on the crash image."""
+    from dsh_sim.evidence.oracle import readable_records
+    from dsh_sim.adapters.simfs.disk import Disk
+
+    data = Disk.from_image(crash.image).read_path(obs.sim.config.log_path)
+    if data is None:
+        return
+    obs.count("recovery_maximal")
+    readable = readable_records(data, obs.sim.config.compression)
+    if readable is not None and len(stored) < readable:
+        fail(obs, "recovery_maximal", f"recovery kept {len(stored)} events but the medium holds {readable} complete, contiguous records", None,
+             f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})")
+
+
+def check_seq_dense(obs: "Checker", events: Sequence[Event]) -> None:
+    obs.count("seq_dense")
+    for index, event in enumerate(events):
+        if event.seq != index:
+            fail(obs, "seq_dense", f"event {index} has seq {event.seq}", None, f"types around: {[e.type for e in events[max(0, index - 2): index + 2]]}")
+            return
+
+
+def check_acked(obs: "Checker", live: Sequence[Event]) -> None:
+    obs.count("acked_events_survive")
+    for seq in sorted(obs.acked):
+        acked = obs.acked[seq]
+        if seq >= len(live) or live[seq].to_record() != acked.to_record():
+            found = live[seq].type if seq < len(live) else "nothing"
+            fail(obs, "acked_events_survive", f"acknowledged event seq {seq} ({acked.type}) was lost or changed", None,
+                  f"recovered log has {len(live)} events; at seq {seq}: {found}")
+            return
+
+
+def check_committed_bytes(obs: "Checker", crash: "CrashRecord") -> None:
+    obs.count("committed_bytes_stable")
+    data = obs.sim.disk.read_path(obs.sim.config.log_path) or b""
+    acked = crash.acked_bytes
+    if not data.startswith(acked):
+        common = next((i for i, (a, b) in enumerate(zip(acked, data)) if a != b), min(len(acked), len(data)))
+        fail(obs, "committed_bytes_stable", "acknowledged log bytes were rewritten or lost", None,
+              f"{len(acked)} bytes acknowledged before the crash, the log now has {len(data)}; first difference at byte {common}")
+
+
+def check_one_result_per_call(obs: "Checker", events: Sequence[Event]) -> None:
+    obs.count("one_result_per_call")
+    blocks: list[str] = []
+    results: dict[str, int] = {}
+    for event in events:
+        if event.type == "assistant/message":
+            blocks += [b["id"] for b in event.data["message"]["content"] if b.get("type") == "tool-call"]
+        elif event.type == "tool/result":
+            call_id = event.data["message"]["source"]["callId"]
+            results[call_id] = results.get(call_id, 0) + 1
+    for call_id in blocks:
+        if results.get(call_id, 0) != 1:
+            fail(obs, "one_result_per_call", f"the call has {results.get(call_id, 0)} tool/result events", call_id)
+
+
+def check_verdicts(obs: "Checker", stored: Sequence[Event], closers: Sequence[Event]) -> None:
+    obs.count("verdict_soundness")
+    world = obs.sim.world
+    started = {e.data["callId"] for e in stored if e.type == "tool/call"}
+    answered = {e.data["message"]["source"]["callId"] for e in stored if e.type == "tool/result"}
+    for event in closers:
+        if event.type != "tool/result":
+            continue
+        call_id = event.data["message"]["source"]["callId"]
+        code = (event.data.get("error") or {}).get("code")
+        applied = bool(world.applied_for(call_id))
+        obs.verdict_counts[(str(code), applied)] = obs.verdict_counts.get((str(code), applied), 0) + 1
+        if code == TOOL_NOT_STARTED and applied:
+            effects = [f"{e.service}.{e.op} at t={e.time:.3f} (lifetime {e.lifetime})" for e in world.applied_for(call_id)]
+            fail(obs, "verdict_soundness", "repair said TOOL_NOT_STARTED but the side effect happened", call_id, *effects)
+        if call_id in started and call_id not in answered and code != TOOL_OUTCOME_UNKNOWN:
+            fail(obs, "verdict_soundness", f"a durable tool/call without result was classified {code}", call_id)
+
+
+def check_approval_audit(obs: "Checker", events: Sequence[Event]) -> None:
+    obs.count("approval_audit")
+    open_asks: dict[str, int] = {}
+    turn = None
+    for event in events:
+        if event.type == "turn/start":
+            turn, open_asks = event.data["turn"], {}
+        elif event.type == "approval/asked":
+            open_asks[event.data["id"]] = event.seq
+        elif event.type == "approval/decided":
+            if open_asks.pop(event.data["id"], None) is None:
+                fail(obs, "approval_audit", f"approval/decided {event.data['id']} has no open approval/asked", None, f"seq {event.seq}")
+        elif event.type == "turn/end":
+            if open_asks and event.data["reason"]["kind"] != "interrupted":
+                fail(obs, "approval_audit", f"turn {turn} ended with unanswered approval/asked {sorted(open_asks)}")
+            open_asks = {}
+
+
+_REFUSALS = ("ABORTED_BEFORE_DISPATCH", "SANDBOX_UNAVAILABLE")
+_DENIAL_TEXTS = ("requires approval", "the user rejected", "was cancelled")
+
+
+def check_fail_closed(obs: "Checker", events: Sequence[Event]) -> None:
+    obs.count("fail_closed")
+    for event in events:
+        if event.type != "tool/result":
+            continue
+        code = (event.data.get("error") or {}).get("code")
+        block = event.data["message"]["content"][0]
+        text = block["content"][0].get("text", "") if block.get("content") else ""
+        if code in _REFUSALS or (block.get("isError") and any(t in text for t in _DENIAL_TEXTS)):
+            call_id = event.data["message"]["source"]["callId"]
+            effects = obs.sim.world.applied_for(call_id)
+            if effects:
+                fail(obs, "fail_closed", f"a refused call ({code or text[:60]}) has effects in the world", call_id,
+                      *[f"{e.service}.{e.op}" for e in effects])

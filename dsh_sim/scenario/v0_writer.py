@@ -1,0 +1,139 @@
+"""Historical (v0) session logs written the way the reference runtime writes them.
+
+The runtime never writes v0; the simulator needs such sources to test migration (a header
+frame, one frame per batch, packed chunk rows of three or more same-block deltas, or raw
+JSONL), so the writer lives here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from dsh_sim.engine.determinism import EPOCH_MS
+from runtime.persistence.v0_format import ROW_TAGS, V0Event, V0Header
+from runtime.persistence.zstd_frames import compress_frame
+from runtime.session.lossless import dumps
+
+
+MIN_RUN = 3  # the reference packs runs of three or more same-block deltas into one row
+
+
+def _delta_kind(event: V0Event) -> str | None:
+    data = event.data
+    if event.type != "assistant/chunk" or event.ignorable or event.surface_op is not None or event.source_event_seqs is not None:
+        return None
+    if type(data) is not dict or set(data) != {"turn", "step", "chunk"} or type(data["chunk"]) is not dict:
+        return None
+    chunk = data["chunk"]
+    kind = chunk.get("type")
+    if kind in ("text-delta", "reasoning-delta") and set(chunk) == {"type", "index", "text"}:
+        return kind
+    if kind == "tool-call-delta" and set(chunk) - {"name"} == {"type", "index", "id", "argumentsDelta"}:
+        return kind
+    return None
+
+
+def _same_run(prev: V0Event, nxt: V0Event) -> bool:
+    a, b = prev.data, nxt.data
+    ca, cb = a["chunk"], b["chunk"]
+    return (
+        nxt.seq == prev.seq + 1
+        and (a["turn"], a["step"], ca["index"]) == (b["turn"], b["step"], cb["index"])
+        and (ca.get("id"), "name" in ca, ca.get("name")) == (cb.get("id"), "name" in cb, cb.get("name"))
+    )
+
+
+def _row(kind: str, run: Sequence[V0Event]) -> dict[str, Any]:
+    first = run[0].data
+    tag = {v: k for k, v in ROW_TAGS.items()}[kind]
+    data: dict[str, Any] = {"turn": first["turn"], "step": first["step"], "index": first["chunk"]["index"]}
+    data["dt"] = [run[i + 1].time - run[i].time for i in range(len(run) - 1)]
+    if kind == "tool-call-delta":
+        data["id"] = first["chunk"]["id"]
+        if "name" in first["chunk"]:
+            data["name"] = first["chunk"]["name"]
+        data["args"] = [e.data["chunk"]["argumentsDelta"] for e in run]
+    else:
+        data["texts"] = [e.data["chunk"]["text"] for e in run]
+    return {"type": tag, "seq0": run[0].seq, "time0": run[0].time, "data": data}
+
+
+def pack_records(events: Iterable[V0Event]) -> list[dict[str, Any]]:
+    """Storage records of one batch: runs of ``MIN_RUN``+ same-block deltas become one row."""
+    out: list[dict[str, Any]] = []
+    run: list[V0Event] = []
+    kind: str | None = None
+
+    def flush() -> None:
+        if kind is not None and len(run) >= MIN_RUN:
+            out.append(_row(kind, run))
+        else:
+            out.extend(e.to_record() for e in run)
+
+    for event in events:
+        k = _delta_kind(event)
+        if k is not None and k == kind and _same_run(run[-1], event):
+            run.append(event)
+            continue
+        flush()
+        run, kind = ([event], k) if k is not None else ([], None)
+        if k is None:
+            out.append(event.to_record())
+    flush()
+    return out
+
+
+def encode_v0(header: V0Header, batches: Sequence[Sequence[V0Event]], compression: str) -> bytes:
+    """A v0 file as the reference writes it: header frame (or line), one frame per batch."""
+    parts = [(dumps(header.to_record()) + "\n").encode()]
+    for batch in batches:
+        parts.append("".join(dumps(r) + "\n" for r in pack_records(batch)).encode())
+    if compression == "zstd":
+        return b"".join(compress_frame(p) for p in parts)
+    return b"".join(parts)
+
+
+def v0_history(session_id: str, cwd: str, turns: int, notes: int, system: str | None) -> tuple[V0Header, list[list[V0Event]]]:
+    """Balanced v0 turns as the reference agent logged them, one durable batch per turn.
+
+    Each turn: ``turn/start``, ``step/start``, a user message, ``request/header`` (with the
+    system prompt, as v0 kept it), ``request/context``, the streamed ``assistant/chunk``
+    events (block start, text deltas that pack into a row, block end, finish), the
+    ``assistant/message`` citing them, ``step/end``, ``turn/end``.  ``notes`` log-only
+    ``todo/write`` events follow as a last batch (the one a torn seed tears).
+    """
+    events: list[V0Event] = []
+    batches: list[list[V0Event]] = []
+
+    def add(kind: str, data: Any, **extra: Any) -> int:
+        events.append(V0Event(kind, len(events), EPOCH_MS - 60_000 + 10 * len(events), data, **extra))
+        return len(events) - 1
+
+    for turn in range(1, turns + 1):
+        start = len(events)
+        add("turn/start", {"turn": turn})
+        add("step/start", {"turn": turn, "step": 1})
+        add("user/message", {"id": f"v0-user-{turn}", "role": "user", "content": [{"type": "text", "text": f"prompt {turn}"}], "source": {"kind": "user"}}, surface_op="append")
+        header: dict[str, Any] = {"config": {"provider": "sim", "model": "sim-v0"}}
+        if system is not None:
+            header["system"] = system
+        add("request/header", {"header": header, "reason": "initial" if turn == 1 else "resume"})
+        if turn == 1:
+            add("request/context", {"provider": "sim", "model": "sim-v0"})
+        chunks = [{"type": "block-start", "index": 0, "blockType": "text"}]
+        chunks += [{"type": "text-delta", "index": 0, "text": t} for t in ("an", "sw", "er ", str(turn))]
+        chunks += [{"type": "block-end", "index": 0, "block": {"type": "text", "text": f"answer {turn}"}}, {"type": "finish", "reason": {"kind": "stop"}}]
+        cited = tuple(add("assistant/chunk", {"turn": turn, "step": 1, "chunk": c}) for c in chunks)
+        message = {"id": f"v0-assistant-{turn}", "role": "assistant", "content": [{"type": "text", "text": f"answer {turn}"}], "source": {"kind": "model", "provider": "sim", "model": "sim-v0"}}
+        add("assistant/message", {"turn": turn, "step": 1, "message": message}, surface_op="append", source_event_seqs=cited)
+        add("step/end", {"turn": turn, "step": 1})
+        add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+        batches.append(events[start:])
+    if notes:
+        start = len(events)
+        for n in range(notes):
+            add("todo/write", {"n": n, "text": "legacy note"})
+        batches.append(events[start:])
+    return V0Header(session_id, EPOCH_MS - 120_000, cwd=cwd), batches
+
+
