@@ -12,8 +12,11 @@ import os
 import pytest
 
 from dsh_sim.drivers.selftest import by_corpus, passing_corpus, run_mutants, summary
-from runtime import mutants
-from runtime.mutants import CATALOGUE
+from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.mutation.patch import Edit, StaleMutant, applied
+from runtime.persistence import durable
+from runtime.session.events import Event
 
 
 @pytest.fixture(scope="module")
@@ -31,11 +34,41 @@ def test_the_corpus_kills_the_mutant(name, corpus):
     assert result.killed, f"{name} survived the corpus ({CATALOGUE[name]})"
 
 
-def test_mutants_are_off_by_default_and_refuse_unknown_names():
-    assert mutants.active() == frozenset()
+def test_unknown_mutant_names_are_refused():
     with pytest.raises(KeyError, match="unknown mutant"):
         with mutants.enabled(["no.such.bug"]):
             pass
+
+
+def test_a_mutant_swaps_code_for_every_caller_and_restores_it():
+    """Substitution reaches callers that imported the function by name, and is undone on exit."""
+    from runtime.persistence import handles
+    from runtime.session import repair
+
+    events = [Event("turn/start", 0, 0, {"turn": 1}), Event("step/start", 1, 0, {"turn": 1, "step": 1})]
+    clean = [e.seq for e in repair.interrupted_turn_closers(events)]
+    original = repair.interrupted_turn_closers.__code__
+    with mutants.enabled(["repair.seq_gap"]):
+        assert [e.seq for e in repair.interrupted_turn_closers(events)] == [2, 4]
+    assert [e.seq for e in repair.interrupted_turn_closers(events)] == clean == [2, 3]
+    assert repair.interrupted_turn_closers.__code__ is original
+    assert handles.append_durable.__code__ is durable.append_durable.__code__
+
+
+def test_a_stale_edit_is_an_error_not_a_silent_no_op():
+    stale = Edit("runtime.session.repair", "interrupted_turn_closers", "this text is not in the function", "x")
+    with pytest.raises(StaleMutant, match="occurs 0 times"):
+        with applied([stale]):
+            pass
+
+
+def test_the_runtime_carries_no_mutant_switch():
+    root = os.path.join(os.path.dirname(__file__), "..", "runtime")
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            if name.endswith(".py"):
+                with open(os.path.join(dirpath, name), encoding="utf-8") as handle:
+                    assert "mutant" not in handle.read(), os.path.join(dirpath, name)
 
 
 def test_the_kill_matrix_reports_fuzz_kills_with_a_shrunk_scenario(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from runtime import mutants
+from dsh_sim.mutation import catalogue as mutants
 from runtime.agent.loop import user_message
 from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.header import SessionHeader

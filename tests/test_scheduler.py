@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from runtime import mutants
+from dsh_sim.mutation import catalogue as mutants
 from runtime.agent.hooks import Hooks
 from runtime.agent.loop import derived_history
 from runtime.agent.runtime import RuntimeConfig

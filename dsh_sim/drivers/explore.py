@@ -38,7 +38,7 @@ from dsh_sim.adapters.simfs.disk import Disk, DiskImage, WriteOp
 from dsh_sim.scenario.steps import Step, apply
 from dsh_sim.adapters.simfs.torn import codec_cut_points, torn_class
 from dsh_sim.adapters.world import World
-from runtime import mutants
+from dsh_sim.mutation import catalogue as mutants
 
 
 class Recorder(Observer):

@@ -28,7 +28,7 @@ from dsh_sim.drivers.machines.storage import StorageMachine
 from dsh_sim.drivers.minimize import minimize, set_hypothesis_shrink_budget
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.scenario.model import Expectation, Scenario, save
-from runtime import mutants
+from dsh_sim.mutation import catalogue as mutants
 
 MACHINES = {"durability": DurabilityMachine, "storage": StorageMachine}
 

@@ -20,7 +20,7 @@ from dsh_sim.scenario.model import Scenario
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.scenario.steps import Step, StepNotApplicable, apply
-from runtime import mutants
+from dsh_sim.mutation import catalogue as mutants
 
 
 @attrs.frozen

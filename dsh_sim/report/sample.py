@@ -24,7 +24,7 @@ from dsh_sim.evidence.coverage import aggregate, phase_group
 from dsh_sim.evidence.invariants import INVARIANTS
 from dsh_sim.engine.points import POINTS
 from dsh_sim.report import write_report
-from runtime.mutants import CATALOGUE
+from dsh_sim.mutation.catalogue import CATALOGUE
 
 _BARRIER_OF = {
     "agent.pre_step": "pre-step",

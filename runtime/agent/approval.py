@@ -14,7 +14,6 @@ from typing import Any
 import attrs
 import trio
 
-from runtime import mutants
 from runtime.agent.hooks import PluginContext
 from runtime.agent.signal import AbortSignal
 from runtime.tools.registry import Allow, Ask, Decision, Deny, ToolExecution, ToolRegistry
@@ -140,7 +139,7 @@ class ApprovalService:
             except trio.Cancelled:
                 raise
             except Exception:
-                answer = "allowed-once" if mutants.on("approval.fail_open_on_answerer_error") else "unavailable"
+                answer = "unavailable"
         if scope_signal.aborted:
             return "cancelled"
         return answer if answer in APPROVAL_OUTCOMES else "unavailable"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any, AsyncIterator
 
-from runtime import mutants
 from runtime.agent.hooks import Next, PluginContext
 from runtime.persistence import context
 from runtime.persistence.store import SessionStore
@@ -43,7 +42,7 @@ class CheckpointPolicy:
         return await next(step)
 
     async def _llm_stream(self, request: ModelRequest, next: Next) -> AsyncIterator[StreamPart]:
-        if not self._store.is_live(request.session_id) or mutants.on("checkpoint.no_lazy_flush_before_request"):
+        if not self._store.is_live(request.session_id):
             return await next(request)
         store = self._store
         session = store.session_of(request.session_id)
@@ -64,16 +63,7 @@ class CheckpointPolicy:
     async def _tools_execute(self, ex: ToolExecution, next: Next) -> ToolResult:
         if ex.agent is None or ex.parent is not None:
             return await next(ex)
-        if mutants.on("checkpoint.no_flush_before_tool_body"):
-            return await next(ex)
-        if mutants.on("checkpoint.flush_after_tool_body"):
-            result = await next(ex)
-            await self._store.flush(ex.agent.session, context.TOOLS_EXECUTE)
-            return result
         await self._store.flush(ex.agent.session, context.TOOLS_EXECUTE)
-        if mutants.on("checkpoint.abort_recheck_after_body"):
-            result = await next(ex)
-            return R.aborted_before_dispatch() if ex.signal.aborted else result
         if ex.signal.aborted:
             return R.aborted_before_dispatch()
         return await next(ex)

@@ -19,7 +19,6 @@ from typing import Iterator, Literal, Sequence
 
 import attrs
 
-from runtime import mutants
 from runtime.persistence import context
 from runtime.persistence.durable import close_after_error, ensure_dir_durable, exists, make_durable, publish_new_file, read_prefix, read_stable
 from runtime.persistence.errors import (
@@ -142,8 +141,7 @@ class JsonlBackend:
             if located is None:
                 raise SessionPersistenceNotFoundError(session_id)
             paths = paths_of(self.root, located)
-            if not mutants.on("lease.no_lock_on_write_open"):
-                lock_fd = await acquire_lock(self.fs, paths.lock, session_id)
+            lock_fd = await acquire_lock(self.fs, paths.lock, session_id)
             await remove_stale_temps(self.fs, located)
             if located.version != SESSION_FORMAT_VERSION:
                 located = await self._publish_current(session_id, located)
@@ -350,7 +348,7 @@ class JsonlBackend:
         paths = handle.paths
         with context.durability_op(context.FIRST_PUBLICATION):
             await ensure_dir_durable(self.fs, paths.session_dir, self.root)
-            if handle.lock_fd is None and not mutants.on("lease.no_lock_on_write_open"):
+            if handle.lock_fd is None:
                 handle._set_lock(await acquire_lock(self.fs, paths.lock, handle.session_id))
             await generation_in(self.fs, paths.session_dir, self.compression)  # refuses an opposite-encoding artifact
             if await exists(self.fs, paths.log):

@@ -13,7 +13,6 @@ from typing import Callable
 
 import trio
 
-from runtime import mutants
 from runtime.persistence.errors import AppendRollbackError
 from runtime.ports.fs import FileSystem, OpenFlags, StatResult
 
@@ -145,8 +144,7 @@ async def publish_new_file(fs: FileSystem, final: str, temp: str, data: bytes) -
     try:
         await fs.link(temp, final)
         linked = True
-        if not mutants.on("persist.skip_dir_fsync_after_link"):
-            await fs.fsync_dir(posixpath.dirname(final))
+        await fs.fsync_dir(posixpath.dirname(final))
     except BaseException:
         with trio.CancelScope(shield=True):
             if linked:
@@ -175,15 +173,7 @@ async def truncate_durable(fs: FileSystem, path: str, size: int) -> None:
     await close_shielded(fs, fd)
 
 
-class AppendResult:
-    __slots__ = ("new_size", "fsync_deferred")
-
-    def __init__(self, new_size: int, fsync_deferred: bool) -> None:
-        self.new_size = new_size
-        self.fsync_deferred = fsync_deferred
-
-
-async def append_durable(fs: FileSystem, path: str, data: bytes, expected_size: int) -> AppendResult:
+async def append_durable(fs: FileSystem, path: str, data: bytes, expected_size: int) -> int:
     """Append at EOF and fsync; on failure truncate back to the prior length and re-raise.
 
     ``expected_size`` is the caller's committed length; bytes beyond it (left by an earlier
@@ -200,23 +190,14 @@ async def append_durable(fs: FileSystem, path: str, data: bytes, expected_size: 
         # not rolled back: truncating "back" to a larger size would pad the log with zeros
         await close_after_error(fs, fd)
         raise OSError(errno.EIO, f'stored log "{path}" shrank below a previously observed prefix ({size} < {expected_size})')
-    deferred = False
     try:
         if size > expected_size:
             await fs.ftruncate(fd, expected_size)
             await fs.fsync(fd)
         await fs.write(fd, data)
-        deferred = mutants.on("persist.ack_before_fsync")
-        if not deferred and not mutants.on("persist.skip_fsync_on_append"):
-            try:
-                await fs.fsync(fd)
-            except OSError:
-                if not mutants.on("persist.swallow_fsync_error"):
-                    raise
+        await fs.fsync(fd)
     except OSError as original:
         await close_after_error(fs, fd)
-        if mutants.on("persist.skip_rollback_truncate"):
-            raise
         try:
             await truncate_durable(fs, path, expected_size)
         except OSError as rollback:
@@ -226,7 +207,7 @@ async def append_durable(fs: FileSystem, path: str, data: bytes, expected_size: 
         await close_after_error(fs, fd)
         raise
     await close_shielded(fs, fd)
-    return AppendResult(expected_size + len(data), deferred)
+    return expected_size + len(data)
 
 
 async def read_prefix(fs: FileSystem, path: str, complete: Callable[[bytes], bool], chunk: int = 8192) -> bytes:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Sequence
 import trio
 
 from runtime.persistence import context
-from runtime.persistence.durable import append_durable, close_after_error, fsync_path, truncate_durable
+from runtime.persistence.durable import append_durable, truncate_durable
 from runtime.persistence.errors import (
     SessionHandleClosedError,
     SessionPersistenceCorruptionError,
@@ -130,7 +130,6 @@ class WriteHandle:
         self._committed_bytes = committed_bytes
         self._torn = torn
         self._lock_fd = lock_fd
-        self._fsync_owed = False
         self._chain = trio.Lock()
         self._closed = False
         self._observed = 0
@@ -195,9 +194,6 @@ class WriteHandle:
             if not self.materialized:
                 await self._backend._materialize(self, [])
                 await self._acknowledged([])
-            elif self._fsync_owed:
-                await fsync_path(self._fs, self.paths.log)
-                self._fsync_owed = False
 
     async def _settle_tail(self) -> None:
         """Truncate a torn tail durably and re-append its recovered records (spec §10.5)."""
@@ -214,12 +210,7 @@ class WriteHandle:
             await self._acknowledged(torn.recovered)
 
     async def _append_bytes(self, data: bytes) -> None:
-        if self._fsync_owed:
-            await fsync_path(self._fs, self.paths.log)
-            self._fsync_owed = False
-        result = await append_durable(self._fs, self.paths.log, data, self._committed_bytes)
-        self._committed_bytes = result.new_size
-        self._fsync_owed = result.fsync_deferred
+        self._committed_bytes = await append_durable(self._fs, self.paths.log, data, self._committed_bytes)
 
     def _materialized(self, size: int) -> None:
         self.materialized = True
@@ -233,22 +224,13 @@ class WriteHandle:
         return self._lock_fd
 
     async def close(self) -> None:
-        """Release ownership (idempotent).  An owed fsync is paid first."""
+        """Release ownership (idempotent)."""
         if self._closed:
             return
         async with self._chain:
             if self._closed:
                 return
             self._closed = True
-            try:
-                if self._fsync_owed and self.materialized:
-                    await fsync_path(self._fs, self.paths.log)
-            except BaseException:
-                self._backend._release(self)
-                if self._lock_fd is not None:
-                    fd, self._lock_fd = self._lock_fd, None
-                    await close_after_error(self._fs, fd)  # the error in flight explains more
-                raise
             self._backend._release(self)  # ownership is freed even if the release below fails
             if self._lock_fd is not None:
                 fd, self._lock_fd = self._lock_fd, None

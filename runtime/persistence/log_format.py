@@ -18,7 +18,6 @@ from typing import Any, Sequence
 
 import attrs
 
-from runtime import mutants
 from runtime.persistence.header import HeaderError, HeaderVersionError, SessionHeader, parse_header
 from runtime.persistence.zstd_frames import (
     FrameFormatError,
@@ -266,23 +265,13 @@ def _decode_zstd(data: bytes) -> DecodedLog:
         header = _header_from_line(one_header_line(head))
         events: list[Event] = []
         for start, end in scan.frames[1:]:
-            try:
-                plain = decode_frame(data[start:end], start, decompressor)
-            except FrameFormatError:
-                if not mutants.on("read.skip_corrupt_complete_frame"):
-                    raise
-                return DecodedLog(header, tuple(events), TornTail(start, (), len(data) - start), len(data))
+            plain = decode_frame(data[start:end], start, decompressor)
             events.extend(_records_of_frame(plain, start, len(events)))
     except FrameFormatError as err:
         raise LogCorruption(str(err)) from None
     torn = None
     if scan.torn_start is not None:
-        recovered: list[Event] = []
-        if not mutants.on("read.drop_torn_recovered_records"):
-            recovered = _recover_torn(decode_torn_frame(data[scan.torn_start :], decompressor), len(events))
-        if mutants.on("read.accept_torn_final_frame"):
-            events.extend(recovered)
-            return DecodedLog(header, tuple(events), None, len(data))
+        recovered = _recover_torn(decode_torn_frame(data[scan.torn_start :], decompressor), len(events))
         torn = TornTail(scan.torn_start, tuple(recovered), len(data) - scan.torn_start)
         events.extend(recovered)
     return DecodedLog(header, tuple(events), torn, len(data))

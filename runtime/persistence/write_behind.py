@@ -21,7 +21,6 @@ from typing import Awaitable, Callable, Sequence
 
 import trio
 
-from runtime import mutants
 from runtime.persistence import context
 from runtime.session.events import Event
 from runtime.session.lossless import lossless_copy
@@ -124,8 +123,7 @@ class WriteBehind:
             with trio.CancelScope(shield=True):
                 await self._sink(batch)
         except BaseException as err:
-            if not (background and mutants.on("write_behind.drop_failed_batch")):
-                self._pending[:0] = batch
+            self._pending[:0] = batch
             self._deadline = None  # paused until the next event (or an explicit flush)
             if background and isinstance(err, Exception):
                 self.failures_reported += 1

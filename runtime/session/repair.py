@@ -13,7 +13,6 @@ from typing import Sequence
 
 import attrs
 
-from runtime import mutants
 from runtime.session.events import Event
 
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
@@ -68,7 +67,7 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[Event]:
     seq, time = last.seq + 1, last.time
     closers: list[Event] = []
     for call_id, entry in pending.items():
-        started = entry.call_seq is not None and not mutants.on("repair.not_started_for_recorded")
+        started = entry.call_seq is not None
         message = {
             "id": f"interrupted-tool-result-{call_id}-{seq}",
             "role": "user",
@@ -93,8 +92,6 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[Event]:
         seq += 1
     if open_step is not None:
         closers.append(Event("step/end", seq, time, {"turn": open_turn, "step": open_step}))
-        seq += 1
-    if mutants.on("repair.seq_gap"):
         seq += 1
     closers.append(Event("turn/end", seq, time, {"turn": open_turn, "reason": {"kind": "interrupted"}}))
     return closers

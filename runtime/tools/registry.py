@@ -17,7 +17,6 @@ from typing import Any, Awaitable, Callable, Protocol
 
 import attrs
 
-from runtime import mutants
 from runtime.agent.hooks import Hooks
 from runtime.agent.signal import AbortSignal
 from runtime.ports.probe import Probe
@@ -73,8 +72,6 @@ class ToolExecution:
     @property
     def idempotency_key(self) -> str:
         """The key a side-effecting tool forwards to services that accept one."""
-        if mutants.on("tools.idempotency_key_not_forwarded"):
-            return f"fresh-key-for-{self.call_id}"  # a key that is not the call id (the bug)
         return self.call_id
 
     async def dispatch(self, name: str, arguments: Any, *, index: int) -> ToolResult:
@@ -192,15 +189,12 @@ class ToolRegistry:
                 return R.aborted_before_dispatch()
         if not isinstance(decision, (Allow, Deny)):
             decision = Deny(f"tools/pre-execute returned an invalid decision {decision!r}")
-        if isinstance(decision, Allow) or mutants.on("tools.guard_reopens_denied"):
+        if isinstance(decision, Allow):
             for guard in tuple(self.guards):  # monotonic: a guard can only deny
                 reason = await guard(ex)
                 if reason is not None:
                     decision = Deny(reason)
                     break
-            else:
-                if mutants.on("tools.guard_reopens_denied"):
-                    decision = Allow()
         if isinstance(decision, Deny):
             return ToolResult.failure(decision.reason)
         if ex.signal.aborted:

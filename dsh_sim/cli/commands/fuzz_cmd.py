@@ -10,7 +10,7 @@ from dsh_sim.engine.config import SimConfig
 from dsh_sim.drivers.fuzz import FuzzRun, fuzz
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.evidence.results import meta, write
-from runtime.mutants import CATALOGUE
+from dsh_sim.mutation.catalogue import CATALOGUE
 
 
 def _progress(budget: float) -> Any:

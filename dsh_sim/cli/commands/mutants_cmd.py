@@ -8,7 +8,7 @@ from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.evidence.results import meta, write
 from dsh_sim.drivers.selftest import KillResult, run_mutants, summary
-from runtime.mutants import CATALOGUE
+from dsh_sim.mutation.catalogue import CATALOGUE
 
 
 def _line(result: KillResult) -> str:
