@@ -6,9 +6,11 @@ next to them on ``sys.path``.  Nothing here asserts a timing: benchmarks print f
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
-from typing import Any, Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -26,7 +28,7 @@ def median(values: Sequence[float]) -> float:
 
 def fmt(value: Any) -> str:
     if isinstance(value, float):
-        if value != value:  # nan
+        if math.isnan(value):
             return "-"
         if value == 0 or abs(value) >= 1000:
             return f"{value:,.0f}"

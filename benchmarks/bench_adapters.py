@@ -28,11 +28,11 @@ import time
 from typing import Any
 
 import trio
-
 from _bench import median, print_table
+
+from dsh_sim.adapters.simfs import Disk, ProcessView
 from dsh_sim.engine.determinism import SimClock, SimIds, new_clock
 from dsh_sim.engine.logs import capture_runtime_logs
-from dsh_sim.adapters.simfs import Disk, ProcessView
 from runtime.adapters import production_ports
 from runtime.adapters.script_model import ScriptedResponse, ScriptModel
 from runtime.agent.runtime import RuntimeConfig, open_runtime
@@ -48,10 +48,20 @@ def script(turns: int) -> list[ScriptedResponse]:
     for n in range(turns):
         text = f"turn {n}: " + "the quick brown fox jumps over the lazy dog " * 8
         out += [
-            ScriptedResponse.from_json({"text": "writing the note", "tool_calls": [
-                {"id": f"w{n}", "name": "write_file", "arguments": {"path": f"notes/note-{n % 4}.txt", "content": text}}]}),
-            ScriptedResponse.from_json({"text": "reading it back", "tool_calls": [
-                {"id": f"r{n}", "name": "read_file", "arguments": {"path": f"notes/note-{n % 4}.txt"}}]}),
+            ScriptedResponse.from_json(
+                {
+                    "text": "writing the note",
+                    "tool_calls": [
+                        {"id": f"w{n}", "name": "write_file", "arguments": {"path": f"notes/note-{n % 4}.txt", "content": text}}
+                    ],
+                }
+            ),
+            ScriptedResponse.from_json(
+                {
+                    "text": "reading it back",
+                    "tool_calls": [{"id": f"r{n}", "name": "read_file", "arguments": {"path": f"notes/note-{n % 4}.txt"}}],
+                }
+            ),
             ScriptedResponse.from_json({"text": f"done with turn {n}, the note is saved"}),
         ]
     return out
@@ -119,7 +129,9 @@ def main() -> None:
     where = args.dir or tempfile.gettempdir()
     sim_turn, prod_turn = median([r["turn"] for r in sims]), median([r["turn"] for r in prods])
     sim_total, prod_total = median([r["total"] for r in sims]), median([r["total"] for r in prods])
-    print(f"{args.turns} turns x 3 steps (write_file, read_file, answer), {sims[0]['events']} events, compression={args.compression}, {args.rounds} rounds")
+    print(
+        f"{args.turns} turns x 3 steps (write_file, read_file, answer), {sims[0]['events']} events, compression={args.compression}, {args.rounds} rounds"
+    )
     print_table(
         ["adapters", "ms / turn", "session s", "log bytes"],
         [

@@ -18,8 +18,8 @@ import tempfile
 import time
 
 import trio
-
 from _bench import print_table
+
 from runtime.adapters import production_ports
 from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.header import SessionHeader
@@ -94,7 +94,9 @@ def bench(compression: str, args: argparse.Namespace, workdir: str) -> None:
     cpu = min(cpu_only(batches, compression) for _ in range(args.rounds))
     n = args.batches
     events = n * args.events
-    print(f"compression={compression}  batches={n}  events/batch={args.events}  bytes/batch={sum(map(len, payloads)) // n}  rounds={args.rounds}")
+    print(
+        f"compression={compression}  batches={n}  events/batch={args.events}  bytes/batch={sum(map(len, payloads)) // n}  rounds={args.rounds}"
+    )
     print_table(
         ["writer", "s (median)", "batches/s", "events/s", "ms/batch"],
         [
@@ -102,8 +104,10 @@ def bench(compression: str, args: argparse.Namespace, workdir: str) -> None:
             ["runtime WriteHandle.append", rt, n / rt, events / rt, 1e3 * rt / n],
         ],
     )
-    print(f"ratio runtime/plain (time): {rt / bl:.3f}x   overhead {1e3 * (rt - bl) / n:+.3f} ms/batch, "
-          f"of which validate+encode (CPU) {1e3 * cpu / n:.3f} ms/batch; the rest is mostly the 5 thread hops per append")
+    print(
+        f"ratio runtime/plain (time): {rt / bl:.3f}x   overhead {1e3 * (rt - bl) / n:+.3f} ms/batch, "
+        f"of which validate+encode (CPU) {1e3 * cpu / n:.3f} ms/batch; the rest is mostly the 5 thread hops per append"
+    )
     print()
 
 

@@ -25,9 +25,10 @@ import time
 from typing import Any
 
 from _bench import median, print_table, timed
+
 from dsh_sim.drivers.explore import explore
-from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.scenario.model import Scenario, discover, load
 
 STARTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "starter")
@@ -47,11 +48,37 @@ def per_scenario(names: list[str], corpus: str) -> None:
         recoveries = sum(not s.shared for s in result.states)
         replay = replay_seconds(scenario)
         per_state = result.seconds / states
-        rows.append([name, scenario.machine, len(result.points), states, recoveries, result.seconds,
-                     states / result.seconds, 1e3 * per_state, 1e3 * replay, replay / per_state, len(result.violations)])
+        rows.append(
+            [
+                name,
+                scenario.machine,
+                len(result.points),
+                states,
+                recoveries,
+                result.seconds,
+                states / result.seconds,
+                1e3 * per_state,
+                1e3 * replay,
+                replay / per_state,
+                len(result.violations),
+            ]
+        )
     print_table(
-        ["scenario", "machine", "points", "states", "recoveries", "wall s", "states/s", "ms/state", "replay ms", "replay:state", "violations"],
-        rows, title="explore, one scenario at a time (fresh cache each)",
+        [
+            "scenario",
+            "machine",
+            "points",
+            "states",
+            "recoveries",
+            "wall s",
+            "states/s",
+            "ms/state",
+            "replay ms",
+            "replay:state",
+            "violations",
+        ],
+        rows,
+        title="explore, one scenario at a time (fresh cache each)",
     )
 
 
@@ -75,8 +102,10 @@ def corpus_run(paths: list[str], bound: int | None) -> None:
         ],
         title="explore the starter corpus (as dsh-sim run does)",
     )
-    print(f"total explore time for the corpus: {wall:.1f} s ({wall / 60:.1f} min), {violations} violation(s); "
-          f"{1 - recoveries / states:.0%} of the states shared a recovery")
+    print(
+        f"total explore time for the corpus: {wall:.1f} s ({wall / 60:.1f} min), {violations} violation(s); "
+        f"{1 - recoveries / states:.0%} of the states shared a recovery"
+    )
 
 
 def main() -> None:

@@ -26,14 +26,14 @@ import argparse
 import time
 from typing import Any
 
+from _bench import print_table
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from _bench import print_table
 from dsh_sim.drivers import profiles
-from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.drivers.machines.durability import DurabilityMachine
 from dsh_sim.drivers.machines.storage import StorageMachine
+from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.scenario.steps import Step
 
 MACHINES = {"durability": DurabilityMachine, "storage": StorageMachine}
@@ -114,8 +114,10 @@ def main() -> None:
     for kind in ("first boot", "work step", "other step", "crashing step", "recovery boot"):
         values = tally.kinds.get(kind, [])
         rows.append([kind, len(values), sum(values), 1e3 * tally.mean(kind)])
-    print(f"{args.machine} machine: {tally.examples} examples, {tally.steps} steps, {tally.crashes} crashes, "
-          f"{tally.cycles} crash-recover cycles in {wall:.2f} s wall (seed {args.seed}, ≤{args.steps} rules/example)")
+    print(
+        f"{args.machine} machine: {tally.examples} examples, {tally.steps} steps, {tally.crashes} crashes, "
+        f"{tally.cycles} crash-recover cycles in {wall:.2f} s wall (seed {args.seed}, ≤{args.steps} rules/example)"
+    )
     print_table(["step kind", "count", "wall s", "mean ms"], rows)
     cycle = tally.mean("crashing step") + tally.mean("recovery boot")
     plain = tally.mean("work step")

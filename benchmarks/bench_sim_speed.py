@@ -24,13 +24,13 @@ import argparse
 from typing import Any
 
 import trio
-
 from _bench import median, print_table, timed
+
 from dsh_sim.engine.determinism import new_clock
 from dsh_sim.engine.logs import capture_runtime_logs
-from dsh_sim.scenario.model import Scenario
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
+from dsh_sim.scenario.model import Scenario
 from dsh_sim.scenario.steps import Step, apply
 
 SEED = 20261130
@@ -42,15 +42,28 @@ def turn(n: int) -> dict[str, Any]:
     return {
         "text": f"prompt {n}",
         "responses": [
-            {"text": "checking the balances first", "tool_calls": [
-                {"id": f"{c}-b1", "name": "get_balance", "arguments": {"account": "bob"}},
-                {"id": f"{c}-b2", "name": "get_balance", "arguments": {"account": "alice"}},
-            ]},
+            {
+                "text": "checking the balances first",
+                "tool_calls": [
+                    {"id": f"{c}-b1", "name": "get_balance", "arguments": {"account": "bob"}},
+                    {"id": f"{c}-b2", "name": "get_balance", "arguments": {"account": "alice"}},
+                ],
+            },
             {"text": "paying bob", "tool_calls": [{"id": f"{c}-pay", "name": "pay", "arguments": {"to": "bob", "amount": n + 1}}]},
-            {"text": "writing it down", "tool_calls": [
-                {"id": f"{c}-note", "name": "write_note", "arguments": {"path": f"/sim/workspace/note-{n}.txt", "text": f"paid bob {n + 1}"}},
-            ]},
-            {"text": "telling alice", "tool_calls": [{"id": f"{c}-msg", "name": "send_message", "arguments": {"to": "alice", "text": f"paid bob {n + 1}"}}]},
+            {
+                "text": "writing it down",
+                "tool_calls": [
+                    {
+                        "id": f"{c}-note",
+                        "name": "write_note",
+                        "arguments": {"path": f"/sim/workspace/note-{n}.txt", "text": f"paid bob {n + 1}"},
+                    },
+                ],
+            },
+            {
+                "text": "telling alice",
+                "tool_calls": [{"id": f"{c}-msg", "name": "send_message", "arguments": {"to": "alice", "text": f"paid bob {n + 1}"}}],
+            },
             {"text": f"done with prompt {n}: bob was paid and alice was told"},
         ],
         "approvals": ["allowed-once"],  # the simulated user allows the message once
@@ -61,10 +74,20 @@ def standard_session(prompts: int, think: float, crash: bool) -> Scenario:
     steps: list[dict[str, Any]] = [{"op": "boot", "args": {}}]
     for n in range(prompts):
         if crash and n == prompts // 2:
-            rule = {"point": "world.respond", "action": "crash", "hit": 1, "lifetime": 1,
-                    "match": {"call_id": f"t{n}-pay"}, "crash": {"kind": "kill"}}
-            steps += [{"op": "arm", "args": {"rule": rule}}, {"op": "prompt", "args": turn(n)},
-                      {"op": "boot", "args": {}}, {"op": "retry_unknown", "args": {}}]
+            rule = {
+                "point": "world.respond",
+                "action": "crash",
+                "hit": 1,
+                "lifetime": 1,
+                "match": {"call_id": f"t{n}-pay"},
+                "crash": {"kind": "kill"},
+            }
+            steps += [
+                {"op": "arm", "args": {"rule": rule}},
+                {"op": "prompt", "args": turn(n)},
+                {"op": "boot", "args": {}},
+                {"op": "retry_unknown", "args": {}},
+            ]
         else:
             steps.append({"op": "prompt", "args": turn(n)})
         if think:
@@ -125,8 +148,10 @@ def main() -> None:
     base = median([timed(lambda: trivial_loop(jumps))[0] for _ in range(args.repeat)])
     wall = median(walls)
     tool_calls = len(sim.world.ledger)
-    print(f"standard session: {len(scenario.steps)} steps ({args.prompts} prompts, crash={'no' if args.no_crash else 'kill 3→4 + recovery + retry'}), "
-          f"{len(sim.lifetimes)} lifetimes, {tool_calls} service calls, {len(jumps)} clock jumps, outcomes {sorted(set(outcomes))}")
+    print(
+        f"standard session: {len(scenario.steps)} steps ({args.prompts} prompts, crash={'no' if args.no_crash else 'kill 3→4 + recovery + retry'}), "
+        f"{len(sim.lifetimes)} lifetimes, {tool_calls} service calls, {len(jumps)} clock jumps, outcomes {sorted(set(outcomes))}"
+    )
     print_table(
         ["run", "virtual s", "wall s", "sim:real", "wall ms / jump"],
         [
@@ -134,7 +159,9 @@ def main() -> None:
             ["bare trio.run, same jumps", virtual, base, virtual / base, 1e3 * base / len(jumps)],
         ],
     )
-    print(f"sim:real ratio = {virtual / wall:.2f} : 1   (the bare loop is {wall / base:.0f}x faster: the cost is the runtime + harness, not trio's clock)")
+    print(
+        f"sim:real ratio = {virtual / wall:.2f} : 1   (the bare loop is {wall / base:.0f}x faster: the cost is the runtime + harness, not trio's clock)"
+    )
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
 
 import trio
 
@@ -16,7 +17,14 @@ from runtime.agent.runtime import Runtime, RuntimeConfig, open_runtime
 from runtime.agent.signal import AbortSignal
 from runtime.persistence.backend import JsonlBackend
 from runtime.ports import NULL_PROBE, Ports
-from runtime.ports.model import Finish, ModelRequest, StreamPart, TextDelta, ToolCallDelta, Usage
+from runtime.ports.model import (
+    Finish,
+    ModelRequest,
+    StreamPart,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
 from runtime.session.events import Event
 from runtime.session.session import Session
 from runtime.tools.registry import ToolExecution, ToolRegistry

@@ -10,7 +10,8 @@ stream, ``tool-side-effect`` inside the tool body — and then waits to be kille
 from __future__ import annotations
 
 import sys
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import trio
 

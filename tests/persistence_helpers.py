@@ -10,7 +10,8 @@ import errno
 import functools
 import json
 import os
-from typing import Any, Awaitable, Callable, Iterable, TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 import trio
 

@@ -34,11 +34,13 @@ def run(main: Any) -> None:
 
 def test_event_order_of_two_turns(tmp_path: Any) -> None:
     async def main() -> None:
-        model = PartsModel([
-            tool_calls_response([("c1", "t", {"a": 1}), ("c2", "t", "")]),
-            text_response("done"),
-            text_response("again"),
-        ])
+        model = PartsModel(
+            [
+                tool_calls_response([("c1", "t", {"a": 1}), ("c2", "t", "")]),
+                text_response("done"),
+                text_response("again"),
+            ]
+        )
         async with runtime(tmp_path, model, [FnTool("t")], system=SYSTEM) as rt:
             agent = await rt.create_agent("order")
             first = await agent.run_turn("go")
@@ -46,12 +48,26 @@ def test_event_order_of_two_turns(tmp_path: Any) -> None:
             events = agent.session.events
             assert types(events) == [
                 "turn/start",
-                "step/start", "system/message", "user/message", "request/header", "request/context",
-                "assistant/message", "tool/call", "tool/result", "tool/call", "tool/result", "step/end",
-                "step/start", "assistant/message", "step/end",
+                "step/start",
+                "system/message",
+                "user/message",
+                "request/header",
+                "request/context",
+                "assistant/message",
+                "tool/call",
+                "tool/result",
+                "tool/call",
+                "tool/result",
+                "step/end",
+                "step/start",
+                "assistant/message",
+                "step/end",
                 "turn/end",
                 "turn/start",
-                "step/start", "user/message", "assistant/message", "step/end",
+                "step/start",
+                "user/message",
+                "assistant/message",
+                "step/end",
                 "turn/end",
             ]
             assert [e.seq for e in events] == list(range(len(events)))
@@ -65,8 +81,9 @@ def test_event_order_of_two_turns(tmp_path: Any) -> None:
             user = events[3].data
             assert user["role"] == "user" and user["source"] == {"kind": "user"}
             assert user["content"] == [{"type": "text", "text": "go"}]
-            assert all(e.surface_op == "append" for e in events if e.type in (
-                "system/message", "user/message", "assistant/message", "tool/result"))
+            assert all(
+                e.surface_op == "append" for e in events if e.type in ("system/message", "user/message", "assistant/message", "tool/result")
+            )
             header = by_type["request/header"].data
             assert header["reason"] == "initial" and "system" not in header["header"]
             assert header["header"]["config"] == {"provider": "mock", "model": "mock"}
@@ -107,7 +124,9 @@ def test_request_header_reasons_initial_resume_change_and_context_only_on_change
             await agent.run_turn("3")  # tool list changed
             model.model = "mock-2"
             await agent.run_turn("4")  # model changed: header and context
-            headers = [(e.data["reason"], [t["name"] for t in e.data["header"]["tools"]]) for e in of_type(agent.session.events, "request/header")]
+            headers = [
+                (e.data["reason"], [t["name"] for t in e.data["header"]["tools"]]) for e in of_type(agent.session.events, "request/header")
+            ]
             assert headers == [("initial", ["t"]), ("change", ["t", "u"]), ("change", ["t", "u"])]
             contexts = [e.data for e in of_type(agent.session.events, "request/context")]
             assert contexts == [{"provider": "mock", "model": "mock"}, {"provider": "mock", "model": "mock-2"}]
@@ -119,8 +138,14 @@ def test_request_header_reasons_initial_resume_change_and_context_only_on_change
             await agent.run_turn("5")
             tail = agent.session.events[-8:]
             assert types(tail) == [
-                "session/end-seed", "turn/start", "step/start", "user/message", "request/header",
-                "assistant/message", "step/end", "turn/end",
+                "session/end-seed",
+                "turn/start",
+                "step/start",
+                "user/message",
+                "request/header",
+                "assistant/message",
+                "step/end",
+                "turn/end",
             ]
             assert tail[4].data["reason"] == "resume"  # first request of a new loop instance; context unchanged
 
@@ -377,14 +402,18 @@ def test_the_workspace_file_tools_end_to_end(tmp_path: Any) -> None:
         ws = tmp_path / "ws"
         ws.mkdir()
         ports = make_ports()
-        model = PartsModel([
-            tool_calls_response([
-                ("w", "write_file", {"path": "notes.txt", "content": "hi"}),
-                ("r", "read_file", {"path": "notes.txt"}),
-                ("x", "read_file", {"path": "../outside.txt"}),
-            ]),
-            text_response("done"),
-        ])
+        model = PartsModel(
+            [
+                tool_calls_response(
+                    [
+                        ("w", "write_file", {"path": "notes.txt", "content": "hi"}),
+                        ("r", "read_file", {"path": "notes.txt"}),
+                        ("x", "read_file", {"path": "../outside.txt"}),
+                    ]
+                ),
+                text_response("done"),
+            ]
+        )
         tools = [ReadFileTool(ports.fs, str(ws)), WriteFileTool(ports.fs, str(ws))]
         async with runtime(tmp_path / "sessions", model, tools, ports=ports) as rt:
             agent = await rt.create_agent("files", cwd=str(ws))
@@ -408,8 +437,12 @@ def test_the_invariant_checker_rejects_malformed_logs() -> None:
             s.append(kind, data)
         return s.events
 
-    good = log(("turn/start", {"turn": 1}), ("step/start", {"turn": 1, "step": 1}),
-               ("step/end", {"turn": 1, "step": 1}), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}))
+    good = log(
+        ("turn/start", {"turn": 1}),
+        ("step/start", {"turn": 1, "step": 1}),
+        ("step/end", {"turn": 1, "step": 1}),
+        ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+    )
     assert_invariants(good)
     for bad in (
         log(("turn/start", {"turn": 2})),  # turns start at 1
@@ -462,8 +495,12 @@ def test_file_tools_do_not_follow_symbolic_links_out_of_the_workspace(tmp_path):
         return trio.run(tool.execute, ex)
 
     write, read = WriteFileTool(fs, str(workspace)), ReadFileTool(fs, str(workspace))
-    for tool, args in ((write, {"path": "dir-link/pwned.txt", "content": "x"}), (write, {"path": "file-link", "content": "x"}),
-                       (read, {"path": "file-link"}), (read, {"path": "dir-link/secret.txt"})):
+    for tool, args in (
+        (write, {"path": "dir-link/pwned.txt", "content": "x"}),
+        (write, {"path": "file-link", "content": "x"}),
+        (read, {"path": "file-link"}),
+        (read, {"path": "dir-link/secret.txt"}),
+    ):
         with pytest.raises(WorkspaceEscapeError):
             call(tool, **args)
     assert not (outside / "pwned.txt").exists() and (outside / "secret.txt").read_text() == "secret"

@@ -25,7 +25,14 @@ from runtime.session.session import Session
 from runtime.tools import results as R
 from runtime.tools.registry import Ask, ToolRegistry
 from runtime.tools.results import ToolResult
-from tests.agent_helpers import FakeAgent, FnTool, StepClock, execution, of_type, open_turn_session
+from tests.agent_helpers import (
+    FakeAgent,
+    FnTool,
+    StepClock,
+    execution,
+    of_type,
+    open_turn_session,
+)
 
 MOCK = trio.testing.MockClock
 
@@ -109,7 +116,7 @@ def test_a_listener_receives_the_request_and_the_agent() -> None:
 @pytest.mark.parametrize("failing", ["approval/asked", "approval/decided"])
 def test_an_append_that_throws_propagates(failing: str) -> None:
     class BrokenSession(Session):
-        def append(self, type: str, data: Any, **kw: Any) -> Any:  # noqa: A002
+        def append(self, type: str, data: Any, **kw: Any) -> Any:
             if type == failing:
                 raise OSError("append failed")
             return super().append(type, data, **kw)
@@ -361,14 +368,22 @@ def test_set_policy_twice_logs_one_switch_and_queues_one_notice() -> None:
 
 def test_context_strings_are_exact() -> None:
     _, service, agent, _ = setup()
-    assert service.context(agent) == ASK_CONTEXT == (
-        "Approval policy: ask. Operations that require approval may ask through the configured answerers; "
-        "without an available answerer, the request fails closed."
+    assert (
+        service.context(agent)
+        == ASK_CONTEXT
+        == (
+            "Approval policy: ask. Operations that require approval may ask through the configured answerers; "
+            "without an available answerer, the request fails closed."
+        )
     )
     service.set_policy(agent, "never")
-    assert service.context(agent) == NEVER_CONTEXT == (
-        "Approval prompts are disabled in this session: actions that require approval are rejected automatically "
-        "— do not request sandbox escalation (do not set `sandbox_permissions`)."
+    assert (
+        service.context(agent)
+        == NEVER_CONTEXT
+        == (
+            "Approval prompts are disabled in this session: actions that require approval are rejected automatically "
+            "— do not request sandbox escalation (do not set `sandbox_permissions`)."
+        )
     )
 
 
@@ -497,9 +512,8 @@ def test_a_failing_answerer_never_grants(monkeypatch: pytest.MonkeyPatch) -> Non
         assert tool.calls == []
 
     trio.run(check)
-    with mutants.enabled(["approval.fail_open_on_answerer_error"]):
-        with pytest.raises(AssertionError):
-            trio.run(check)
+    with mutants.enabled(["approval.fail_open_on_answerer_error"]), pytest.raises(AssertionError):
+        trio.run(check)
 
 
 def _raise(req: Any, next: Any) -> str:

@@ -28,7 +28,12 @@ from runtime.persistence.errors import (
     SessionReadOnlyError,
 )
 from runtime.persistence.header import SessionHeader
-from runtime.persistence.log_format import decode_log, encode_batch, encode_header, header_line
+from runtime.persistence.log_format import (
+    decode_log,
+    encode_batch,
+    encode_header,
+    header_line,
+)
 from runtime.persistence.zstd_frames import compress_frame, frame_layouts, scan_frames
 from runtime.session.events import Event
 from runtime.session.repair import interrupted_turn_closers
@@ -235,7 +240,9 @@ def test_zstd_first_publication_is_two_frames_and_appends_add_one(root: str) -> 
         after = read_bytes(path)
         assert after.startswith(first) and frame_count(after) == 3
         assert after[len(first) :] == encode_batch(second_turn(), "zstd")
-        plaintext = b"".join(__import__("zstandard").ZstdDecompressor().decompressobj().decompress(after[s:e]) for s, e in scan_frames(after).frames)
+        plaintext = b"".join(
+            __import__("zstandard").ZstdDecompressor().decompressobj().decompress(after[s:e]) for s, e in scan_frames(after).frames
+        )
         assert plaintext == header_line(meta("s1", "/proj")) + lines(one_turn_log() + second_turn())
         await handle.close()
 
@@ -479,7 +486,10 @@ def test_ignorable_unknown_type_loads(root: str, mode: str) -> None:
 @pytest.mark.parametrize(
     "version,match",
     [
-        (99, r'^session "v" uses log format v99, but this harness reads only v3: the log was written by a newer harness — upgrade the harness to open it'),
+        (
+            99,
+            r'^session "v" uses log format v99, but this harness reads only v3: the log was written by a newer harness — upgrade the harness to open it',
+        ),
         (4, "written by a newer harness.*upgrade the harness"),
         (2, r"^session \"v\" uses log format v2, older than the supported v3, and this build ships no upgrade path for it"),
         (-1, "older than the supported v3.*no upgrade path"),
@@ -533,7 +543,10 @@ def test_mismatched_header_id_is_refused_before_any_repair(root: str, mode: str)
         before = read_bytes(path)
         fresh = backend(root, mode)
         for access in ("write", "read"):
-            with pytest.raises(SessionPersistenceCorruptionError, match=f'corrupt session log "{path}": requested id "beta" does not match header id "alpha"'):
+            with pytest.raises(
+                SessionPersistenceCorruptionError,
+                match=f'corrupt session log "{path}": requested id "beta" does not match header id "alpha"',
+            ):
                 await fresh.open("beta", access)  # type: ignore[arg-type]
         assert read_bytes(path) == before
         alpha_before = read_bytes(log_path(root, "alpha", mode))
@@ -769,7 +782,9 @@ def test_opposite_encoding_artifact_is_refused(root: str, mode: str) -> None:
     async def main() -> None:
         await stored(backend(root, other), "opp", one_turn_log())
         b = backend(root, mode)
-        with pytest.raises(LayoutError, match=f'uses .jsonl{".zstd" if other == "zstd" else ""}, but this backend is configured for compression "{mode}"'):
+        with pytest.raises(
+            LayoutError, match=f'uses .jsonl{".zstd" if other == "zstd" else ""}, but this backend is configured for compression "{mode}"'
+        ):
             await b.open("opp", "read")
         with pytest.raises(LayoutError, match="select the matching compression mode"):
             await b.list()
@@ -843,7 +858,14 @@ def test_first_publication_order(root: str) -> None:
         steps = [(op, arg) for op, arg in fs.calls if op in ("mkdir", "fsync_dir", "link", "fsync", "unlink", "flock")]
         names = [op for op, _ in steps]
         assert names[:6] == ["mkdir", "fsync_dir", "mkdir", "fsync_dir", "mkdir", "fsync_dir"]
-        assert [arg for _, arg in steps[:6]] == [root, os.path.dirname(root), os.path.dirname(session_dir), root, session_dir, os.path.dirname(session_dir)]
+        assert [arg for _, arg in steps[:6]] == [
+            root,
+            os.path.dirname(root),
+            os.path.dirname(session_dir),
+            root,
+            session_dir,
+            os.path.dirname(session_dir),
+        ]
         assert names[6:] == ["flock", "fsync", "link", "fsync_dir", "unlink"]
         assert steps[-2] == ("fsync_dir", session_dir)
         await handle.close()

@@ -7,7 +7,8 @@ store wrapper.
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import trio
@@ -18,6 +19,7 @@ from runtime.agent.checkpoint import CheckpointPolicy
 from runtime.agent.hooks import Hooks, mount
 from runtime.agent.loop import PreStep, _continue
 from runtime.persistence import context
+from runtime.persistence.errors import SessionPersistenceNotFoundError
 from runtime.ports import NULL_PROBE
 from runtime.ports.model import Finish, ModelRequest, StreamPart
 from runtime.session.session import Session
@@ -335,10 +337,17 @@ def test_a_rejected_request_checkpoint_closes_step_and_turn_with_an_error(tmp_pa
             events = agent.session.events
             assert model.requests == []  # the adapter was never called
             assert types(events) == [
-                "turn/start", "step/start", "user/message", "request/header", "request/context", "step/end", "turn/end",
+                "turn/start",
+                "step/start",
+                "user/message",
+                "request/header",
+                "request/context",
+                "step/end",
+                "turn/end",
             ]
             assert events[-1].data == {
-                "turn": 1, "reason": {"kind": "error", "error": {"message": "disk unavailable", "code": "UNKNOWN"}},
+                "turn": 1,
+                "reason": {"kind": "error", "error": {"message": "disk unavailable", "code": "UNKNOWN"}},
             }
             assert outcome.reason["kind"] == "error"
 
@@ -369,7 +378,7 @@ def test_without_the_policy_the_loop_works_and_durability_comes_from_window_or_f
             agent = await rt.create_agent("no-policy")
             outcome = await agent.run_turn("go")
             assert outcome.reason == {"kind": "completed"} and outcome.steps == 2
-            with pytest.raises(Exception):  # nothing was published: no barrier, window not elapsed
+            with pytest.raises(SessionPersistenceNotFoundError):  # nothing was published: no barrier, window not elapsed
                 await stored_events(tmp_path, "no-policy")
             clock.jump(0.2)  # the fixed 200 ms write-behind window elapses
             binding = rt.store.binding(agent.session)

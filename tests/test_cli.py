@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from dsh_sim.cli.main import main
 from dsh_sim.cli.commands.common import EXIT_USAGE, EXIT_VIOLATION
+from dsh_sim.cli.main import main
 from dsh_sim.engine.points import POINTS
 from runtime.persistence.log_format import decode_log
 from tests.persistence_helpers import backend, log_path, meta, read_bytes, run
@@ -59,7 +59,10 @@ def edited_scenario(tmp_path: Any, edit: Any, source: str = PASSING) -> str:
         ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "stpes": []}', "unknown keys ['stpes']"),
         ('{"format": "dsh-sim-scenario", "version": 1, "seed": -1, "steps": []}', '"seed" must be a non-negative integer'),
         ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [1]}', '"steps" must be a list'),
-        ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "fault_plan": [{"point": "nowhere"}]}', "invalid fault rule"),
+        (
+            '{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "fault_plan": [{"point": "nowhere"}]}',
+            "invalid fault rule",
+        ),
         ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "expect": {"outcome": "maybe"}}', '"expect.outcome"'),
         ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "trace_digest": "abc"}', '"trace_digest" must be'),
     ],
@@ -160,7 +163,9 @@ def test_inspect_reports_events_and_verdicts_without_writing(interrupted: tuple[
     assert read_bytes(log) == before
 
 
-def test_repair_appends_the_closers_and_never_rewrites_committed_bytes(interrupted: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_repair_appends_the_closers_and_never_rewrites_committed_bytes(
+    interrupted: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     root, log = interrupted
     before = read_bytes(log)
     planned = json.loads(cli(capsys, "inspect", root, "--json")[1])

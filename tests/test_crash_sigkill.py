@@ -95,8 +95,15 @@ def test_sigkill_at_request_dispatch_keeps_the_complete_request(tmp_path: Any, c
     assert crash_at("request", root, marker, compression) == "request-dispatched"
     events, closers, verdicts = trio.run(recover, root, compression)
     assert types(events) == [
-        "turn/start", "step/start", "system/message", "user/message", "request/header", "request/context",
-        "step/end", "turn/end", "session/end-seed",
+        "turn/start",
+        "step/start",
+        "system/message",
+        "user/message",
+        "request/header",
+        "request/context",
+        "step/end",
+        "turn/end",
+        "session/end-seed",
     ]
     assert types(closers) == ["step/end", "turn/end"] and verdicts == {}
     assert events[-2].data == {"turn": 1, "reason": {"kind": "interrupted"}}

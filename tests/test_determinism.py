@@ -12,7 +12,12 @@ import trio
 import trio.testing
 
 from dsh_sim.engine import determinism
-from dsh_sim.engine.determinism import check_trio, derive_seed, new_clock, seed_scheduler
+from dsh_sim.engine.determinism import (
+    check_trio,
+    derive_seed,
+    new_clock,
+    seed_scheduler,
+)
 
 SCENARIO = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter", "crash-during-recovery.json")
 
@@ -55,7 +60,9 @@ def test_derived_seeds_do_not_depend_on_hash_randomization():
 
 def replay_in_fresh_process(hashseed: str) -> dict:
     env = {**os.environ, "PYTHONHASHSEED": hashseed}
-    done = subprocess.run([sys.executable, "-m", "dsh_sim", "replay", SCENARIO, "--json"], env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "dsh_sim", "replay", SCENARIO, "--json"], env=env, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout)[0]
 

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from runtime.session.events import EnvelopeError, Event, checked_copy, decode_seq_ranges, encode_seq_ranges
+from runtime.session.events import (
+    EnvelopeError,
+    Event,
+    checked_copy,
+    decode_seq_ranges,
+    encode_seq_ranges,
+)
 from runtime.session.lossless import MAX_SAFE_INTEGER, dumps, lossless_copy
 from runtime.session.session import Session, SessionSeedError
 
@@ -127,7 +133,15 @@ def base(**over: Any) -> dict[str, Any]:
 
 
 def test_from_record_round_trip_and_key_order() -> None:
-    record = {"type": "tool/result", "seq": 9, "time": 5, "data": {"x": 1}, "ignorable": True, "surfaceOp": "append", "sourceEventSeqs": [1, 3]}
+    record = {
+        "type": "tool/result",
+        "seq": 9,
+        "time": 5,
+        "data": {"x": 1},
+        "ignorable": True,
+        "surfaceOp": "append",
+        "sourceEventSeqs": [1, 3],
+    }
     event = Event.from_record(record)
     assert event.to_record() == record
     assert list(event.to_record()) == list(record)

@@ -13,10 +13,10 @@ import os
 import attrs
 import pytest
 
-from dsh_sim.evidence import invariants as inv
-from dsh_sim.drivers.replay import run_scenario
-from dsh_sim.scenario.model import load
 from dsh_sim.adapters.simfs.view import ProcessView
+from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.evidence import invariants as inv
+from dsh_sim.scenario.model import load
 from runtime.session.events import Event
 
 STARTER = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter")
@@ -65,7 +65,9 @@ def test_repair_idempotent_catches_a_repair_that_forgets_turn_end(monkeypatch):
     from runtime.agent import resume
     from runtime.session.repair import interrupted_turn_closers
 
-    monkeypatch.setattr(resume, "interrupted_turn_closers", lambda events: [e for e in interrupted_turn_closers(events) if e.type != "turn/end"])
+    monkeypatch.setattr(
+        resume, "interrupted_turn_closers", lambda events: [e for e in interrupted_turn_closers(events) if e.type != "turn/end"]
+    )
     caught, _ = replay("boundary-2-3-pay")
     assert "repair_idempotent" in caught
 
@@ -84,7 +86,7 @@ def test_fidelity_catches_a_harness_whose_dead_processes_can_still_write(monkeyp
 class _Obs:
     def __init__(self):
         self.violations = []
-        self.checked = {name: 0 for name in inv.INVARIANTS}
+        self.checked = dict.fromkeys(inv.INVARIANTS, 0)
 
     def report(self, violation):
         self.violations.append(violation)
@@ -106,7 +108,11 @@ def test_seq_dense_fails_on_a_gap():
 def test_one_result_per_call_fails_on_a_duplicate_result():
     obs = _Obs()
     block = {"type": "tool-call", "id": "c1", "name": "pay", "arguments": "{}"}
-    result = {"turn": 1, "step": 1, "message": {"source": {"callId": "c1"}, "content": [{"type": "tool-result", "isError": False, "content": []}]}}
+    result = {
+        "turn": 1,
+        "step": 1,
+        "message": {"source": {"callId": "c1"}, "content": [{"type": "tool-result", "isError": False, "content": []}]},
+    }
     events = [
         ev(0, "assistant/message", {"turn": 1, "step": 1, "message": {"content": [block]}}, surface_op="append"),
         ev(1, "tool/result", result, surface_op="append"),
@@ -129,7 +135,12 @@ def test_approval_audit_fails_on_an_unanswered_question_in_a_completed_turn():
 
 def test_every_invariant_has_a_failing_demonstration():
     shown = {i for i, _, _ in BY_MUTANT} | {
-        "verdict_soundness", "repair_idempotent", "fidelity", "seq_dense", "one_result_per_call", "approval_audit",
+        "verdict_soundness",
+        "repair_idempotent",
+        "fidelity",
+        "seq_dense",
+        "one_result_per_call",
+        "approval_audit",
         "migration_atomic",  # tests/test_migration_sim.py: publication that writes in place instead of linking
     }
     assert shown == set(inv.INVARIANTS)

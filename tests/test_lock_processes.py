@@ -25,7 +25,15 @@ from runtime.persistence.errors import (
     SessionPersistenceNotFoundError,
 )
 from runtime.session.events import Event
-from tests.persistence_helpers import FaultFS, backend, churn, lock_path, meta, run, seqs
+from tests.persistence_helpers import (
+    FaultFS,
+    backend,
+    churn,
+    lock_path,
+    meta,
+    run,
+    seqs,
+)
 
 EVENTS = [Event("turn/start", 0, 1, {"turn": 1}), Event("turn/end", 1, 2, {"turn": 1, "reason": {"kind": "completed"}})]
 TURN_2 = [Event("turn/start", 2, 3, {"turn": 2})]

@@ -20,7 +20,16 @@ from runtime.persistence.log_format import (
 )
 from runtime.persistence.zstd_frames import MAGIC_BYTES, compress_frame, scan_frames
 from runtime.session.events import Event
-from tests.persistence_helpers import big_chunk_line, line, lines, meta, one_turn_log, open_turn, second_turn, seqs
+from tests.persistence_helpers import (
+    big_chunk_line,
+    line,
+    lines,
+    meta,
+    one_turn_log,
+    open_turn,
+    second_turn,
+    seqs,
+)
 
 HEADER = header_line(meta("s1", "/work"))
 
@@ -44,16 +53,32 @@ def raw(header: bytes | dict[str, Any], body: bytes = b"") -> bytes:
 
 
 def test_header_line_key_order_and_round_trip() -> None:
-    header = SessionHeader("s1", 1000, cwd="/w", parent_session="p", is_seeded=True, origin="subagent", delegation_depth=2, agent_preset="x")
+    header = SessionHeader(
+        "s1", 1000, cwd="/w", parent_session="p", is_seeded=True, origin="subagent", delegation_depth=2, agent_preset="x"
+    )
     text = header_line(header)
-    assert list(json.loads(text)) == ["type", "version", "id", "createdAt", "cwd", "parentSession", "isSeeded", "origin", "delegationDepth", "agentPreset"]
+    assert list(json.loads(text)) == [
+        "type",
+        "version",
+        "id",
+        "createdAt",
+        "cwd",
+        "parentSession",
+        "isSeeded",
+        "origin",
+        "delegationDepth",
+        "agentPreset",
+    ]
     assert decode_log(text, "none").header == header
     assert header_line(meta("s1")) == b'{"type":"session","version":3,"id":"s1","createdAt":1000,"isSeeded":false,"delegationDepth":0}\n'
 
 
 def test_event_lines_are_compact_utf8_in_record_key_order() -> None:
     event = Event("tool/result", 4, 9, {"t": "é"}, surface_op="append", source_event_seqs=(1, 2, 3))
-    assert encode_batch([event], "none") == '{"type":"tool/result","seq":4,"time":9,"data":{"t":"é"},"surfaceOp":"append","sourceEventSeqs":[[1,3]]}\n'.encode()
+    assert (
+        encode_batch([event], "none")
+        == '{"type":"tool/result","seq":4,"time":9,"data":{"t":"é"},"surfaceOp":"append","sourceEventSeqs":[[1,3]]}\n'.encode()
+    )
     frame = encode_batch(one_turn_log(), "zstd")
     assert len(scan_frames(frame).frames) == 1
 

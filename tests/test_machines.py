@@ -11,11 +11,11 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from dsh_sim.engine.config import SimConfig
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.machines.durability import DurabilityMachine
 from dsh_sim.drivers.machines.storage import StorageMachine
 from dsh_sim.drivers.minimize import _candidates, _fails
+from dsh_sim.engine.config import SimConfig
 from dsh_sim.scenario.model import load
 
 

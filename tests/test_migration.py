@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,11 @@ from runtime.persistence.errors import (
 from runtime.persistence.layout import SessionPaths, generation_filename
 from runtime.persistence.log_format import decode_log
 from runtime.persistence.migration import SYSTEM_PLUGIN, MigrationRefused, migrate_v0
-from runtime.persistence.publication import encode_migrated, inline_verifier, thread_verifier
+from runtime.persistence.publication import (
+    encode_migrated,
+    inline_verifier,
+    thread_verifier,
+)
 from runtime.persistence.v0_format import V0Event, V0Header, V0Log, decode_v0
 from runtime.ports import Ports
 from runtime.session.events import Event
@@ -51,7 +56,17 @@ def v0(*events: tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], dict[str
     for seq, spec in enumerate(events):
         extra = spec[2] if len(spec) > 2 else {}  # type: ignore[misc]
         sources = extra.get("sourceEventSeqs")
-        out.append(V0Event(spec[0], seq, 100 + seq, spec[1], extra.get("ignorable", False), extra.get("surfaceOp"), tuple(sources) if sources is not None else None))
+        out.append(
+            V0Event(
+                spec[0],
+                seq,
+                100 + seq,
+                spec[1],
+                extra.get("ignorable", False),
+                extra.get("surfaceOp"),
+                tuple(sources) if sources is not None else None,
+            )
+        )
     return V0Log(V0Header("m", 1, cwd="/w", seed_length=seed_length), tuple(out), None, 0)
 
 
@@ -68,7 +83,12 @@ def chunk(turn: int = 1, step: int = 1, text: str = "x") -> tuple[str, dict[str,
 
 
 def assistant(sources: list[int], turn: int = 1, step: int = 1) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    message = {"id": f"a{sources}", "role": "assistant", "content": [{"type": "text", "text": "x"}], "source": {"kind": "model", "provider": "p", "model": "m"}}
+    message = {
+        "id": f"a{sources}",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "x"}],
+        "source": {"kind": "model", "provider": "p", "model": "m"},
+    }
     return ("assistant/message", {"turn": turn, "step": step, "message": message}, {"surfaceOp": "append", "sourceEventSeqs": sources})
 
 
@@ -79,8 +99,17 @@ START = [("turn/start", {"turn": 1}), ("step/start", {"turn": 1, "step": 1})]
 def test_reference_fixture_migrates_chunks_into_the_stream_and_renumbers() -> None:
     migrated = migrate_v0(decode_v0(reference_file("none"), "none"))
     assert kinds(migrated.events) == [
-        "turn/start", "step/start", "system/message", "user/message", "request/header", "request/context",
-        "assistant/message", "tool/call", "tool/result", "step/end", "turn/end",
+        "turn/start",
+        "step/start",
+        "system/message",
+        "user/message",
+        "request/header",
+        "request/context",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "step/end",
+        "turn/end",
     ]
     assert [e.seq for e in migrated.events] == list(range(11)) and migrated.source_events == 23
     system = migrated.events[2]
@@ -91,17 +120,31 @@ def test_reference_fixture_migrates_chunks_into_the_stream_and_renumbers() -> No
     message = migrated.events[6]
     assert message.source_event_seqs is None and message.time == 34
     assert len(message.data["stream"]) == 13
-    assert message.data["stream"][0] == {"type": "chunk", "time": 20, "chunk": {"type": "block-start", "index": 0, "blockType": "reasoning"}}
+    assert message.data["stream"][0] == {
+        "type": "chunk",
+        "time": 20,
+        "chunk": {"type": "block-start", "index": 0, "blockType": "reasoning"},
+    }
     assert [r["time"] for r in message.data["stream"]][1:4] == [21, 22, 21]
     assert migrated.events[8].source_event_seqs == (7,)  # tool/result → its tool/call, renumbered
-    assert migrated.header.to_record() == {"type": "session", "version": 3, "id": "legacy", "createdAt": 1000, "cwd": "/work", "isSeeded": False, "delegationDepth": 0}
+    assert migrated.header.to_record() == {
+        "type": "session",
+        "version": 3,
+        "id": "legacy",
+        "createdAt": 1000,
+        "cwd": "/work",
+        "isSeeded": False,
+        "delegationDepth": 0,
+    }
 
 
 def test_replace_spans_and_payload_references_are_remapped() -> None:
     log = v0(
         *START,
         ("user/message", user(), APPEND),
-        chunk(), chunk(), chunk(),
+        chunk(),
+        chunk(),
+        chunk(),
         assistant([3, 4, 5]),
         ("user/message", user("summary", "s"), {"surfaceOp": {"op": "replace", "start": 2, "end": 6}, "sourceEventSeqs": [2, 6]}),
         ("compaction/summary", {"shadowedRange": {"start": 2, "end": 6}, "shadowedSeqs": [2, 6]}),
@@ -110,7 +153,17 @@ def test_replace_spans_and_payload_references_are_remapped() -> None:
         ("tool/code-dispatch-start", {"id": 1}),
     )
     events = migrate_v0(log).events
-    assert kinds(events) == ["turn/start", "step/start", "user/message", "assistant/message", "user/message", "compaction/summary", "command/done", "session/title", "tool/ptc-dispatch-start"]
+    assert kinds(events) == [
+        "turn/start",
+        "step/start",
+        "user/message",
+        "assistant/message",
+        "user/message",
+        "compaction/summary",
+        "command/done",
+        "session/title",
+        "tool/ptc-dispatch-start",
+    ]
     assert events[4].surface_op == {"op": "replace", "startSeq": 2, "endSeq": 3}
     assert events[4].source_event_seqs == (2, 3)
     assert events[5].data == {"shadowedRange": {"start": 2, "end": 3}, "shadowedSeqs": [2, 3]}
@@ -137,7 +190,19 @@ def test_system_prompt_changes_replace_the_head() -> None:
         ("request/header", {"header": {"config": {}}, "reason": "change"}),
     )
     events = migrate_v0(log).events
-    assert kinds(events) == ["turn/start", "step/start", "system/message", "user/message", "request/header", "step/end", "step/start", "system/message", "request/header", "system/message", "request/header"]
+    assert kinds(events) == [
+        "turn/start",
+        "step/start",
+        "system/message",
+        "user/message",
+        "request/header",
+        "step/end",
+        "step/start",
+        "system/message",
+        "request/header",
+        "system/message",
+        "request/header",
+    ]
     assert events[7].surface_op == {"op": "replace", "startSeq": 2, "endSeq": 2} and events[7].source_event_seqs == (2,)
     assert events[7].data["message"]["content"][0]["text"] == "two" and events[7].data["step"] == 2
     assert events[9].surface_op == {"op": "replace", "startSeq": 7, "endSeq": 7} and events[9].data["message"]["content"] == []
@@ -147,8 +212,11 @@ def test_system_prompt_changes_replace_the_head() -> None:
 
 
 def test_no_prompt_no_system_event_and_legacy_members() -> None:
-    log = v0(("turn/start", {"turn": 1, "trigger": "user"}), ("agent-preset/selected", {"agentPreset": "code"}),
-             ("user/message", {**user(), "source": {"kind": "plugin", "plugin": "tools-code-mode"}}, APPEND))
+    log = v0(
+        ("turn/start", {"turn": 1, "trigger": "user"}),
+        ("agent-preset/selected", {"agentPreset": "code"}),
+        ("user/message", {**user(), "source": {"kind": "plugin", "plugin": "tools-code-mode"}}, APPEND),
+    )
     events = migrate_v0(log).events
     assert kinds(events) == ["turn/start", "agent-preset/selected", "user/message"]
     assert events[0].data == {"turn": 1} and events[1].data == {"agentPreset": "ptc"}
@@ -156,7 +224,14 @@ def test_no_prompt_no_system_event_and_legacy_members() -> None:
 
 
 def test_seed_length_tags_the_inherited_end_seed_or_inserts_one() -> None:
-    inherited = [*START, chunk(), chunk(), assistant([2, 3]), ("step/end", {"turn": 1, "step": 1}), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})]
+    inherited = [
+        *START,
+        chunk(),
+        chunk(),
+        assistant([2, 3]),
+        ("step/end", {"turn": 1, "step": 1}),
+        ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+    ]
     tagged = migrate_v0(v0(*inherited, ("session/end-seed", {}), ("turn/start", {"turn": 2}), seed_length=7))
     assert tagged.header.is_seeded
     assert kinds(tagged.events)[5:] == ["session/end-seed", "turn/start"] and tagged.events[5].data == {"inherited": True}
@@ -172,17 +247,37 @@ def test_seed_length_tags_the_inherited_end_seed_or_inserts_one() -> None:
     [
         ([("turn/start", {"turn": 1}), ("user/message", user())], None, "user/message at seq 1 has no surfaceOp"),
         ([*START, chunk(), ("tool/result", {"message": {}}, {"surfaceOp": "append", "sourceEventSeqs": [2]})], None, "refers to seq 2"),
-        ([*START, ("tool/result", {"message": {}}, {"surfaceOp": "append", "sourceEventSeqs": [3]}), ("turn/end", {})], None, "refers to seq 3"),
+        (
+            [*START, ("tool/result", {"message": {}}, {"surfaceOp": "append", "sourceEventSeqs": [3]}), ("turn/end", {})],
+            None,
+            "refers to seq 3",
+        ),
         ([("mode/set", {})], None, '"mode/set" \\(seq 0\\) is unknown to this harness'),
         ([("future/thing", {}, {"ignorable": True})], None, "marked ignorable but is not part of the v0 vocabulary"),
         ([("turn/start", {"turn": 1}), ("request/header", {"header": {"system": "s"}, "reason": "initial"})], None, "outside an open step"),
-        ([("user/message", user(), APPEND), *START, ("request/header", {"header": {"system": "s"}, "reason": "initial"})], None, "precedes the first step/start"),
+        (
+            [("user/message", user(), APPEND), *START, ("request/header", {"header": {"system": "s"}, "reason": "initial"})],
+            None,
+            "precedes the first step/start",
+        ),
         ([*START, ("request/header", {"header": {}, "reason": "fallback"})], None, 'retired reason "fallback"'),
         ([*START, ("request/header-delta", {})], None, "request/header-delta"),
         ([*START, chunk(), assistant([2])], 3, "splits an assistant attempt"),
         ([*START], 5, "seedLength 5 exceeds the 2 stored events"),
-        ([*START, ("step/end", {"turn": 1, "step": 1}), ("assistant/message", {"turn": 1, "step": 1}, {"surfaceOp": "append", "sourceEventSeqs": [2]})], None, "cites seq 2, which is not an unclaimed earlier assistant/chunk"),
-        ([*START, ("tool/result", {"error": {"code": "X"}, "message": {"content": [{"isError": False}]}}, APPEND)], None, "non-error tool result"),
+        (
+            [
+                *START,
+                ("step/end", {"turn": 1, "step": 1}),
+                ("assistant/message", {"turn": 1, "step": 1}, {"surfaceOp": "append", "sourceEventSeqs": [2]}),
+            ],
+            None,
+            "cites seq 2, which is not an unclaimed earlier assistant/chunk",
+        ),
+        (
+            [*START, ("tool/result", {"error": {"code": "X"}, "message": {"content": [{"isError": False}]}}, APPEND)],
+            None,
+            "non-error tool result",
+        ),
         ([*START, ("user/message", user(), {"surfaceOp": {"op": "replace", "startSeq": 0, "endSeq": 0}})], None, "not the v0 spelling"),
         ([("turn/start", {"turn": 1}, APPEND)], None, "log-only but carries surface metadata"),
     ],
@@ -269,9 +364,15 @@ def test_write_open_publishes_v3_beside_the_source_and_the_lock(root: str, mode:
         before, inode = read_bytes(source), os.stat(source).st_ino
         probe = HookProbe()
         writer = await backend(root, mode, probe).open("legacy", "write")
-        assert sorted(os.listdir(session_dir(root, mode))) == sorted([generation_filename(0, mode), generation_filename(3, mode), "session.lock"])
+        assert sorted(os.listdir(session_dir(root, mode))) == sorted(
+            [generation_filename(0, mode), generation_filename(3, mode), "session.lock"]
+        )
         assert [p for p in probe.seen if p.startswith("persist.migration")] == [
-            "persist.migration.prepared", "persist.migration.staged", "persist.migration.verified", "persist.migration.published"]
+            "persist.migration.prepared",
+            "persist.migration.staged",
+            "persist.migration.verified",
+            "persist.migration.published",
+        ]
         assert read_bytes(source) == before and os.stat(source).st_ino == inode
         target = read_bytes(target_of(root, mode))
         assert target == expected_v3(before, mode)
@@ -327,7 +428,9 @@ def test_persistent_source_drift_rejects_the_write_open_and_publishes_nothing(ro
         probe.on("persist.migration.verified", touch)
         probe.on("persist.migration.verified", touch)
         b = backend(root, mode, probe)
-        with pytest.raises(GenerationSourceChangedError, match=re.escape(f'historical session generation changed during migration: "{source}"')):
+        with pytest.raises(
+            GenerationSourceChangedError, match=re.escape(f'historical session generation changed during migration: "{source}"')
+        ):
             await b.open("legacy", "write")
         assert sorted(os.listdir(session_dir(root, mode))) == sorted([generation_filename(0, mode), "session.lock"])
         writer = await b.open("legacy", "write")  # the claim and the lock were released
@@ -379,8 +482,10 @@ def test_different_winner_bytes_are_refused(root: str, mode: str) -> None:
 
 def test_unsupported_source_refuses_every_open_and_publishes_nothing(root: str, mode: str) -> None:
     async def main() -> None:
-        batch = ['{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}',
-                 '{"type":"request/header","seq":1,"time":2,"data":{"header":{"system":"s"},"reason":"initial"}}']
+        batch = [
+            '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}',
+            '{"type":"request/header","seq":1,"time":2,"data":{"header":{"system":"s"},"reason":"initial"}}',
+        ]
         source = write_source(root, mode, reference_file(mode, [batch]))
         b = backend(root, mode)
         for access in ("read", "write", "write"):
@@ -397,8 +502,10 @@ def test_unsupported_source_refuses_every_open_and_publishes_nothing(root: str, 
 
 @pytest.mark.parametrize(
     "version,error,match",
-    [(3, SessionPersistenceCorruptionError, "filename identifies v0, but its header identifies v3"),
-     (7, SessionFormatUnsupportedError, "uses log format v7, but this harness reads only v3")],
+    [
+        (3, SessionPersistenceCorruptionError, "filename identifies v0, but its header identifies v3"),
+        (7, SessionFormatUnsupportedError, "uses log format v7, but this harness reads only v3"),
+    ],
 )
 def test_header_version_must_match_the_filename(root: str, mode: str, version: int, error: type, match: str) -> None:
     async def main() -> None:
@@ -536,12 +643,12 @@ def test_resume_repairs_a_migrated_open_turn_in_the_new_generation(root: str, mo
 def test_cli_inspect_reports_the_migration_and_migrate_publishes(root: str, mode: str, capsys: pytest.CaptureFixture[str]) -> None:
     import types
 
-    from dsh_sim.cli.commands import inspect_log
     from dsh_sim.cli.commands import migrate as migrate_cmd
-    from dsh_sim.cli.commands.common import CliError
+    from dsh_sim.errors import InputError
+    from dsh_sim.sessionlogs.inspect import inspect_historical, inspect_path
 
     source = write_source(root, mode, reference_file(mode, BATCHES[:2]))
-    report = inspect_log.inspect_path(session_dir(root, mode))
+    report = inspect_path(session_dir(root, mode))
     assert report["format"] == {"version": 0, "compression": mode, "bytes": len(read_bytes(source))}
     assert report["migration"]["from"] == 0 and report["migration"]["to"] == 3
     assert "a write open would migrate this log to session.v3" in report["migration"]["note"]
@@ -552,17 +659,21 @@ def test_cli_inspect_reports_the_migration_and_migrate_publishes(root: str, mode
     assert migrate_cmd.main(types.SimpleNamespace(path=source, json=True)) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["published"] == target_of(root, mode) and out["events"] == 8 and out["source_events"] == 20
-    assert inspect_log.inspect_path(session_dir(root, mode))["migration"] is None  # now native v3
+    assert inspect_path(session_dir(root, mode))["migration"] is None  # now native v3
     assert migrate_cmd.main(types.SimpleNamespace(path=session_dir(root, mode), json=False)) == 0
     assert "nothing to migrate" in capsys.readouterr().out
     with open(source, "wb") as f:
         f.write(b'{"type":"session","version":0,"id":"legacy","createdAt":1,"cwd":"rel"}\n')
-    with pytest.raises(CliError, match=f"^{re.escape(source)}: refused: cannot migrate from v0: .*not absolute"):
-        migrate_cmd.inspect_historical(source, 0, "none", read_bytes(source))
+    with pytest.raises(InputError, match=f"^{re.escape(source)}: refused: cannot migrate from v0: .*not absolute"):
+        inspect_historical(source, 0, "none", read_bytes(source))
 
 
 def test_a_replacement_that_does_not_cite_what_it_shadows_is_refused() -> None:
-    log = v0(*START, ("user/message", user(), APPEND), ("user/message", user("b", "b"), APPEND),
-             ("user/message", user("s", "s"), {"surfaceOp": {"op": "replace", "start": 2, "end": 3}, "sourceEventSeqs": [2]}))
+    log = v0(
+        *START,
+        ("user/message", user(), APPEND),
+        ("user/message", user("b", "b"), APPEND),
+        ("user/message", user("s", "s"), {"surfaceOp": {"op": "replace", "start": 2, "end": 3}, "sourceEventSeqs": [2]}),
+    )
     with pytest.raises(MigrationRefused, match="does not cite every node it shadows"):
         migrate_v0(log)

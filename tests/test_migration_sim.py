@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from dsh_sim.engine.config import SimConfig
 from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.machines.storage import StorageMachine
-from dsh_sim.scenario.model import Scenario
+from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.evidence.invariants.storage import SeededSource
+from dsh_sim.scenario.model import Scenario
 from dsh_sim.scenario.steps import Step, StepNotApplicable, apply
 from runtime.persistence import publication
 from runtime.persistence.durable import read_all
@@ -221,7 +221,8 @@ def test_storage_machine_runs_from_v0_logs() -> None:
 
     run_state_machine_as_test(
         Counting,
-        settings=settings(max_examples=40, stateful_step_count=8, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)),
+        settings=settings(
+            max_examples=40, stateful_step_count=8, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+        ),
     )
     assert seen["v0"] > 0 and seen["checked"] >= seen["v0"]
-

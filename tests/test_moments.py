@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from dsh_sim.adapters.simfs.disk import Disk
 from dsh_sim.drivers.machines.strategies import aimed_crash_rule
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
-from dsh_sim.adapters.simfs.disk import Disk
 from dsh_sim.scenario.steps import Step, apply
 from runtime.persistence.log_format import decode_log
 
@@ -22,10 +22,13 @@ from runtime.persistence.log_format import decode_log
 SCRIPT = {
     "text": "pay bob",
     "responses": [
-        {"text": "paying", "tool_calls": [
-            {"id": "c0", "name": "get_balance", "arguments": {"account": "bob"}},
-            {"id": "c1", "name": "pay", "arguments": {"to": "bob", "amount": 7}},
-        ]},
+        {
+            "text": "paying",
+            "tool_calls": [
+                {"id": "c0", "name": "get_balance", "arguments": {"account": "bob"}},
+                {"id": "c1", "name": "pay", "arguments": {"to": "bob", "amount": 7}},
+            ],
+        },
         {"text": "done"},
     ],
 }

@@ -35,9 +35,8 @@ def test_the_corpus_kills_the_mutant(name, corpus):
 
 
 def test_unknown_mutant_names_are_refused():
-    with pytest.raises(KeyError, match="unknown mutant"):
-        with mutants.enabled(["no.such.bug"]):
-            pass
+    with pytest.raises(KeyError, match="unknown mutant"), mutants.enabled(["no.such.bug"]):
+        pass
 
 
 def test_a_mutant_swaps_code_for_every_caller_and_restores_it():
@@ -57,9 +56,8 @@ def test_a_mutant_swaps_code_for_every_caller_and_restores_it():
 
 def test_a_stale_edit_is_an_error_not_a_silent_no_op():
     stale = Edit("runtime.session.repair", "interrupted_turn_closers", "this text is not in the function", "x")
-    with pytest.raises(StaleMutant, match="occurs 0 times"):
-        with applied([stale]):
-            pass
+    with pytest.raises(StaleMutant, match="occurs 0 times"), applied([stale]):
+        pass
 
 
 def test_the_runtime_carries_no_mutant_switch():

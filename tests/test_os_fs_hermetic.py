@@ -18,7 +18,14 @@ import pytest
 from runtime.adapters import os_fs
 from runtime.adapters.os_fs import OsFileSystem, os_open_flags
 from runtime.ports.fs import OpenFlags
-from tests.persistence_helpers import backend, meta, one_turn_log, run, second_turn, seqs
+from tests.persistence_helpers import (
+    backend,
+    meta,
+    one_turn_log,
+    run,
+    second_turn,
+    seqs,
+)
 
 
 def test_open_flag_mapping() -> None:

@@ -110,7 +110,7 @@ def test_unrecorded_tool_request_is_not_started() -> None:
             "text": "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.",
         }
     ]
-    assert NOT_STARTED_TEXT == result.data["message"]["content"][0]["content"][0]["text"]
+    assert result.data["message"]["content"][0]["content"][0]["text"] == NOT_STARTED_TEXT
     # exact synthetic record, key order included; no sourceEventSeqs when not started
     record = result.to_record()
     assert list(record) == ["type", "seq", "time", "data", "surfaceOp"]
@@ -120,7 +120,9 @@ def test_unrecorded_tool_request_is_not_started() -> None:
         "id": "interrupted-tool-result-call-1-3",
         "role": "user",
         "source": {"kind": "tool", "callId": "call-1"},
-        "content": [{"type": "tool-result", "toolCallId": "call-1", "isError": True, "content": [{"type": "text", "text": NOT_STARTED_TEXT}]}],
+        "content": [
+            {"type": "tool-result", "toolCallId": "call-1", "isError": True, "content": [{"type": "text", "text": NOT_STARTED_TEXT}]}
+        ],
     }
     assert closers[1].data == {"turn": 2, "step": 1}
     assert closers[2].data == {"turn": 2, "reason": {"kind": "interrupted"}}
@@ -222,7 +224,17 @@ def test_repeated_call_id_keeps_first_position_and_resets_the_call() -> None:
 
 @pytest.mark.parametrize("upto", range(1, 10))
 def test_every_prefix_is_repaired_to_a_balanced_log(upto: int) -> None:
-    full = [turn_start(0), step_start(1), assistant(2, ["a", "b"]), tool_call(3, "a"), tool_result(4, "a", 3), tool_call(5, "b"), tool_result(6, "b", 5), step_end(7), turn_end(8)]
+    full = [
+        turn_start(0),
+        step_start(1),
+        assistant(2, ["a", "b"]),
+        tool_call(3, "a"),
+        tool_result(4, "a", 3),
+        tool_call(5, "b"),
+        tool_result(6, "b", 5),
+        step_end(7),
+        turn_end(8),
+    ]
     log = full[:upto]
     closers = interrupted_turn_closers(log)
     repaired = log + closers

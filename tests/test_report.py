@@ -18,12 +18,17 @@ import tempfile
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
-from dsh_sim.evidence.coverage import REQUIREMENTS, TORN_CLASSES, aggregate, requirement_status
 from dsh_sim.engine.crash import BOUNDARIES
+from dsh_sim.evidence.coverage import (
+    REQUIREMENTS,
+    TORN_CLASSES,
+    aggregate,
+    requirement_status,
+)
 from dsh_sim.report import SCHEMA, coverage_document, write_report
 from dsh_sim.report.sample import kill_row as sample_kill_row
 from dsh_sim.report.sample import main as sample_main
@@ -52,12 +57,27 @@ def make_view(unsafe: int = 0, torn_missing: tuple[str, ...] = (), inject: str =
         "points": {"fs.write": {"possible": 10, "explored": 7, "hits": 90}, "llm.request": {"possible": 4, "explored": 4, "hits": 0}},
         "checked": {"seq_dense": 11, "verdict_soundness": 12},
         "violations": [],
-        "runs": [{"kind": "fuzz", "seed": 1234, "examples": 100, "seconds": 12.5}, {"kind": "explore", "seeds": [1, 2], "scenarios": 3, "seconds": 4.0}],
+        "runs": [
+            {"kind": "fuzz", "seed": 1234, "examples": 100, "seconds": 12.5},
+            {"kind": "explore", "seeds": [1, 2], "scenarios": 3, "seconds": 4.0},
+        ],
         "determinism": [{"scenario": "corpus/a.json", "digest_a": "abc123", "digest_b": "abc123", "same": True}],
         "kill_matrix": [
-            kill_row("skip-fsync", "ack before fsync", corpus=(False, 0.8, None), explore=(True, 1.5, "acked_events_survive"), fuzz=(True, 3.25, "seq_dense", 4)),
+            kill_row(
+                "skip-fsync",
+                "ack before fsync",
+                corpus=(False, 0.8, None),
+                explore=(True, 1.5, "acked_events_survive"),
+                fuzz=(True, 3.25, "seq_dense", 4),
+            ),
             kill_row("double-result", "second result on resume", corpus=(False, 0.9, None), fuzz=(False, 20.0, None)),
-            kill_row("no-dir-fsync", "skip the directory fsync", corpus=(True, 0.5, "recovery_maximal"), explore=(True, 2.0, "recovery_maximal"), fuzz=(False, 20.0, None)),
+            kill_row(
+                "no-dir-fsync",
+                "skip the directory fsync",
+                corpus=(True, 0.5, "recovery_maximal"),
+                explore=(True, 2.0, "recovery_maximal"),
+                fuzz=(False, 20.0, None),
+            ),
         ],
         # Exploration's crash states per cell: one sampled cell (300 of 1,024 checked), a
         # "no call" row the outcome matrix lacks, and fuzz-only cells without states.
@@ -75,12 +95,26 @@ def make_view(unsafe: int = 0, torn_missing: tuple[str, ...] = (), inject: str =
         "sampled": {"fs.write": 3},
     }
     if unsafe:
-        view["violations"].append({"invariant": "verdict_soundness", "message": "call c1 applied but TOOL_NOT_STARTED", "scenario": "scenarios/v1.json", "source": "fuzz"})
+        view["violations"].append(
+            {
+                "invariant": "verdict_soundness",
+                "message": "call c1 applied but TOOL_NOT_STARTED",
+                "scenario": "scenarios/v1.json",
+                "source": "fuzz",
+            }
+        )
     if inject:
         view["violations"].append({"invariant": "seq_dense", "message": inject, "scenario": inject, "source": inject})
         view["kill_matrix"][0]["description"] = inject
         view["kill_matrix"][0]["by_method"]["fuzz"]["invariant"] = inject
-        view["kill_matrix"][0]["by_method"][inject] = {"killed": False, "seconds": 1.0, "invariant": None, "example": inject, "examples": 1, "scenario_steps": None}
+        view["kill_matrix"][0]["by_method"][inject] = {
+            "killed": False,
+            "seconds": 1.0,
+            "invariant": None,
+            "example": inject,
+            "examples": 1,
+            "scenario_steps": None,
+        }
         view["cell_states"]["boundary"][inject] = {inject: {"possible": 2, "explored": 1}}
         view["sampled"][inject] = 1
         view["runs"].append({"kind": inject, inject: inject})
@@ -93,7 +127,14 @@ def make_view(unsafe: int = 0, torn_missing: tuple[str, ...] = (), inject: str =
 def kill_row(mutant: str, description: str, **methods: tuple[Any, ...]) -> dict[str, Any]:
     """A kill-matrix row shaped like ``selftest.KillResult.row()``: (killed, seconds, invariant[, steps])."""
     by_method = {
-        name: {"killed": r[0], "seconds": r[1], "invariant": r[2], "example": f"scenarios/{mutant}-{name}.json" if r[0] else None, "examples": 3, "scenario_steps": r[3] if len(r) > 3 else None}
+        name: {
+            "killed": r[0],
+            "seconds": r[1],
+            "invariant": r[2],
+            "example": f"scenarios/{mutant}-{name}.json" if r[0] else None,
+            "examples": 3,
+            "scenario_steps": r[3] if len(r) > 3 else None,
+        }
         for name, r in methods.items()
     }
     return {**sample_kill_row(mutant, by_method), "description": description}
@@ -102,7 +143,7 @@ def kill_row(mutant: str, description: str, **methods: tuple[Any, ...]) -> dict[
 class Elements(HTMLParser):
     """Every element with its attributes and text content, for assertions on the page."""
 
-    VOID = {"meta", "br", "img", "input", "link", "hr", "wbr", "rect", "line", "path", "circle"}
+    VOID: ClassVar[set[str]] = {"meta", "br", "img", "input", "link", "hr", "wbr", "rect", "line", "path", "circle"}
 
     def __init__(self, text: str) -> None:
         super().__init__()
@@ -148,7 +189,12 @@ def headline_value(page: Elements, key: str) -> str:
 
 def render(tmp_path: Path, view: dict[str, Any]) -> tuple[dict[str, str], str, str, dict[str, Any]]:
     paths = write_report(view, str(tmp_path / "out"))
-    return paths, Path(paths["md"]).read_text(encoding="utf-8"), Path(paths["html"]).read_text(encoding="utf-8"), json.loads(Path(paths["json"]).read_text(encoding="utf-8"))
+    return (
+        paths,
+        Path(paths["md"]).read_text(encoding="utf-8"),
+        Path(paths["html"]).read_text(encoding="utf-8"),
+        json.loads(Path(paths["json"]).read_text(encoding="utf-8")),
+    )
 
 
 # -- coverage.json ------------------------------------------------------------------------
@@ -175,7 +221,11 @@ def test_json_is_the_view_plus_requirements_schema_and_summary(tmp_path: Path) -
     assert doc["summary"]["violations"] == 1
     assert doc["summary"]["mutants"] == 3 and doc["summary"]["mutants_killed"] == 2
     assert doc["summary"]["median_time_to_kill"] == 1.0
-    assert (doc["summary"]["crash_states_explored"], doc["summary"]["crash_states_possible"], doc["summary"]["crash_states_exhaustive"]) == (311, 1035, False)
+    assert (
+        doc["summary"]["crash_states_explored"],
+        doc["summary"]["crash_states_possible"],
+        doc["summary"]["crash_states_exhaustive"],
+    ) == (311, 1035, False)
     text = Path(paths["json"]).read_text(encoding="utf-8")
     assert text == json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
@@ -252,7 +302,19 @@ def test_unsafe_cell_is_red_iff_not_started_and_applied(tmp_path: Path, unsafe: 
 def test_html_has_every_section_with_stable_ids(tmp_path: Path) -> None:
     _, _, html, _ = render(tmp_path, make_view(unsafe=1))
     page = Elements(html)
-    for id_ in ("coverage-matrix", "barrier-matrix", "confusion-matrix", "requirements", "kill-matrix", "invariants", "violations", "determinism", "runs", "points", "torn-classes"):
+    for id_ in (
+        "coverage-matrix",
+        "barrier-matrix",
+        "confusion-matrix",
+        "requirements",
+        "kill-matrix",
+        "invariants",
+        "violations",
+        "determinism",
+        "runs",
+        "points",
+        "torn-classes",
+    ):
         assert page.by_id(id_)["tag"] == "table", id_
     assert headline_value(page, "cases") == "42"
     assert "alarm" in page.by_id("headline-violations")["classes"]
@@ -431,11 +493,17 @@ def test_headline_sums_crash_states_over_the_barrier_cells(tmp_path: Path) -> No
     _, md, html, doc = render(tmp_path / "exhaustive", exhaustive)
     page = Elements(html)
     assert headline_value(page, "states") == "1,035/1,035" and "warn" not in page.by_id("headline-states")["classes"]
-    assert "exhaustive: every crash state the model allows was checked (torn lengths grouped by codec-aware class)" in page.by_id("headline-states")["text"]
+    assert (
+        "exhaustive: every crash state the model allows was checked (torn lengths grouped by codec-aware class)"
+        in page.by_id("headline-states")["text"]
+    )
     assert doc["summary"]["crash_states_exhaustive"] is True and not page.with_class("sampled", "td")
     exhaustive["points"]["fs.write"]["explored"] = 9  # a point cut short is not exhaustive either
     _, _, html, doc = render(tmp_path / "cut-short", exhaustive)
-    assert doc["summary"]["crash_states_exhaustive"] is False and "not exhaustive: 1 named point(s) below possible" in Elements(html).by_id("headline-states")["text"]
+    assert (
+        doc["summary"]["crash_states_exhaustive"] is False
+        and "not exhaustive: 1 named point(s) below possible" in Elements(html).by_id("headline-states")["text"]
+    )
 
 
 def test_named_points_show_where_states_were_sampled(tmp_path: Path) -> None:
@@ -476,11 +544,17 @@ def test_kill_matrix_has_a_column_per_method(tmp_path: Path) -> None:
     assert "bad" in survivor["classes"] and "SURVIVED" in survivor["text"]
     assert "tr.bad td { background: var(--red-pale); }" in html and "tr.bad code.ident { color: var(--red)" in html
     why = page.all[page.all.index(page.by_id("sec-kills")) + 2]
-    assert "2/3 killed; median time to kill 1.0 s (per method, over the mutants it killed: corpus 0.5 s, explore 1.8 s, fuzz 3.2 s)" in why["text"]
+    assert (
+        "2/3 killed; median time to kill 1.0 s (per method, over the mutants it killed: corpus 0.5 s, explore 1.8 s, fuzz 3.2 s)"
+        in why["text"]
+    )
     assert headline_value(page, "ttk") == "1.0 s" and headline_value(page, "mutants") == "2/3"
 
     assert "| mutant | killed | corpus | explore | fuzz | fastest | time to kill | shrunk steps | scenario | description |" in md
-    assert "| skip-fsync | yes | missed 0.8 s | **killed** 1.5 s (acked_events_survive) | killed 3.2 s (seq_dense) | explore | 1.5 s | 4 |" in md
+    assert (
+        "| skip-fsync | yes | missed 0.8 s | **killed** 1.5 s (acked_events_survive) | killed 3.2 s (seq_dense) | explore | 1.5 s | 4 |"
+        in md
+    )
     assert "| double-result | **SURVIVED** | missed 0.9 s | — | missed 20.0 s | — | — | — | — |" in md
     assert "Median time to kill: 1.0 s (per method: corpus 0.5 s, explore 1.8 s, fuzz 3.2 s). Survivors: **double-result**." in md
 
@@ -540,7 +614,7 @@ def run_chromium(*args: str) -> subprocess.CompletedProcess[bytes]:
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             "--log-level=3", f"--user-data-dir={profile}", "--hide-scrollbars", "--force-device-scale-factor=1", *args,
         ]  # fmt: skip
-        done = subprocess.run(cmd, capture_output=True, timeout=180)
+        done = subprocess.run(cmd, capture_output=True, timeout=180, check=False)
     assert done.returncode == 0, f"chromium exited {done.returncode}: {done.stderr.decode(errors='replace')[-2000:]}"
     return done
 

@@ -9,6 +9,12 @@ from dsh_sim.cli.commands.replay_cmd import replay_one
 from dsh_sim.cli.commands.report_cmd import render, verdict_lines
 from dsh_sim.evidence.results import meta
 
+
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
 UNSAFE = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter", "no-checkpoint-policy-unsafe.json")
 SAFE = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter", "boundary-3-4-pay.json")
 
@@ -27,7 +33,7 @@ def document(path: str) -> dict:
 def test_a_runtime_without_the_checkpoint_policy_turns_the_unsafe_cell_red(tmp_path):
     view, paths, unmet = render([document(UNSAFE)], str(tmp_path))
     assert view["confusion"]["TOOL_NOT_STARTED"]["applied"] >= 1
-    assert unsafe_cell_class(open(paths["html"], encoding="utf-8").read()) == "unsafe"
+    assert unsafe_cell_class(read_text(paths["html"])) == "unsafe"
     lines, failed = verdict_lines(view, unmet, paths)
     assert failed and any("unsafe TOOL_NOT_STARTED with the effect applied: 1" in line for line in lines)
 
@@ -35,4 +41,4 @@ def test_a_runtime_without_the_checkpoint_policy_turns_the_unsafe_cell_red(tmp_p
 def test_the_correct_runtime_keeps_it_green(tmp_path):
     view, paths, _ = render([document(SAFE)], str(tmp_path))
     assert view["confusion"]["TOOL_NOT_STARTED"]["applied"] == 0
-    assert unsafe_cell_class(open(paths["html"], encoding="utf-8").read()) == "ok"
+    assert unsafe_cell_class(read_text(paths["html"])) == "ok"

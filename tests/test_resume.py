@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import glob
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 import trio
@@ -39,7 +40,9 @@ def run(main: Any) -> None:
     trio.run(main, clock=MOCK(autojump_threshold=0))
 
 
-def interrupted_log(*, calls: Sequence[str] = ("c1", "c2"), recorded: Sequence[str] = ("c1",), stop_after_request: bool = False) -> list[Event]:
+def interrupted_log(
+    *, calls: Sequence[str] = ("c1", "c2"), recorded: Sequence[str] = ("c1",), stop_after_request: bool = False
+) -> list[Event]:
     """A crash tail: the assistant asked for ``calls``; only ``recorded`` got a ``tool/call``."""
     s = Session("interrupted", StepClock())
     s.append("turn/start", {"turn": 1})
@@ -51,8 +54,17 @@ def interrupted_log(*, calls: Sequence[str] = ("c1", "c2"), recorded: Sequence[s
         content = [{"type": "tool-call", "id": c, "name": "t", "arguments": "{}"} for c in calls]
         s.append(
             "assistant/message",
-            {"turn": 1, "step": 1, "message": {"id": "a1", "role": "assistant", "content": content,
-                                               "source": {"kind": "model", "provider": "mock", "model": "mock"}}, "stream": []},
+            {
+                "turn": 1,
+                "step": 1,
+                "message": {
+                    "id": "a1",
+                    "role": "assistant",
+                    "content": content,
+                    "source": {"kind": "model", "provider": "mock", "model": "mock"},
+                },
+                "stream": [],
+            },
             surface_op="append",
         )
         for c in recorded:
@@ -100,7 +112,15 @@ def test_resume_appends_durable_closers_seeds_and_continues(tmp_path: Any) -> No
             assert outcome.turn == 2
             tail = agent.session.events[12:]
             assert [e.seq for e in tail] == list(range(12, 12 + len(tail)))
-            assert types(tail) == ["turn/start", "step/start", "user/message", "request/header", "assistant/message", "step/end", "turn/end"]
+            assert types(tail) == [
+                "turn/start",
+                "step/start",
+                "user/message",
+                "request/header",
+                "assistant/message",
+                "step/end",
+                "turn/end",
+            ]
             assert tail[3].data["reason"] == "resume"
             seen = [m for m in model.requests[0].messages if m.get("source", {}).get("kind") == "tool"]
             assert [m["source"]["callId"] for m in seen] == ["c1", "c2"]
@@ -111,7 +131,7 @@ def test_resume_appends_durable_closers_seeds_and_continues(tmp_path: Any) -> No
         async with runtime(tmp_path, PartsModel([])) as rt:
             again, report2 = await rt.resume_agent("interrupted")
             assert report2.closers == ()  # idempotent: a balanced log yields nothing
-            added = again.session.events[len(final):]
+            added = again.session.events[len(final) :]
             assert types(added) == ["session/end-seed"]
         after = await stored_events(tmp_path, "interrupted")
         assert types(after) == types(final) + ["session/end-seed"]
@@ -129,8 +149,14 @@ def test_resume_after_a_crash_at_request_dispatch_closes_step_and_turn(tmp_path:
             assert report.verdicts == {}
         stored = await stored_events(tmp_path, "interrupted")
         assert types(stored) == [
-            "turn/start", "step/start", "user/message", "request/header", "request/context",
-            "step/end", "turn/end", "session/end-seed",
+            "turn/start",
+            "step/start",
+            "user/message",
+            "request/header",
+            "request/context",
+            "step/end",
+            "turn/end",
+            "session/end-seed",
         ]
 
     run(main)
@@ -190,8 +216,7 @@ def test_the_resume_checks_detect_broken_repair(tmp_path: Any, mutant: str) -> N
             assert report.verdicts == {"c1": "TOOL_OUTCOME_UNKNOWN", "c2": "TOOL_NOT_STARTED"}
             assert [c.seq for c in report.closers] == [7, 8, 9, 10]
 
-    with mutants.enabled([mutant]):
-        with pytest.raises(BaseException) as info:
-            run(lambda: check(tmp_path / "mutant"))
+    with mutants.enabled([mutant]), pytest.raises(BaseException) as info:
+        run(lambda: check(tmp_path / "mutant"))
     assert info.errisinstance((AssertionError, BaseExceptionGroup, Exception))
     run(lambda: check(tmp_path / "clean"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -30,7 +30,7 @@ from runtime.agent.sandbox import (
 )
 from runtime.session.events import Event
 
-PREFIX = "sandbox mode \"{mode}\" is requested but no sandbox backend is usable on this host; refusing to run the command unconfined."
+PREFIX = 'sandbox mode "{mode}" is requested but no sandbox backend is usable on this host; refusing to run the command unconfined.'
 
 
 def policy(mode: str, root: object = "/work") -> SandboxPolicy:
@@ -47,8 +47,8 @@ class FakeRunner:
         return self.result
 
 
-def fake_provider(result: RunResult = RunResult(0)) -> tuple[BubblewrapProvider, FakeRunner]:
-    runner = FakeRunner(result)
+def fake_provider(result: RunResult | None = None) -> tuple[BubblewrapProvider, FakeRunner]:
+    runner = FakeRunner(result if result is not None else RunResult(0))
     return BubblewrapProvider("bwrap", runner=runner, which=lambda name: "/usr/bin/bwrap"), runner
 
 
@@ -152,7 +152,7 @@ def test_provider_probes_lazily_once_and_wraps_argv() -> None:
     assert ro.argv == ("/usr/bin/bwrap", *bwrap_profile("read-only", "/w"), "--", "sh", "-c", "echo hi")
     assert ro.enforcement == rw.enforcement == "full"
     assert ro.runner_failure_rules == BWRAP_FAILURE_RULES and ro.denial_signatures
-    assert "--bind" not in ro.argv and ("--ro-bind-try", "/w", "/w") == ro.argv[ro.argv.index("--ro-bind-try") :][:3]
+    assert "--bind" not in ro.argv and ro.argv[ro.argv.index("--ro-bind-try") :][:3] == ("--ro-bind-try", "/w", "/w")
     i = rw.argv.index("--bind")
     assert rw.argv[i : i + 3] == ("--bind", "/w", "/w") and rw.argv[-2:] == ("--", "ls")
     for needed in ("--unshare-pid", "--cap-drop", "--die-with-parent", "--new-session"):

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.drivers.replay import judge, run_scenario
+from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.scenario.model import discover, load
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "scenarios")

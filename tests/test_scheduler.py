@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import trio
@@ -16,7 +17,14 @@ from runtime.agent.signal import AbortSignal
 from runtime.ports import NULL_PROBE
 from runtime.session.session import Session
 from runtime.tools import results as R
-from runtime.tools.registry import Accept, Block, Deny, ToolExecution, ToolRegistry, parse_arguments
+from runtime.tools.registry import (
+    Accept,
+    Block,
+    Deny,
+    ToolExecution,
+    ToolRegistry,
+    parse_arguments,
+)
 from runtime.tools.results import ToolResult
 from runtime.tools.scheduler import StepTools, ToolCallBlock
 from tests.agent_helpers import FnTool, GatedTool, StepClock, of_type, result_summary
@@ -141,9 +149,15 @@ def test_execution_mode_is_parallel_only_for_an_exact_true() -> None:
     def boom(args: Any) -> bool:
         raise RuntimeError("classifier exploded")
 
-    registry = ToolRegistry(Hooks(), NULL_PROBE, [
-        FnTool("yes", parallel=True), FnTool("truthy", parallel=lambda a: 1), FnTool("boom", parallel=boom),
-    ])
+    registry = ToolRegistry(
+        Hooks(),
+        NULL_PROBE,
+        [
+            FnTool("yes", parallel=True),
+            FnTool("truthy", parallel=lambda a: 1),
+            FnTool("boom", parallel=boom),
+        ],
+    )
     assert registry.execution_mode("yes", {}) == "parallel"
     assert registry.execution_mode("truthy", {}) == "exclusive"
     assert registry.execution_mode("boom", {}) == "exclusive"
@@ -475,9 +489,8 @@ def test_monotonic_guards_can_deny_after_allow_but_never_reopen_a_deny() -> None
         assert body.calls == ["c3"]
 
     run(check)
-    with mutants.enabled(["tools.guard_reopens_denied"]):
-        with pytest.raises(AssertionError):
-            run(check)
+    with mutants.enabled(["tools.guard_reopens_denied"]), pytest.raises(AssertionError):
+        run(check)
 
 
 def test_idempotency_key_is_the_call_id_and_nested_dispatch_carries_parent_and_root() -> None:
@@ -504,9 +517,8 @@ def test_idempotency_key_is_the_call_id_and_nested_dispatch_carries_parent_and_r
         assert h.results()[0]["text"] == "outer+inner"
 
     run(check)
-    with mutants.enabled(["tools.idempotency_key_not_forwarded"]):
-        with pytest.raises(AssertionError):
-            run(check)
+    with mutants.enabled(["tools.idempotency_key_not_forwarded"]), pytest.raises(AssertionError):
+        run(check)
 
 
 def test_a_nested_call_is_aborted_with_its_parent() -> None:

@@ -8,8 +8,20 @@ import pytest
 import trio
 import trio.testing
 
-from dsh_sim.adapters.simfs import Disk, FidelityError, FsFault, ProcessView, crash_states
-from dsh_sim.adapters.simfs.crash import DROP_ALL, PowerCut, TornCut, apply_power_cut, state_count
+from dsh_sim.adapters.simfs import (
+    Disk,
+    FidelityError,
+    FsFault,
+    ProcessView,
+    crash_states,
+)
+from dsh_sim.adapters.simfs.crash import (
+    DROP_ALL,
+    PowerCut,
+    TornCut,
+    apply_power_cut,
+    state_count,
+)
 from runtime.ports.fs import OpenFlags as F
 
 NEW = F.WRITE | F.CREATE | F.EXCLUSIVE

@@ -12,9 +12,16 @@ from typing import Any
 
 import pytest
 
-from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported
 from dsh_sim.scenario.v0_writer import encode_v0, pack_records
-from runtime.persistence.v0_format import V0Event, V0Header, V0Unsupported, decode_v0, expand_row, v0_header_of
+from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported
+from runtime.persistence.v0_format import (
+    V0Event,
+    V0Header,
+    V0Unsupported,
+    decode_v0,
+    expand_row,
+    v0_header_of,
+)
 from runtime.persistence.zstd_frames import compress_frame, scan_frames
 
 HEADER = '{"type":"session","version":0,"id":"legacy","createdAt":1000,"cwd":"/work","delegationDepth":0}'
@@ -98,8 +105,17 @@ def test_reading_is_layout_blind(mode: str) -> None:
 
 def test_the_writer_packs_like_the_reference(mode: str) -> None:
     """The simulator's v0 writer (``seed_v0``) reproduces the hand-written reference bytes."""
-    events = [V0Event(r["type"], r["seq"], r["time"], r["data"], surface_op=r.get("surfaceOp"),
-                      source_event_seqs=tuple(r["sourceEventSeqs"]) if "sourceEventSeqs" in r else None) for r in expected_events()]
+    events = [
+        V0Event(
+            r["type"],
+            r["seq"],
+            r["time"],
+            r["data"],
+            surface_op=r.get("surfaceOp"),
+            source_event_seqs=tuple(r["sourceEventSeqs"]) if "sourceEventSeqs" in r else None,
+        )
+        for r in expected_events()
+    ]
     header = V0Header("legacy", 1000, cwd="/work")
     batches = [events[:5], events[5:20], events[20:]]
     assert encode_v0(header, batches, mode) == reference_file(mode)
@@ -107,9 +123,22 @@ def test_the_writer_packs_like_the_reference(mode: str) -> None:
 
 
 def test_tool_call_rows_without_name_and_short_runs_stay_unpacked() -> None:
-    deltas = [V0Event("assistant/chunk", i, 5, {"turn": 1, "step": 1, "chunk": {"type": "tool-call-delta", "index": 0, "id": "c", "argumentsDelta": "x"}}) for i in range(3)]
+    deltas = [
+        V0Event(
+            "assistant/chunk",
+            i,
+            5,
+            {"turn": 1, "step": 1, "chunk": {"type": "tool-call-delta", "index": 0, "id": "c", "argumentsDelta": "x"}},
+        )
+        for i in range(3)
+    ]
     (row,) = pack_records(deltas)
-    assert row == {"type": "tool-call-chunks", "seq0": 0, "time0": 5, "data": {"turn": 1, "step": 1, "index": 0, "id": "c", "dt": [0, 0], "args": ["x", "x", "x"]}}
+    assert row == {
+        "type": "tool-call-chunks",
+        "seq0": 0,
+        "time0": 5,
+        "data": {"turn": 1, "step": 1, "index": 0, "id": "c", "dt": [0, 0], "args": ["x", "x", "x"]},
+    }
     assert expand_row(row) == deltas
     assert pack_records(deltas[:2]) == [d.to_record() for d in deltas[:2]]  # below three members: verbatim
 

@@ -72,14 +72,20 @@ def test_a_cut_model_stream_ends_the_turn_with_an_error():
 
 
 def test_a_failing_answerer_fails_closed():
-    sim = run(arm("approval.answer", "answerer_failure"), prompt({"id": "c1", "name": "send_message", "arguments": {"to": "a", "text": "t"}}, approvals=["allowed-once"]))
+    sim = run(
+        arm("approval.answer", "answerer_failure"),
+        prompt({"id": "c1", "name": "send_message", "arguments": {"to": "a", "text": "t"}}, approvals=["allowed-once"]),
+    )
     outcomes = [e.data["outcome"] for e in sim.primary.session.events if e.type == "approval/decided"]
     assert outcomes == ["unavailable"] and sim.history.answerer_failures == ["c1"]
     assert sim.world.ledger == []
 
 
 def test_an_unavailable_sandbox_never_runs_the_command():
-    sim = run(arm("sandbox.confine", "sandbox_unavailable"), prompt({"id": "c1", "name": "shell", "arguments": {"argv": ["write", "out.txt", "x"]}}))
+    sim = run(
+        arm("sandbox.confine", "sandbox_unavailable"),
+        prompt({"id": "c1", "name": "shell", "arguments": {"argv": ["write", "out.txt", "x"]}}),
+    )
     assert sim.world.ledger == []
     assert "no sandbox backend is usable" in result_text(sim, "c1")
 

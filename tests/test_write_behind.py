@@ -8,7 +8,7 @@ virtual time ``t`` (seconds since the start) and then lets every woken task sett
 from __future__ import annotations
 
 import logging
-from typing import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
 import trio
@@ -68,7 +68,7 @@ def virtual(body: Callable[[WriteBehind, Sink, Callable[[float], Awaitable[None]
 
 
 def no_timer(wb: WriteBehind) -> bool:
-    return wb._deadline is None  # noqa: SLF001 - the controller's only timer
+    return wb._deadline is None
 
 
 def test_one_fixed_window_from_the_first_event_and_owns_its_copy() -> None:

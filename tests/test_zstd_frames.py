@@ -8,7 +8,12 @@ import random
 import pytest
 import zstandard
 
-from runtime.persistence.log_format import LogCorruption, decode_log, encode_batch, encode_header
+from runtime.persistence.log_format import (
+    LogCorruption,
+    decode_log,
+    encode_batch,
+    encode_header,
+)
 from runtime.persistence.zstd_frames import (
     MAGIC_BYTES,
     FrameFormatError,

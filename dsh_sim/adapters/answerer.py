@@ -14,7 +14,7 @@ import trio
 from runtime.agent.hooks import Next, PluginContext
 
 if TYPE_CHECKING:
-    from dsh_sim.engine.gates import GateFn
+    from dsh_sim.adapters.gate import DomainGate
 
 
 class AnswererFailure(RuntimeError):
@@ -24,7 +24,7 @@ class AnswererFailure(RuntimeError):
 class SimAnswerer:
     name = "sim-answerer"
 
-    def __init__(self, answers: list[str], gate: GateFn, failures: list[str] | None = None) -> None:
+    def __init__(self, answers: list[str], gate: DomainGate, failures: list[str] | None = None) -> None:
         self._answers = answers  # shared with the simulation (survives lifetimes)
         self._gate = gate
         self.failures = failures if failures is not None else []  # calls whose answerer failed (ground truth)

@@ -8,7 +8,8 @@ empty the model answers with plain text, so every turn ends.  Parts are spaced b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -17,7 +18,7 @@ from runtime.ports.model import ModelRequest, StreamPart
 from runtime.tools.results import HarnessError
 
 if TYPE_CHECKING:
-    from dsh_sim.engine.gates import GateFn
+    from dsh_sim.adapters.gate import DomainGate
 
 
 class ModelStreamError(HarnessError):
@@ -29,7 +30,7 @@ class SimModel:
     provider = "sim"
     model = "scripted"
 
-    def __init__(self, queue: list[ScriptedResponse], gate: GateFn, *, chunk_delay: float = 0.01) -> None:
+    def __init__(self, queue: list[ScriptedResponse], gate: DomainGate, *, chunk_delay: float = 0.01) -> None:
         self._queue = queue  # shared with the simulation: survives process lifetimes
         self._gate = gate
         self._chunk_delay = chunk_delay

@@ -10,7 +10,8 @@ anywhere.  Commands: ``echo WORDS...`` and ``write PATH TEXT``.
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from dsh_sim.adapters.world import World
 from runtime.agent.sandbox import ConfinedArgv, SandboxPolicy, check_confinable
@@ -45,8 +46,14 @@ class SimRunner:
             if mode == "workspace-write" and not (path + "/").startswith(str(workspace).rstrip("/") + "/"):
                 return ProcessResult(1, "", f"write: {path}: Read-only file system")
             await self._world.call(
-                self._gate, "workspace", "write", {"path": path, "text": command[2]},
-                call_id=call_id or "?", key=None, now=self._now(), lifetime=self._lifetime,
+                self._gate,
+                "workspace",
+                "write",
+                {"path": path, "text": command[2]},
+                call_id=call_id or "?",
+                key=None,
+                now=self._now(),
+                lifetime=self._lifetime,
             )
             return ProcessResult(0, "", "")
         return ProcessResult(127, "", f"{command[0]}: command not found")

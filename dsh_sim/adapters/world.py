@@ -21,7 +21,7 @@ import trio
 from runtime.tools.results import HarnessError
 
 if TYPE_CHECKING:
-    from dsh_sim.engine.gates import GateFn
+    from dsh_sim.adapters.gate import DomainGate
 
 
 class NetworkError(HarnessError):
@@ -136,7 +136,7 @@ class World:
         }
         self.ledger: list[LedgerEntry] = []
 
-    def snapshot(self) -> "World":
+    def snapshot(self) -> World:
         return copy.deepcopy(self)
 
     def applied_for(self, call_id: str) -> list[LedgerEntry]:
@@ -153,7 +153,7 @@ class World:
 
     async def call(
         self,
-        gate: GateFn,
+        gate: DomainGate,
         service_name: str,
         op: str,
         args: dict[str, Any],

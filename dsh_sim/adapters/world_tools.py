@@ -12,7 +12,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from dsh_sim.adapters.world import World
 from runtime.tools.registry import ToolExecution
@@ -30,7 +31,7 @@ TOOL_KINDS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from dsh_sim.engine.gates import GateFn
+    from dsh_sim.adapters.gate import DomainGate
 
 
 class WorldTool:
@@ -40,7 +41,7 @@ class WorldTool:
         service: str,
         op: str,
         world: World,
-        gate: GateFn,
+        gate: DomainGate,
         now: Callable[[], float],
         lifetime: int,
         *,
@@ -65,7 +66,14 @@ class WorldTool:
         args = ex.arguments if isinstance(ex.arguments, dict) else {}
         key = args.get("idempotency_key") or ex.idempotency_key
         response = await self._world.call(
-            self._gate, self._service, self._op, args, call_id=ex.call_id, key=key, now=self._now(), lifetime=self._lifetime,
+            self._gate,
+            self._service,
+            self._op,
+            args,
+            call_id=ex.call_id,
+            key=key,
+            now=self._now(),
+            lifetime=self._lifetime,
             root_call_id=ex.root_call_id,
         )
         return ToolResult.text(repr(sorted(response.items())), meta={"service": self._service, "key": key})
@@ -90,7 +98,9 @@ class BatchPayTool:
         return ToolResult.text("\n".join(lines))
 
 
-def world_tools(world: World, gate: GateFn, now: Callable[[], float], lifetime: int, *, approval_tools: tuple[str, ...] = ("send_message",)) -> list[Any]:
+def world_tools(
+    world: World, gate: DomainGate, now: Callable[[], float], lifetime: int, *, approval_tools: tuple[str, ...] = ("send_message",)
+) -> list[Any]:
     def tool(name: str, service: str, op: str, **kw: Any) -> WorldTool:
         return WorldTool(name, service, op, world, gate, now, lifetime, requires_approval=name in approval_tools, **kw)
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from dsh_sim import __version__
 from dsh_sim.cli.commands.common import EXIT_USAGE, CliError
+from dsh_sim.errors import InputError
 
 
 def _lazy(module: str) -> Callable[[argparse.Namespace], int]:
@@ -24,7 +25,9 @@ def _lazy(module: str) -> Callable[[argparse.Namespace], int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dsh-sim", description="Deterministic crash-testing harness for the DSH agent-runtime durability route.")
+    parser = argparse.ArgumentParser(
+        prog="dsh-sim", description="Deterministic crash-testing harness for the DSH agent-runtime durability route."
+    )
     parser.add_argument("--version", action="version", version=f"dsh-sim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -63,8 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explore", help="check every crash state of a scenario (systematic exploration)")
     p.add_argument("files", nargs="+", metavar="SCENARIO")
     p.add_argument("--crash", choices=("kill", "power", "both"), default="both", help="which deaths to explore (default both)")
-    p.add_argument("--model", choices=("prefix", "reorder"), default="prefix",
-                   help="power-loss model: unsynced writes land as a prefix (torn at codec-aware points) or as any subset (default prefix)")
+    p.add_argument(
+        "--model",
+        choices=("prefix", "reorder"),
+        default="prefix",
+        help="power-loss model: unsynced writes land as a prefix (torn at codec-aware points) or as any subset (default prefix)",
+    )
     p.add_argument("--bound", type=int, default=None, help="sample above this many states per point (default: exhaustive)")
     p.add_argument("--found-dir", default="scenarios/found", help="where scenarios replaying violations are saved")
     p.add_argument("--results", default=None, help="write a results document here (one per scenario: suffix added)")
@@ -73,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="write coverage.json/.md/.html from result documents")
     p.add_argument("--out", default="reports")
-    p.add_argument("--from", dest="inputs", nargs="*", default=None, metavar="RESULTS", help="result files or directories (default: OUT/results)")
+    p.add_argument(
+        "--from", dest="inputs", nargs="*", default=None, metavar="RESULTS", help="result files or directories (default: OUT/results)"
+    )
     p.set_defaults(func=_lazy("report_cmd"))
 
     p = sub.add_parser("mutants", help="harness self-test: run fuzz, explore and the corpus against known durability bugs")
@@ -121,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as err:
         print(f"dsh-sim: {err}", file=sys.stderr)
         return err.code
+    except InputError as err:
+        print(f"dsh-sim: {err}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("dsh-sim: interrupted", file=sys.stderr)
         return 130

@@ -17,14 +17,14 @@ from typing import Any
 
 import attrs
 
-from dsh_sim.drivers.explore import record
-from dsh_sim.engine.logs import capture_runtime_logs
-from dsh_sim.drivers.machines.strategies import aimed_crash_rule
-from dsh_sim.drivers.replay import judge, run_scenario
-from dsh_sim.scenario.model import Expectation, Scenario, save
 from dsh_sim.adapters.simfs.crash import PowerCut, TornCut
 from dsh_sim.adapters.simfs.disk import Disk, WriteOp
 from dsh_sim.adapters.simfs.torn import classify
+from dsh_sim.drivers.explore import record
+from dsh_sim.drivers.machines.strategies import aimed_crash_rule
+from dsh_sim.drivers.replay import judge, run_scenario
+from dsh_sim.engine.logs import capture_runtime_logs
+from dsh_sim.scenario.model import Expectation, Scenario, save
 
 SEED = 20261130
 BOOT = {"op": "boot", "args": {}}
@@ -64,11 +64,14 @@ def boundary_scenarios() -> list[Scenario]:
             crash = {"kind": "kill"} if slug in ("1-2", "3-4") and kind in ("pay", "write_note") else {"kind": "power", "state": "drop"}
             script = prompt(call("c0", "get_balance"), call("c1", kind), approvals=["allowed-once"] if kind == "send_message" else [])
             rule = aimed_crash_rule(script["args"], 1, "c1", boundary, crash, 1)
-            out.append(Scenario(
-                name=f"boundary-{slug}-{kind}",
-                description=f"{crash['kind']} crash {boundary} of a {kind} call (preceded by a read-only call)",
-                seed=SEED, steps=(BOOT, arm(rule), script, BOOT, prompt(text="after recovery")),
-            ))
+            out.append(
+                Scenario(
+                    name=f"boundary-{slug}-{kind}",
+                    description=f"{crash['kind']} crash {boundary} of a {kind} call (preceded by a read-only call)",
+                    seed=SEED,
+                    steps=(BOOT, arm(rule), script, BOOT, prompt(text="after recovery")),
+                )
+            )
     return out
 
 
@@ -98,90 +101,282 @@ def torn_scenarios() -> list[Scenario]:
         base = Scenario(name="base", seed=SEED, steps=steps, config={"compression": compression})
         # fsync #9 is turn 2's tools/execute checkpoint: the batch holding the assistant message and tool/call c2
         for cls, cut in _torn_cuts(base, "fs.fsync", 9).items():
-            rule = {"point": "fs.fsync", "action": "crash", "hit": 9, "lifetime": 1, "crash": {"kind": "power", "state": "cut", "cut": cut.to_json()}}
-            with_records = "with complete records" if cls in ("checksum", "frame-boundary", "line-boundary", "before-newline") else "without complete records"
-            out.append(Scenario(
-                name=f"torn-{compression}-{cls}", seed=SEED, config={"compression": compression},
-                description=f"power loss tears the last unsynced {compression} batch ({cls}; {with_records}); recovery truncates and re-appends what is whole",
-                steps=(BOOT, arm(rule)) + steps[1:] + (BOOT, prompt(text="after recovery")),
-            ))
-    big = (BOOT, {"op": "append", "args": {"count": 1}}, {"op": "flush", "args": {}},
-           {"op": "append", "args": {"count": 30, "size": 6000}}, {"op": "flush", "args": {}})
+            rule = {
+                "point": "fs.fsync",
+                "action": "crash",
+                "hit": 9,
+                "lifetime": 1,
+                "crash": {"kind": "power", "state": "cut", "cut": cut.to_json()},
+            }
+            with_records = (
+                "with complete records"
+                if cls in ("checksum", "frame-boundary", "line-boundary", "before-newline")
+                else "without complete records"
+            )
+            out.append(
+                Scenario(
+                    name=f"torn-{compression}-{cls}",
+                    seed=SEED,
+                    config={"compression": compression},
+                    description=f"power loss tears the last unsynced {compression} batch ({cls}; {with_records}); recovery truncates and re-appends what is whole",
+                    steps=(BOOT, arm(rule)) + steps[1:] + (BOOT, prompt(text="after recovery")),
+                )
+            )
+    big = (
+        BOOT,
+        {"op": "append", "args": {"count": 1}},
+        {"op": "flush", "args": {}},
+        {"op": "append", "args": {"count": 30, "size": 6000}},
+        {"op": "flush", "args": {}},
+    )
     base = Scenario(name="base", seed=SEED, steps=big, machine="storage")
     cuts = _torn_cuts(base, "fs.fsync", 2)  # the big batch's append fsync
     cut = cuts["block"]
-    rule = {"point": "fs.fsync", "action": "crash", "hit": 2, "lifetime": 1, "crash": {"kind": "power", "state": "cut", "cut": cut.to_json()}}
-    out.append(Scenario(
-        name="torn-zstd-multiblock-partial-records", seed=SEED, machine="storage",
-        description="a >128 KiB batch frame torn inside its second block: the complete records of the first block are recovered",
-        steps=(BOOT, arm(rule)) + big[1:] + (BOOT, {"op": "append", "args": {"count": 1}}, {"op": "flush", "args": {}}),
-    ))
+    rule = {
+        "point": "fs.fsync",
+        "action": "crash",
+        "hit": 2,
+        "lifetime": 1,
+        "crash": {"kind": "power", "state": "cut", "cut": cut.to_json()},
+    }
+    out.append(
+        Scenario(
+            name="torn-zstd-multiblock-partial-records",
+            seed=SEED,
+            machine="storage",
+            description="a >128 KiB batch frame torn inside its second block: the complete records of the first block are recovered",
+            steps=(BOOT, arm(rule)) + big[1:] + (BOOT, {"op": "append", "args": {"count": 1}}, {"op": "flush", "args": {}}),
+        )
+    )
     return out
 
 
 def fault_scenarios() -> list[Scenario]:
     pay = call("c1", "pay")
     return [
-        Scenario(name="fsync-fail-on-append", seed=SEED, machine="storage",
-                 description="an append's fsync fails (dirty data dropped, Linux style): rolled back, retried, nothing acknowledged lost",
-                 steps=(BOOT, {"op": "append", "args": {"count": 2}}, {"op": "flush", "args": {}},
-                        arm({"point": "fs.fsync", "action": "fsync_fail", "hit": 1, "drop_dirty": True, "lifetime": 1}),
-                        {"op": "append", "args": {"count": 2}}, {"op": "flush", "args": {}}, {"op": "flush", "args": {}},
-                        {"op": "crash_now", "args": {"kind": "power", "state": "drop"}}, BOOT)),
-        Scenario(name="window-write-fails-then-recovers", seed=SEED,
-                 description="a background (window) write fails: the batch is kept, retried with the next events, and a clean shutdown persists everything",
-                 steps=(BOOT, prompt(call("c1", "get_balance")),
-                        arm({"point": "fs.write", "action": "error", "errno": "EIO", "hit": 1, "lifetime": 1}),
-                        {"op": "advance", "args": {"seconds": 0.5}}, prompt(call("c2", "get_balance")), {"op": "advance", "args": {"seconds": 1}})),
-        Scenario(name="fsync-fail-on-first-publication", seed=SEED, machine="storage",
-                 description="the temp file's fsync fails during first publication: nothing published, the retry publishes",
-                 steps=(BOOT, arm({"point": "fs.fsync", "action": "fsync_fail", "hit": 1, "lifetime": 1}),
-                        {"op": "append", "args": {"count": 2}}, {"op": "flush", "args": {}}, {"op": "flush", "args": {}},
-                        {"op": "crash_now", "args": {"kind": "power", "state": "drop"}}, BOOT)),
-        Scenario(name="cancel-while-tool-checkpoint-pending", seed=SEED,
-                 description="the turn is cancelled while the tools/execute checkpoint flush runs: ABORTED_BEFORE_DISPATCH, no effect",
-                 steps=(BOOT, arm({"point": "session.flush", "action": "cancel", "hit": 1, "lifetime": 1, "match": {"reason": "tools/execute"}}), prompt(pay))),
-        Scenario(name="cancel-during-tool-body", seed=SEED,
-                 description="the turn is cancelled while the payment is in flight: the effect happens, the result says ABORTED (never 'before dispatch')",
-                 steps=(BOOT, arm({"point": "world.deliver", "action": "cancel", "hit": 1, "lifetime": 1, "match": {"root_call_id": "c1"}}), prompt(pay))),
-        Scenario(name="approval-never", seed=SEED, description="policy never: the message is rejected inside the service, audit pair logged, no effect",
-                 steps=(BOOT, {"op": "set_approval_policy", "args": {"policy": "never"}}, prompt(call("c1", "send_message"), approvals=["allowed-once"]))),
-        Scenario(name="approval-unavailable", seed=SEED, description="nobody answers: unavailable, fails closed, no effect",
-                 steps=(BOOT, prompt(call("c1", "send_message")))),
-        Scenario(name="approval-answerer-fails", seed=SEED, description="the answerer raises: unavailable, fails closed",
-                 steps=(BOOT, arm({"point": "approval.answer", "action": "answerer_failure", "hit": 1, "lifetime": 1}), prompt(call("c1", "send_message")))),
-        Scenario(name="sandbox-unavailable", seed=SEED, description="no sandbox backend: SANDBOX_UNAVAILABLE, the command never runs",
-                 steps=(BOOT, arm({"point": "sandbox.confine", "action": "sandbox_unavailable", "hit": 1, "lifetime": 1}), prompt(call("c1", "shell")))),
-        Scenario(name="sandbox-read-only-denies-write", seed=SEED, description="read-only mode: the sandbox refuses the write",
-                 steps=(BOOT, {"op": "set_sandbox_mode", "args": {"mode": "read-only"}}, prompt(call("c1", "shell")))),
-        Scenario(name="two-writers", seed=SEED, description="a second process opens the session for write while the first holds it: refused",
-                 steps=(BOOT, prompt(pay), {"op": "advance", "args": {"seconds": 1}}, {"op": "second_writer", "args": {}}, prompt(call("c2", "get_balance")))),
-        Scenario(name="two-writers-storage", seed=SEED, machine="storage", description="storage level: the second writer is refused by the flock",
-                 steps=(BOOT, {"op": "append", "args": {"count": 2}}, {"op": "flush", "args": {}}, {"op": "second_writer", "args": {}})),
-        Scenario(name="idempotent-retry-converges", seed=SEED,
-                 description="crash after the payment, before its result: TOOL_OUTCOME_UNKNOWN; the retry with the same key applies nothing new",
-                 steps=(BOOT, arm({"point": "world.respond", "action": "crash", "hit": 1, "lifetime": 1, "match": {"call_id": "c1"}, "crash": {"kind": "kill"}}),
-                        prompt(pay), BOOT, {"op": "retry_unknown", "args": {}})),
-        Scenario(name="crash-during-recovery", seed=SEED,
-                 description="power fails again while recovery appends its closers; the next recovery still holds",
-                 steps=(BOOT, arm({"point": "world.respond", "action": "crash", "hit": 1, "lifetime": 1, "crash": {"kind": "kill"}}), prompt(pay),
-                        arm({"point": "fs.fsync", "action": "crash", "hit": 1, "lifetime": 2, "crash": {"kind": "power", "state": "torn", "torn_fraction": 0.5}}),
-                        BOOT, BOOT, prompt(text="after two recoveries"))),
-        Scenario(name="corrupt-complete-frame-refused", seed=SEED,
-                 description="a byte of a complete, checksummed event frame flips on the medium: recovery refuses the log instead of repairing it",
-                 steps=(BOOT, prompt(pay), {"op": "advance", "args": {"seconds": 1}},
-                        arm({"point": "agent.turn.start", "action": "corrupt", "hit": 1, "lifetime": 1, "corrupt_offset": -30}),
-                        prompt(text="again"), {"op": "crash_now", "args": {"kind": "kill"}}, BOOT)),
-        Scenario(name="network-response-lost", seed=SEED, description="the payment happened but its response was lost: an error result, the ledger knows better",
-                 steps=(BOOT, arm({"point": "world.respond", "action": "response_lost", "hit": 1, "lifetime": 1}), prompt(pay),
-                        {"op": "crash_now", "args": {"kind": "power", "state": "keep"}}, BOOT)),
-        Scenario(name="network-duplicate-delivery", seed=SEED, description="a keyed payment delivered twice: the idempotent service applies it once",
-                 steps=(BOOT, arm({"point": "world.deliver", "action": "duplicate", "hit": 1, "lifetime": 1}), prompt(pay))),
-        Scenario(name="no-checkpoint-policy-unsafe", seed=SEED, config={"checkpoint_policy": False},
-                 description="without the checkpoint policy, a later call's tool/call misses the window: repair says TOOL_NOT_STARTED for a payment that happened",
-                 expect=Expectation("violation", "verdict_soundness"),
-                 steps=(BOOT, arm({"point": "world.respond", "action": "crash", "hit": 1, "lifetime": 1, "match": {"call_id": "c2"}, "crash": {"kind": "kill"}}),
-                        prompt(call("c1", "pay"), call("c2", "pay")), BOOT)),
+        Scenario(
+            name="fsync-fail-on-append",
+            seed=SEED,
+            machine="storage",
+            description="an append's fsync fails (dirty data dropped, Linux style): rolled back, retried, nothing acknowledged lost",
+            steps=(
+                BOOT,
+                {"op": "append", "args": {"count": 2}},
+                {"op": "flush", "args": {}},
+                arm({"point": "fs.fsync", "action": "fsync_fail", "hit": 1, "drop_dirty": True, "lifetime": 1}),
+                {"op": "append", "args": {"count": 2}},
+                {"op": "flush", "args": {}},
+                {"op": "flush", "args": {}},
+                {"op": "crash_now", "args": {"kind": "power", "state": "drop"}},
+                BOOT,
+            ),
+        ),
+        Scenario(
+            name="window-write-fails-then-recovers",
+            seed=SEED,
+            description="a background (window) write fails: the batch is kept, retried with the next events, and a clean shutdown persists everything",
+            steps=(
+                BOOT,
+                prompt(call("c1", "get_balance")),
+                arm({"point": "fs.write", "action": "error", "errno": "EIO", "hit": 1, "lifetime": 1}),
+                {"op": "advance", "args": {"seconds": 0.5}},
+                prompt(call("c2", "get_balance")),
+                {"op": "advance", "args": {"seconds": 1}},
+            ),
+        ),
+        Scenario(
+            name="fsync-fail-on-first-publication",
+            seed=SEED,
+            machine="storage",
+            description="the temp file's fsync fails during first publication: nothing published, the retry publishes",
+            steps=(
+                BOOT,
+                arm({"point": "fs.fsync", "action": "fsync_fail", "hit": 1, "lifetime": 1}),
+                {"op": "append", "args": {"count": 2}},
+                {"op": "flush", "args": {}},
+                {"op": "flush", "args": {}},
+                {"op": "crash_now", "args": {"kind": "power", "state": "drop"}},
+                BOOT,
+            ),
+        ),
+        Scenario(
+            name="cancel-while-tool-checkpoint-pending",
+            seed=SEED,
+            description="the turn is cancelled while the tools/execute checkpoint flush runs: ABORTED_BEFORE_DISPATCH, no effect",
+            steps=(
+                BOOT,
+                arm({"point": "session.flush", "action": "cancel", "hit": 1, "lifetime": 1, "match": {"reason": "tools/execute"}}),
+                prompt(pay),
+            ),
+        ),
+        Scenario(
+            name="cancel-during-tool-body",
+            seed=SEED,
+            description="the turn is cancelled while the payment is in flight: the effect happens, the result says ABORTED (never 'before dispatch')",
+            steps=(
+                BOOT,
+                arm({"point": "world.deliver", "action": "cancel", "hit": 1, "lifetime": 1, "match": {"root_call_id": "c1"}}),
+                prompt(pay),
+            ),
+        ),
+        Scenario(
+            name="approval-never",
+            seed=SEED,
+            description="policy never: the message is rejected inside the service, audit pair logged, no effect",
+            steps=(
+                BOOT,
+                {"op": "set_approval_policy", "args": {"policy": "never"}},
+                prompt(call("c1", "send_message"), approvals=["allowed-once"]),
+            ),
+        ),
+        Scenario(
+            name="approval-unavailable",
+            seed=SEED,
+            description="nobody answers: unavailable, fails closed, no effect",
+            steps=(BOOT, prompt(call("c1", "send_message"))),
+        ),
+        Scenario(
+            name="approval-answerer-fails",
+            seed=SEED,
+            description="the answerer raises: unavailable, fails closed",
+            steps=(
+                BOOT,
+                arm({"point": "approval.answer", "action": "answerer_failure", "hit": 1, "lifetime": 1}),
+                prompt(call("c1", "send_message")),
+            ),
+        ),
+        Scenario(
+            name="sandbox-unavailable",
+            seed=SEED,
+            description="no sandbox backend: SANDBOX_UNAVAILABLE, the command never runs",
+            steps=(
+                BOOT,
+                arm({"point": "sandbox.confine", "action": "sandbox_unavailable", "hit": 1, "lifetime": 1}),
+                prompt(call("c1", "shell")),
+            ),
+        ),
+        Scenario(
+            name="sandbox-read-only-denies-write",
+            seed=SEED,
+            description="read-only mode: the sandbox refuses the write",
+            steps=(BOOT, {"op": "set_sandbox_mode", "args": {"mode": "read-only"}}, prompt(call("c1", "shell"))),
+        ),
+        Scenario(
+            name="two-writers",
+            seed=SEED,
+            description="a second process opens the session for write while the first holds it: refused",
+            steps=(
+                BOOT,
+                prompt(pay),
+                {"op": "advance", "args": {"seconds": 1}},
+                {"op": "second_writer", "args": {}},
+                prompt(call("c2", "get_balance")),
+            ),
+        ),
+        Scenario(
+            name="two-writers-storage",
+            seed=SEED,
+            machine="storage",
+            description="storage level: the second writer is refused by the flock",
+            steps=(BOOT, {"op": "append", "args": {"count": 2}}, {"op": "flush", "args": {}}, {"op": "second_writer", "args": {}}),
+        ),
+        Scenario(
+            name="idempotent-retry-converges",
+            seed=SEED,
+            description="crash after the payment, before its result: TOOL_OUTCOME_UNKNOWN; the retry with the same key applies nothing new",
+            steps=(
+                BOOT,
+                arm(
+                    {
+                        "point": "world.respond",
+                        "action": "crash",
+                        "hit": 1,
+                        "lifetime": 1,
+                        "match": {"call_id": "c1"},
+                        "crash": {"kind": "kill"},
+                    }
+                ),
+                prompt(pay),
+                BOOT,
+                {"op": "retry_unknown", "args": {}},
+            ),
+        ),
+        Scenario(
+            name="crash-during-recovery",
+            seed=SEED,
+            description="power fails again while recovery appends its closers; the next recovery still holds",
+            steps=(
+                BOOT,
+                arm({"point": "world.respond", "action": "crash", "hit": 1, "lifetime": 1, "crash": {"kind": "kill"}}),
+                prompt(pay),
+                arm(
+                    {
+                        "point": "fs.fsync",
+                        "action": "crash",
+                        "hit": 1,
+                        "lifetime": 2,
+                        "crash": {"kind": "power", "state": "torn", "torn_fraction": 0.5},
+                    }
+                ),
+                BOOT,
+                BOOT,
+                prompt(text="after two recoveries"),
+            ),
+        ),
+        Scenario(
+            name="corrupt-complete-frame-refused",
+            seed=SEED,
+            description="a byte of a complete, checksummed event frame flips on the medium: recovery refuses the log instead of repairing it",
+            steps=(
+                BOOT,
+                prompt(pay),
+                {"op": "advance", "args": {"seconds": 1}},
+                arm({"point": "agent.turn.start", "action": "corrupt", "hit": 1, "lifetime": 1, "corrupt_offset": -30}),
+                prompt(text="again"),
+                {"op": "crash_now", "args": {"kind": "kill"}},
+                BOOT,
+            ),
+        ),
+        Scenario(
+            name="network-response-lost",
+            seed=SEED,
+            description="the payment happened but its response was lost: an error result, the ledger knows better",
+            steps=(
+                BOOT,
+                arm({"point": "world.respond", "action": "response_lost", "hit": 1, "lifetime": 1}),
+                prompt(pay),
+                {"op": "crash_now", "args": {"kind": "power", "state": "keep"}},
+                BOOT,
+            ),
+        ),
+        Scenario(
+            name="network-duplicate-delivery",
+            seed=SEED,
+            description="a keyed payment delivered twice: the idempotent service applies it once",
+            steps=(BOOT, arm({"point": "world.deliver", "action": "duplicate", "hit": 1, "lifetime": 1}), prompt(pay)),
+        ),
+        Scenario(
+            name="no-checkpoint-policy-unsafe",
+            seed=SEED,
+            config={"checkpoint_policy": False},
+            description="without the checkpoint policy, a later call's tool/call misses the window: repair says TOOL_NOT_STARTED for a payment that happened",
+            expect=Expectation("violation", "verdict_soundness"),
+            steps=(
+                BOOT,
+                arm(
+                    {
+                        "point": "world.respond",
+                        "action": "crash",
+                        "hit": 1,
+                        "lifetime": 1,
+                        "match": {"call_id": "c2"},
+                        "crash": {"kind": "kill"},
+                    }
+                ),
+                prompt(call("c1", "pay"), call("c2", "pay")),
+                BOOT,
+            ),
+        ),
     ]
 
 

@@ -22,23 +22,28 @@ from typing import Any
 
 import attrs
 
-from dsh_sim.evidence.coverage import barrier_of, build_case, phase_group, recovery_facts
-from dsh_sim.engine.determinism import derive_seed
-from dsh_sim.engine.faults import CrashSpec, FaultPlan
-from dsh_sim.evidence.invariants import Violation
-from dsh_sim.engine.crash import CrashPoint, crash_phase
-from dsh_sim.engine.observer import Observer
-from dsh_sim.evidence.checker import Checker
-from dsh_sim.engine.points import POINTS
-from dsh_sim.drivers.replay import run_steps, simulation_for
-from dsh_sim.scenario.model import Expectation, Scenario
-from dsh_sim.engine.machine import Lifetime, Simulation
 from dsh_sim.adapters.simfs.crash import PowerCut, apply_power_cut, crash_states
-from dsh_sim.adapters.simfs.disk import Disk, DiskImage, WriteOp
-from dsh_sim.scenario.steps import Step, apply
+from dsh_sim.adapters.simfs.disk import Disk, WriteOp
 from dsh_sim.adapters.simfs.torn import codec_cut_points, torn_class
-from dsh_sim.adapters.world import World
+from dsh_sim.drivers.replay import run_steps, simulation_for
+from dsh_sim.engine.crash import CrashPoint, crash_phase
+from dsh_sim.engine.determinism import derive_seed
+from dsh_sim.engine.faults import CrashSpec
+from dsh_sim.engine.lifetime import Lifetime
+from dsh_sim.engine.machine import Simulation
+from dsh_sim.engine.observer import Observer
+from dsh_sim.engine.points import POINTS
+from dsh_sim.evidence.checker import Checker
+from dsh_sim.evidence.coverage import (
+    barrier_of,
+    build_case,
+    phase_group,
+    recovery_facts,
+)
+from dsh_sim.evidence.invariants import Violation
 from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.scenario.model import Expectation, Scenario
+from dsh_sim.scenario.steps import Step, apply
 
 
 class Recorder(Observer):
@@ -176,8 +181,7 @@ def repro_scenario(scenario: Scenario, cp: CrashPoint, crash: CrashSpec, cut: Po
         crash_json.update({"state": "cut", "cut": (cut or PowerCut()).to_json()})
     rule = {"point": cp.point, "action": "crash", "hit": cp.occurrence, "lifetime": cp.lifetime, "crash": crash_json}
     steps = [
-        step for step in scenario.steps[: cp.step_index + 1]
-        if step["op"] != "arm" or _crash_rule_before(step["args"]["rule"], cp.lifetime)
+        step for step in scenario.steps[: cp.step_index + 1] if step["op"] != "arm" or _crash_rule_before(step["args"]["rule"], cp.lifetime)
     ]
     steps += [{"op": "boot", "args": {}}] + continuation(scenario.machine)
     plan = tuple(r for r in scenario.fault_plan if _crash_rule_before(r, cp.lifetime)) + (rule,)
@@ -193,7 +197,13 @@ def repro_scenario(scenario: Scenario, cp: CrashPoint, crash: CrashSpec, cut: Po
         # proved by the violation itself
         expect=Expectation("violation", violation.invariant, require_fired=False),
         mutants=scenario.mutants,
-        origin={"found_by": "explore", "scenario": scenario.name, "point": cp.point, "crash": crash.label(), "cut": cut.describe() if cut else None},
+        origin={
+            "found_by": "explore",
+            "scenario": scenario.name,
+            "point": cp.point,
+            "crash": crash.label(),
+            "cut": cut.describe() if cut else None,
+        },
     )
 
 
@@ -233,8 +243,8 @@ def explore(
         states: list[StateResult] = []
         cases: list[dict[str, Any]] = []
         saved: dict[tuple[str, str, str], str] = {}
-        possible: dict[str, int] = {name: 0 for name in POINTS}
-        explored: dict[str, int] = {name: 0 for name in POINTS}
+        possible: dict[str, int] = dict.fromkeys(POINTS, 0)
+        explored: dict[str, int] = dict.fromkeys(POINTS, 0)
         sampled: dict[str, int] = {}
         log_path = recorded.config.log_path
         for cp in points:
@@ -262,7 +272,7 @@ def explore(
                     report = sim.primary.report if sim.primary is not None else None
                     verdicts = dict(report.verdicts) if report is not None else {}
                     applied = {c: bool(sim.world.applied_for(c)) for c in verdicts}
-                    facts = recovery_facts(sim, sim.primary, checker.violations) if sim.primary is not None else None
+                    facts = recovery_facts(sim, sim.primary, [v.invariant for v in checker.violations]) if sim.primary is not None else None
                     cache[key] = (verdicts, applied, tuple(checker.violations), facts)
                 verdicts, applied, violations, facts = cache[key]
                 if facts is not None:
@@ -273,7 +283,11 @@ def explore(
                     if klass not in saved:  # one replayable scenario per (invariant, point, crash kind)
                         saved[klass] = on_violation(repro_scenario(scenario, cp, spec, cut, violations[0]))
                     repro = saved[klass]
-                states.append(StateResult(cp.index, spec.kind, cut.describe() if cut else None, phase, cls, verdicts, applied, violations, shared, repro))
+                states.append(
+                    StateResult(
+                        cp.index, spec.kind, cut.describe() if cut else None, phase, cls, verdicts, applied, violations, shared, repro
+                    )
+                )
                 explored[cp.point] += 1
                 _cell(cells, cp, barrier, phase_group(spec.kind, phase), "explored")
                 if stop_on_violation and violations:

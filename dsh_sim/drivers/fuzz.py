@@ -13,7 +13,8 @@ import hashlib
 import os
 import random
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 from hypothesis import settings
@@ -22,13 +23,13 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from dsh_sim.drivers import profiles
-from dsh_sim.engine.config import SimConfig
 from dsh_sim.drivers.machines.durability import DurabilityMachine
 from dsh_sim.drivers.machines.storage import StorageMachine
 from dsh_sim.drivers.minimize import minimize, set_hypothesis_shrink_budget
 from dsh_sim.drivers.replay import run_scenario
-from dsh_sim.scenario.model import Expectation, Scenario, save
+from dsh_sim.engine.config import SimConfig
 from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.scenario.model import Expectation, Scenario, save
 
 MACHINES = {"durability": DurabilityMachine, "storage": StorageMachine}
 
@@ -65,9 +66,19 @@ class FuzzRun:
     def document(self, meta: dict[str, Any]) -> dict[str, Any]:
         violations = []
         if self.found is not None:
-            violations.append({"invariant": self.found.invariant, "message": self.found.message, "scenario": self.found.path, "source": "fuzz"})
+            violations.append(
+                {"invariant": self.found.invariant, "message": self.found.message, "scenario": self.found.path, "source": "fuzz"}
+            )
         return {
-            "meta": {**meta, "kind": "fuzz", "machine": self.machine, "seed": self.seed, "examples": self.examples, "steps": self.steps, "seconds": round(self.seconds, 3)},
+            "meta": {
+                **meta,
+                "kind": "fuzz",
+                "machine": self.machine,
+                "seed": self.seed,
+                "examples": self.examples,
+                "steps": self.steps,
+                "seconds": round(self.seconds, 3),
+            },
             "cases": self.cases,
             "checked": self.checked,
             "points": {name: {"hits": n} for name, n in self.points.items()},
@@ -153,7 +164,9 @@ def fuzz(
                 invariant = getattr(instance, "failure", None)
                 if instance is None or invariant is None:
                     raise
-                run.found = _save_found(machine, instance, invariant, str(err), config, active_mutants, seed, out_dir, found_at, minimize_budget)
+                run.found = _save_found(
+                    machine, instance, invariant, str(err), config, active_mutants, seed, out_dir, found_at, minimize_budget
+                )
                 break
             finally:
                 run.seconds = time.perf_counter() - started
@@ -163,12 +176,25 @@ def fuzz(
     return run
 
 
-def _save_found(machine: str, instance: Any, invariant: str, message: str, config: SimConfig, active_mutants: tuple[str, ...], seed: int, out_dir: str, found_at: float, minimize_budget: float) -> Found:
+def _save_found(
+    machine: str,
+    instance: Any,
+    invariant: str,
+    message: str,
+    config: SimConfig,
+    active_mutants: tuple[str, ...],
+    seed: int,
+    out_dir: str,
+    found_at: float,
+    minimize_budget: float,
+) -> Found:
     shrink_started = time.perf_counter()
     scenario = scenario_from(machine, instance, invariant, config, active_mutants, seed)
     small = minimize(scenario, invariant, budget=minimize_budget)
     result, _ = run_scenario(small.scenario)
-    final = attrs.evolve(small.scenario, trace_digest=result.digest, origin={**small.scenario.origin, "shrunk_from_steps": small.steps_before})
+    final = attrs.evolve(
+        small.scenario, trace_digest=result.digest, origin={**small.scenario.origin, "shrunk_from_steps": small.steps_before}
+    )
     digest8 = hashlib.sha256(repr(final.steps).encode()).hexdigest()[:8]
     path = os.path.join(out_dir, f"{invariant}-{digest8}.json")
     if not os.path.exists(path):

@@ -9,7 +9,8 @@ candidate is replayed from scratch without Hypothesis, so the result is known to
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -39,11 +40,12 @@ def _without(steps: tuple[dict[str, Any], ...], start: int, count: int) -> tuple
     (removing a boot shifts every later process lifetime down by one)."""
     removed_boots = sum(1 for s in steps[start : start + count] if s["op"] in _STARTS_LIFETIME)
     out = list(steps[:start])
-    for step in steps[start + count :]:
-        rule = step["args"].get("rule") if step["op"] == "arm" else None
+    for kept in steps[start + count :]:
+        rule = kept["args"].get("rule") if kept["op"] == "arm" else None
         if removed_boots and rule is not None and rule.get("lifetime") is not None:
-            step = {"op": "arm", "args": {**step["args"], "rule": {**rule, "lifetime": max(1, rule["lifetime"] - removed_boots)}}}
-        out.append(step)
+            out.append({"op": "arm", "args": {**kept["args"], "rule": {**rule, "lifetime": max(1, rule["lifetime"] - removed_boots)}}})
+        else:
+            out.append(kept)
     return tuple(out)
 
 

@@ -11,7 +11,7 @@ import os
 
 from hypothesis import HealthCheck, Phase, settings
 
-_COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+_COMMON = {"deadline": None, "suppress_health_check": list(HealthCheck), "report_multiple_bugs": False}
 
 settings.register_profile("dev", max_examples=30, stateful_step_count=15, **_COMMON)
 settings.register_profile("ci", max_examples=60, stateful_step_count=20, derandomize=True, database=None, print_blob=True, **_COMMON)

@@ -15,12 +15,12 @@ from typing import Any
 import attrs
 
 from dsh_sim.engine.faults import FaultPlan
-from dsh_sim.evidence.invariants import Violation
-from dsh_sim.scenario.model import Scenario
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
-from dsh_sim.scenario.steps import Step, StepNotApplicable, apply
+from dsh_sim.evidence.invariants import Violation
 from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.scenario.model import Scenario
+from dsh_sim.scenario.steps import Step, StepNotApplicable, apply
 
 
 @attrs.frozen
@@ -42,7 +42,12 @@ class RunResult:
 
 
 def simulation_for(
-    scenario: Scenario, *, seed: int | None = None, plan: FaultPlan | None = None, keep_trace: bool = False, trace: bool = True,
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    plan: FaultPlan | None = None,
+    keep_trace: bool = False,
+    trace: bool = True,
     source: str = "replay",
 ) -> tuple[Simulation, Checker]:
     """A fresh simulation for ``scenario`` with a checker attached: its seed, configuration

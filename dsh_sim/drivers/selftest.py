@@ -17,15 +17,16 @@ import os
 import statistics
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 
 from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import run_scenario
-from dsh_sim.scenario.model import Scenario, discover, load, save
 from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.scenario.model import Scenario, discover, load, save
 
 EXPLORE_SET = (
     "boundary-1-2-pay",
@@ -107,7 +108,7 @@ def by_explore(mutant: str, corpus: list[Scenario], out_dir: str) -> MethodResul
     for scenario in chosen:
         saved: list[str] = []
 
-        def keep(repro: Scenario) -> str:
+        def keep(repro: Scenario, saved: list[str] = saved) -> str:
             path = os.path.join(out_dir, f"{mutant}-{repro.name}.json")
             if not saved:
                 save(repro, path, overwrite=True)

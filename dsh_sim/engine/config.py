@@ -50,7 +50,7 @@ class SimConfig:
         return out
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "SimConfig":
+    def from_json(cls, obj: dict[str, Any]) -> SimConfig:
         known = {f.name for f in attrs.fields(cls)}
         extra = sorted(set(obj) - known)
         if extra:

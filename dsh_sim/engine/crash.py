@@ -9,6 +9,7 @@ crash did to the session log.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -19,7 +20,8 @@ from runtime.persistence import context as durability
 from runtime.session.events import Event
 
 if TYPE_CHECKING:
-    from dsh_sim.engine.machine import Lifetime, Simulation
+    from dsh_sim.adapters.world import World
+    from runtime.adapters.script_model import ScriptedResponse
 
 BOUNDARIES = ("before 1", "1→2", "2→3", "3→4", "after 4")
 
@@ -58,25 +60,58 @@ class Evidence:
     acked_bytes: bytes
 
     @classmethod
-    def capture(cls, sim: "Simulation", life: "Lifetime") -> "Evidence":
+    def capture(
+        cls,
+        in_memory: Sequence[Event],
+        *,
+        agent: bool,
+        world: World,
+        scripted: Sequence[ScriptedResponse],
+        acked: Mapping[int, Event],
+        acked_bytes: bytes,
+        now: float,
+    ) -> Evidence:
+        """The evidence at this instant: ``in_memory`` is the process's live log (``agent``: an
+        agent's, whose tool calls have boundaries), ``scripted`` what the model has still to
+        say, ``acked`` and ``acked_bytes`` what the runtime acknowledged so far."""
         op = durability.current()
         return cls(
             barrier=op.barrier,
             step=op.step,
-            boundaries=call_boundaries(sim, life),
-            in_memory=tuple(life.session.events) if life.session is not None else (),
-            time=sim.now(),
-            acked_bytes=sim.history.acked_bytes,
+            boundaries=call_boundaries(in_memory if agent else (), world, scripted, acked),
+            in_memory=tuple(in_memory),
+            time=now,
+            acked_bytes=acked_bytes,
         )
 
     def record(
-        self, *, lifetime: int, point: str | None, details: dict[str, Any], kind: str, label: str, cut: str | None, phase: str, image: DiskImage
+        self,
+        *,
+        lifetime: int,
+        point: str | None,
+        details: dict[str, Any],
+        kind: str,
+        label: str,
+        cut: str | None,
+        phase: str,
+        image: DiskImage,
     ) -> CrashRecord:
         """The crash record of a crash of ``kind`` at this instant, leaving ``image``."""
         return CrashRecord(
-            lifetime=lifetime, point=point, details=details, kind=kind, label=label, cut=cut, phase=phase,
-            barrier=self.barrier, step=self.step, boundaries=self.boundaries, in_memory=self.in_memory,
-            time=self.time, image=image, acked_bytes=self.acked_bytes,
+            lifetime=lifetime,
+            point=point,
+            details=details,
+            kind=kind,
+            label=label,
+            cut=cut,
+            phase=phase,
+            barrier=self.barrier,
+            step=self.step,
+            boundaries=self.boundaries,
+            in_memory=self.in_memory,
+            time=self.time,
+            image=image,
+            acked_bytes=self.acked_bytes,
         )
 
 
@@ -109,11 +144,11 @@ def crash_phase(disk: Disk, log_path: str, kind: str, cut: PowerCut | None) -> s
     return "power:unsynced-kept" if choice.keep_ops == len(node.pending) else "power:partial"
 
 
-def call_boundaries(sim: "Simulation", life: "Lifetime") -> dict[str, str]:
-    """Each known tool call's position among the four moments at this instant."""
+def call_boundaries(
+    events: Sequence[Event], world: World, scripted: Sequence[ScriptedResponse], acked: Mapping[int, Event]
+) -> dict[str, str]:
+    """Each tool call of an agent's live log (or still scripted) placed among the four moments."""
     out: dict[str, str] = {}
-    events = tuple(life.agent.session.events) if life.agent is not None else ()
-    acked = sim.history.acked
     calls: dict[str, int] = {}
     results: dict[str, int] = {}
     for event in events:
@@ -125,7 +160,7 @@ def call_boundaries(sim: "Simulation", life: "Lifetime") -> dict[str, str]:
             calls[event.data["callId"]] = event.seq
         elif event.type == "tool/result":
             results[event.data["message"]["source"]["callId"]] = event.seq
-    delivered = {e.call_id.split(":")[0] for e in sim.world.ledger}
+    delivered = {e.call_id.split(":")[0] for e in world.ledger}
     for call_id in out:
         if call_id in results and results[call_id] in acked:
             out[call_id] = "after 4"
@@ -133,7 +168,7 @@ def call_boundaries(sim: "Simulation", life: "Lifetime") -> dict[str, str]:
             out[call_id] = "3→4"
         elif call_id in calls and calls[call_id] in acked:
             out[call_id] = "2→3"
-    for response in sim.model_queue:
+    for response in scripted:
         for call in response.tool_calls:
             out.setdefault(call.id, "before 1")
     return out
@@ -155,7 +190,7 @@ class CrashPoint:
     history: Any  # the History at this instant (a snapshot)
     evidence: Evidence
 
-    def record(self, *, kind: str, label: str, cut: str | None, phase: str, image: DiskImage) -> "CrashRecord":
+    def record(self, *, kind: str, label: str, cut: str | None, phase: str, image: DiskImage) -> CrashRecord:
         """The crash record of a crash of ``kind`` here, leaving ``image``."""
         return self.evidence.record(
             lifetime=self.lifetime, point=self.point, details=self.details, kind=kind, label=label, cut=cut, phase=phase, image=image

@@ -70,7 +70,7 @@ class SimClock:
         self._clock = clock
 
     def now_ms(self) -> int:
-        return EPOCH_MS + int(round(self._clock.current_time() * 1000))
+        return EPOCH_MS + round(self._clock.current_time() * 1000)
 
 
 class SimIds:

@@ -10,7 +10,8 @@ else.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import attrs
 
@@ -87,7 +88,7 @@ class FaultRule:
         return out
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "FaultRule":
+    def from_json(cls, obj: dict[str, Any]) -> FaultRule:
         known = {f.name for f in attrs.fields(cls)}
         extra = sorted(set(obj) - known)
         if extra:
@@ -155,5 +156,5 @@ class FaultPlan:
         return [r.to_json() for r in self.rules]
 
     @classmethod
-    def from_json(cls, rules: Iterable[dict[str, Any]]) -> "FaultPlan":
+    def from_json(cls, rules: Iterable[dict[str, Any]]) -> FaultPlan:
         return cls([FaultRule.from_json(r) for r in rules])

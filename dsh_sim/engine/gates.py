@@ -8,33 +8,36 @@ injected tool failure or an unavailable sandbox for the runtime.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
-from dsh_sim.engine.faults import FaultRule
 from dsh_sim.adapters.simfs import FsFault, ProcessView
+from dsh_sim.engine.faults import FaultRule
 from runtime.agent.sandbox import SandboxUnavailableError
 from runtime.persistence.zstd_frames import FrameFormatError, scan_frames
 from runtime.tools.results import HarnessError
 
 if TYPE_CHECKING:
-    from dsh_sim.engine.machine import Lifetime, Simulation
+    from dsh_sim.engine.faults import Firing
+    from dsh_sim.engine.lifetime import Lifetime
+    from dsh_sim.engine.trace import Trace
+
+# How a process's ports reach the simulation: announce a named point of a lifetime, get back
+# the domain fault to act out (crashes, delays and cancellations are applied on the way).
+PointFn = Callable[["Lifetime", str, dict[str, Any]], Awaitable["Firing | None"]]
 
 ERRNO = {"EIO": 5, "ENOSPC": 28, "EACCES": 13, "EWOULDBLOCK": 11, "EAGAIN": 11}
-
-# The domain gate as the world, the model and the answerer see it (:meth:`Gate.domain`):
-# announce a named point, get back the domain fault to act out (a FaultRule) or None.
-GateFn = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 class Probe:
     """The probe port of one process: runtime points go through the simulation."""
 
-    def __init__(self, sim: "Simulation", life: "Lifetime") -> None:
-        self._sim = sim
+    def __init__(self, point: PointFn, life: Lifetime) -> None:
+        self._point = point
         self._life = life
 
     async def at(self, point: str, **details: Any) -> None:
-        firing = await self._sim.point(self._life, point, details)
+        firing = await self._point(self._life, point, details)
         if firing is None:
             return
         action = firing.rule.action
@@ -47,12 +50,13 @@ class Probe:
 class Gate:
     """Filesystem gate and domain gate of one process."""
 
-    def __init__(self, sim: "Simulation", life: "Lifetime") -> None:
-        self._sim = sim
+    def __init__(self, point: PointFn, trace: Trace, life: Lifetime) -> None:
+        self._point = point
+        self._trace = trace
         self._life = life
 
     async def before_fs(self, view: ProcessView, op: str, path: str, details: dict[str, Any]) -> FsFault | None:
-        firing = await self._sim.point(self._life, f"fs.{op}", {"path": path, **details})
+        firing = await self._point(self._life, f"fs.{op}", {"path": path, **details})
         if firing is None:
             return None
         rule = firing.rule
@@ -62,11 +66,11 @@ class Gate:
         return FsFault("error", errno)
 
     def after_fs(self, view: ProcessView, op: str, path: str, outcome: str) -> None:
-        self._sim.trace.record("fs", view.pid, op, path, outcome)
+        self._trace.record("fs", view.pid, op, path, outcome)
 
     async def domain(self, point: str, details: dict[str, Any]) -> FaultRule | None:
         """For the simulated world, model and answerer: the domain fault to act out, if any."""
-        firing = await self._sim.point(self._life, point, details)
+        firing = await self._point(self._life, point, details)
         return firing.rule if firing is not None else None
 
 

@@ -48,13 +48,13 @@ class SeededLog:
 class History:
     acked: dict[int, Event] = attrs.field(factory=dict)
     acked_bytes: bytes = b""  # the log's bytes at the last acknowledgement (or committed at open)
-    crashes: list["CrashRecord"] = attrs.field(factory=list)
+    crashes: list[CrashRecord] = attrs.field(factory=list)
     faults: list[FaultFired] = attrs.field(factory=list)
     corruptions: list[Corruption] = attrs.field(factory=list)
     writers: set[int] = attrs.field(factory=set)  # lifetimes that acknowledged appends
     answerer_failures: list[str] = attrs.field(factory=list)  # calls whose approval answerer failed
     seeded: SeededLog | None = None
-    prior_crash: "CrashRecord | None" = None  # explore: the crash this simulation starts after
+    prior_crash: CrashRecord | None = None  # explore: the crash this simulation starts after
 
     def acknowledged(self, lifetime: int, events: tuple[Event, ...], log_bytes: bytes | None) -> None:
         """A batch was acknowledged as durable by process ``lifetime``."""
@@ -78,7 +78,7 @@ class History:
         if log_bytes is not None and len(log_bytes) > len(self.acked_bytes) and log_bytes.startswith(self.acked_bytes):
             self.acked_bytes = log_bytes
 
-    def snapshot(self) -> "History":
+    def snapshot(self) -> History:
         """A copy of the facts that outlive the processes of a run (events are never mutated).
 
         A run that starts from this instant (explore) has its own processes: which lifetimes

@@ -12,48 +12,42 @@ the current process until it is quiescent again.
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import trio
 
+from dsh_sim.adapters.simfs import Disk, FidelityError, ProcessView
+from dsh_sim.adapters.simfs.crash import (
+    DROP_ALL,
+    PowerCut,
+    apply_power_cut,
+    keep_all,
+    random_state,
+    torn_last_write,
+)
+from dsh_sim.adapters.world import World
 from dsh_sim.engine.config import SimConfig
+from dsh_sim.engine.crash import CrashPoint, CrashRecord, Evidence, crash_phase
 from dsh_sim.engine.determinism import SimClock, SimIds, derive_seed, new_clock
 from dsh_sim.engine.faults import CrashSpec, FaultPlan, FaultRule, Firing
 from dsh_sim.engine.gates import Gate, Probe, complete_frames_end
-from dsh_sim.engine.programs import agent_main, second_writer_main, storage_main
-from dsh_sim.engine.crash import CrashPoint, CrashRecord, Evidence, crash_phase
 from dsh_sim.engine.history import Corruption, FaultFired, History
+from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.observer import Observer
 from dsh_sim.engine.points import spec as point_spec
 from dsh_sim.engine.process import Reply, SimProcess, SimulatedCrash
-from dsh_sim.adapters.simfs import Disk, FidelityError, ProcessView
-from dsh_sim.adapters.simfs.crash import DROP_ALL, PowerCut, apply_power_cut, keep_all, random_state, torn_last_write
+from dsh_sim.engine.programs import (
+    Surroundings,
+    agent_main,
+    second_writer_main,
+    storage_main,
+)
 from dsh_sim.engine.trace import TaskTracer, Trace
-from dsh_sim.adapters.world import World
 from runtime.adapters.script_model import ScriptedResponse
-from runtime.agent.runtime import Runtime
 from runtime.persistence import context as durability
 from runtime.ports import Ports
-
-
-
-@attrs.define(eq=False)
-class Lifetime:
-    index: int
-    proc: SimProcess
-    view: ProcessView
-    runtime: Runtime | None = None
-    agent: Any = None
-    report: Any = None
-    created: bool = False
-    boot_error: BaseException | None = None
-    exit_error: BaseException | None = None  # a live process that failed (e.g. its final drain)
-    dead: bool = False
-    crash: CrashRecord | None = None
-    store: Any = None  # the process's SessionStore
-    session: Any = None  # the live Session (the agent's, or the storage process's)
-    handle: Any = None  # storage processes: the write handle
 
 
 class Simulation:
@@ -95,6 +89,18 @@ class Simulation:
         for observer in self.observers:
             getattr(observer, hook)(*args)
 
+    def evidence(self, life: Lifetime) -> Evidence:
+        """What a crash of ``life`` at this instant would leave for the judges, besides the disk."""
+        return Evidence.capture(
+            life.session.events if life.session is not None else (),
+            agent=life.agent is not None,
+            world=self.world,
+            scripted=self.model_queue,
+            acked=self.history.acked,
+            acked_bytes=self.history.acked_bytes,
+            now=self.now(),
+        )
+
     # -- starting from a recorded instant ---------------------------------------------------
 
     def capture(self, life: Lifetime, name: str, details: dict[str, Any], *, index: int, step_index: int, occurrence: int) -> CrashPoint:
@@ -109,13 +115,13 @@ class Simulation:
             image=self.disk.image(),
             world=self.world.snapshot(),
             history=self.history.snapshot(),
-            evidence=Evidence.capture(self, life),
+            evidence=self.evidence(life),
         )
 
     @classmethod
     def from_crash_point(
         cls, point: CrashPoint, crash: CrashSpec, cut: PowerCut | None, disk: Disk, phase: str, *, seed: int, config: SimConfig, kind: str
-    ) -> "Simulation":
+    ) -> Simulation:
         """A new simulation that starts right after a crash at ``point``: the post-crash
         ``disk`` (the recorded image, cut by ``cut`` under power loss; ``phase`` names what that
         did to the log), the world and history as they were, the clock at the crash instant.
@@ -124,7 +130,9 @@ class Simulation:
         sim.disk = disk
         sim.world = point.world.snapshot()
         sim.history = point.history.snapshot()
-        sim.history.prior_crash = point.record(kind=crash.kind, label=crash.label(), cut=cut.describe() if cut else None, phase=phase, image=disk.image())
+        sim.history.prior_crash = point.record(
+            kind=crash.kind, label=crash.label(), cut=cut.describe() if cut else None, phase=phase, image=disk.image()
+        )
         sim.clock.jump(point.evidence.time)
         return sim
 
@@ -214,7 +222,7 @@ class Simulation:
 
     def crash_process(self, life: Lifetime, crash: CrashSpec, *, point: str | None, details: dict[str, Any] | None = None) -> CrashRecord:
         """Fix the disk at the crash instant, revoke the dead views, record the evidence."""
-        evidence = Evidence.capture(self, life)
+        evidence = self.evidence(life)
         cut = self.power_cut(crash) if crash.kind == "power" else None
         phase = crash_phase(self.disk, self.config.log_path, crash.kind, cut)
         if cut is not None:
@@ -246,7 +254,21 @@ class Simulation:
 
     def ports(self, life: Lifetime) -> Ports:
         """A process's view of the world: its SimFS view, virtual time, seeded ids, the probe."""
-        return Ports(fs=life.view, clock=SimClock(self.clock), ids=SimIds(self.ids_rng), probe=Probe(self, life))
+        return Ports(fs=life.view, clock=SimClock(self.clock), ids=SimIds(self.ids_rng), probe=Probe(self.point, life))
+
+    def _surroundings(self, life: Lifetime) -> Surroundings:
+        gate = life.view.gate
+        assert isinstance(gate, Gate)
+        return Surroundings(
+            self.config,
+            self.ports(life),
+            gate,
+            self.world,
+            self.now,
+            self.model_queue,
+            self.approval_answers,
+            self.history.answerer_failures,
+        )
 
     def boot(self, *, secondary: bool = False) -> Lifetime:
         """Start a process; it resumes the session with repair (or creates it).
@@ -256,19 +278,19 @@ class Simulation:
         """
         index = len(self.lifetimes) + 1
         last = self.lifetimes[-1] if self.lifetimes else None
-        if last is not None and all(l.dead for l in self.lifetimes):
+        if last is not None and all(other.dead for other in self.lifetimes):
             for observer in self.observers:
                 observer.before_boot(last.crash)
 
         async def main(proc: SimProcess) -> None:
             program = second_writer_main if secondary else agent_main if self.kind == "agent" else storage_main
-            await program(self, life)
+            await program(self._surroundings(life), life)
 
         tracer = [TaskTracer(self.trace, index)] if self.trace.enabled else []
         proc = SimProcess(index, main, clock=self.clock, seed=derive_seed(self.seed, "sched", index), instruments=tracer)
         view = ProcessView(self.disk, index, None, now_ns=lambda: int(self.now() * 1e9))
         life = Lifetime(index, proc, view)
-        view.gate = Gate(self, life)
+        view.gate = Gate(self.point, self.trace, life)
         self.lifetimes.append(life)
         if not secondary:
             self.primary = life

@@ -12,31 +12,31 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
-    from dsh_sim.engine.machine import Lifetime
+    from dsh_sim.engine.lifetime import Lifetime
 
 
 class Observer:
-    def on_point(self, life: "Lifetime", name: str, details: dict[str, Any]) -> None:
+    def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
         """A live process announced a named point (before any fault of the plan is applied)."""
 
-    def on_crash(self, record: "CrashRecord") -> None:
+    def on_crash(self, record: CrashRecord) -> None:
         """A process died; ``record`` holds the post-crash disk image and the evidence."""
 
-    def before_boot(self, last_crash: "CrashRecord | None") -> None:
+    def before_boot(self, last_crash: CrashRecord | None) -> None:
         """A process is about to start after every earlier one died (``last_crash``: the
         newest crash, if the last death was one)."""
 
-    def on_boot(self, life: "Lifetime") -> None:
+    def on_boot(self, life: Lifetime) -> None:
         """A primary process finished starting (recovered, or refused the log)."""
 
-    def on_second_writer(self, life: "Lifetime") -> None:
+    def on_second_writer(self, life: Lifetime) -> None:
         """A second writer ran against the primary and exited."""
 
-    def on_flush_failed(self, life: "Lifetime", error: BaseException) -> None:
+    def on_flush_failed(self, life: Lifetime, error: BaseException) -> None:
         """An explicit flush of the live session raised ``error`` (the process lives on)."""
 
     def on_step(self, op: str, outcome: str) -> None:
         """A scenario step finished."""
 
-    def on_shutdown(self, life: "Lifetime", faults_during: bool) -> None:
+    def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         """A process was stopped gracefully (``faults_during``: a fault fired meanwhile)."""

@@ -54,7 +54,9 @@ _SPECS = [
     PointSpec("session.flush", "runtime", "a durability barrier starts (reason in details)", ()),
     PointSpec("persist.batch.durable", "runtime", "a batch was appended and fsynced (acknowledged)", ()),
     # simulated external world, model, approval, sandbox
-    PointSpec("world.deliver", "world", "a tool's request reaches a service (moment 3 happens here)", ("request_lost", "duplicate", "timeout")),
+    PointSpec(
+        "world.deliver", "world", "a tool's request reaches a service (moment 3 happens here)", ("request_lost", "duplicate", "timeout")
+    ),
     PointSpec("world.respond", "world", "the effect happened; the response is on its way back", ("response_lost", "timeout")),
     PointSpec("model.stream", "model", "the scripted model is about to emit a part", ("stream_cut",)),
     PointSpec("approval.answer", "approval", "the simulated answerer is asked", ("answerer_failure",)),
@@ -62,7 +64,9 @@ _SPECS = [
     # migration of a historical generation on write open (announced through the probe port)
     PointSpec("persist.migration.prepared", "runtime", "write open of a historical log: the source was read and migrated in memory", ()),
     PointSpec("persist.migration.staged", "runtime", "the migrated generation was written to its temp file and fsynced", ()),
-    PointSpec("persist.migration.verified", "runtime", "the staged generation passed verification; the source identity is rechecked next", ()),
+    PointSpec(
+        "persist.migration.verified", "runtime", "the staged generation passed verification; the source identity is rechecked next", ()
+    ),
     PointSpec("persist.migration.published", "runtime", "the current generation was hard-linked and its directory fsynced", ()),
 ]
 

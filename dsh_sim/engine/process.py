@@ -16,14 +16,15 @@ from __future__ import annotations
 import math
 import queue
 import threading
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import attrs
 import trio
 import trio.testing
 
-from dsh_sim.engine.determinism import seed_scheduler
 from dsh_sim.adapters.simfs.disk import FidelityError
+from dsh_sim.engine.determinism import seed_scheduler
 
 HOST_TIMEOUT = 120.0  # real seconds a host waits for one command before declaring a hang
 DEFAULT_HORIZON = 600.0  # virtual seconds a command may run before it stops waiting
@@ -56,7 +57,7 @@ class SimProcess:
     def __init__(
         self,
         pid: int,
-        main: Callable[["SimProcess"], Awaitable[Any]],
+        main: Callable[[SimProcess], Awaitable[Any]],
         *,
         clock: trio.testing.MockClock,
         seed: int,
@@ -149,7 +150,7 @@ class SimProcess:
                 fn, horizon = payload
                 task = _Task()
                 nursery.start_soon(self._run_task, fn, task, name="host-command")
-                await self._settle(lambda: task.done, horizon)
+                await self._settle(lambda task=task: task.done, horizon)
                 self._replies.put(Reply("idle", done=task.done, value=task.value, error=task.error))
 
     async def _run_main(self, booted: _Task) -> None:
@@ -203,4 +204,3 @@ def _leaves(err: BaseException) -> list[BaseException]:
             out.extend(_leaves(sub))
         return out
     return [err]
-

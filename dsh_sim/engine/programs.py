@@ -1,24 +1,26 @@
 """The programs a simulated process runs: the agent runtime, a storage-only process, a second writer.
 
 Each builds the runtime over the process's ports (its SimFS view, the virtual clock, seeded
-ids, the probe), reports what recovery found on its :class:`~dsh_sim.engine.machine.Lifetime`, sets
+ids, the probe), reports what recovery found on its :class:`~dsh_sim.engine.lifetime.Lifetime`, sets
 ``ready`` and then waits for host commands.  Verification of a migration runs inline: a
 worker thread would escape the simulated process's deterministic scheduler.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 
 from dsh_sim.adapters.answerer import SimAnswerer
-from dsh_sim.engine.gates import Gate
 from dsh_sim.adapters.model import SimModel
 from dsh_sim.adapters.shell import SimRunner, SimSandboxProvider
 from dsh_sim.adapters.world_tools import world_tools
+from dsh_sim.engine.gates import Gate
 from runtime.agent.runtime import RuntimeConfig, open_runtime
+from runtime.agent.sandbox_service import SandboxService
 from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.errors import SessionPersistenceNotFoundError
 from runtime.persistence.header import SessionHeader
@@ -26,11 +28,13 @@ from runtime.persistence.publication import inline_verifier
 from runtime.persistence.store import open_store
 from runtime.ports import Ports
 from runtime.session.session import Session
-from runtime.agent.sandbox_service import SandboxService
 from runtime.tools.shell import ShellTool
 
 if TYPE_CHECKING:
-    from dsh_sim.engine.machine import Lifetime, Simulation
+    from dsh_sim.adapters.world import World
+    from dsh_sim.engine.config import SimConfig
+    from dsh_sim.engine.lifetime import Lifetime
+    from runtime.adapters.script_model import ScriptedResponse
 
 
 @attrs.frozen
@@ -43,16 +47,33 @@ class StorageRecovery:
     verdicts: dict[str, str] = attrs.field(factory=dict)
 
 
-def _backend(sim: "Simulation", ports: Ports) -> JsonlBackend:
+@attrs.frozen
+class Surroundings:
+    """What the machine hands a simulated process's program: its ports and the shared world.
+
+    The model's script, the approval answers and the failed-answer record are shared lists:
+    they outlive the process (a resumed turn continues the same script).
+    """
+
+    config: SimConfig
+    ports: Ports
+    gate: Gate
+    world: World
+    now: Callable[[], float]
+    model_queue: list[ScriptedResponse]
+    approval_answers: list[str]
+    answerer_failures: list[str]
+
+
+def _backend(env: Surroundings) -> JsonlBackend:
     """A persistence backend over the process's ports, verifying inline (no worker threads)."""
-    return JsonlBackend(sim.config.root, ports, compression=sim.config.compression, verifier=inline_verifier)
+    return JsonlBackend(env.config.root, env.ports, compression=env.config.compression, verifier=inline_verifier)
 
 
-async def second_writer_main(sim: "Simulation", life: "Lifetime") -> None:
+async def second_writer_main(env: Surroundings, life: Lifetime) -> None:
     """A second writer: opens the stored session for write, appends one event, exits."""
-    cfg = sim.config
-    ports = sim.ports(life)
-    handle = await _backend(sim, ports).open(cfg.session_id, "write")
+    cfg, ports = env.config, env.ports
+    handle = await _backend(env).open(cfg.session_id, "write")
     try:
         stored = await handle.read()
         session = Session(cfg.session_id, ports.clock, stored)
@@ -60,15 +81,13 @@ async def second_writer_main(sim: "Simulation", life: "Lifetime") -> None:
     finally:
         await handle.close()
 
-async def agent_main(sim: "Simulation", life: "Lifetime") -> None:
+
+async def agent_main(env: Surroundings, life: Lifetime) -> None:
     """The runtime with its agent: resume with repair (or create), then serve commands."""
-    cfg = sim.config
-    ports = sim.ports(life)
-    gate = life.view.gate  # the process's gate (Simulation.boot installs it before main runs)
-    assert isinstance(gate, Gate)
-    tools = world_tools(sim.world, gate.domain, sim.now, life.index, approval_tools=cfg.approval_tools)
-    tools.append(ShellTool(SimRunner(sim.world, gate.domain, sim.now, life.index), cfg.workspace, ports.probe))
-    model = SimModel(sim.model_queue, gate.domain, chunk_delay=cfg.chunk_delay)
+    cfg, ports, gate = env.config, env.ports, env.gate
+    tools = world_tools(env.world, gate.domain, env.now, life.index, approval_tools=cfg.approval_tools)
+    tools.append(ShellTool(SimRunner(env.world, gate.domain, env.now, life.index), cfg.workspace, ports.probe))
+    model = SimModel(env.model_queue, gate.domain, chunk_delay=cfg.chunk_delay)
     runtime_config = RuntimeConfig(
         root=cfg.root,
         compression=cfg.compression,
@@ -78,7 +97,7 @@ async def agent_main(sim: "Simulation", life: "Lifetime") -> None:
         approval_policy=cfg.approval_policy,
     )
     plugins = [
-        SimAnswerer(sim.approval_answers, gate.domain, sim.history.answerer_failures),
+        SimAnswerer(env.approval_answers, gate.domain, env.answerer_failures),
         SandboxService(SimSandboxProvider(), cfg.workspace, default_mode=cfg.sandbox_mode),
     ]
     async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
@@ -94,15 +113,15 @@ async def agent_main(sim: "Simulation", life: "Lifetime") -> None:
         life.proc.ready = True
         await trio.sleep_forever()
 
-async def storage_main(sim: "Simulation", life: "Lifetime") -> None:
+
+async def storage_main(env: Surroundings, life: Lifetime) -> None:
     """A persistence-level process: backend + store, no agent (the storage machine).
 
     Its write open migrates a seeded v0 log; verification runs inline because a worker
     thread would escape the simulated process's deterministic scheduler.
     """
-    cfg = sim.config
-    ports = sim.ports(life)
-    backend = _backend(sim, ports)
+    cfg, ports = env.config, env.ports
+    backend = _backend(env)
     async with open_store(ports.probe) as store:
         life.store = store
         try:
@@ -118,4 +137,3 @@ async def storage_main(sim: "Simulation", life: "Lifetime") -> None:
         store.bind(life.session, handle)
         life.proc.ready = True
         await trio.sleep_forever()
-

@@ -18,30 +18,31 @@ from dsh_sim.evidence.coverage import case_from_recovery
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
     from dsh_sim.engine.history import Corruption, FaultFired, History
-    from dsh_sim.engine.machine import Lifetime, Simulation
+    from dsh_sim.engine.lifetime import Lifetime
+    from dsh_sim.engine.machine import Simulation
     from runtime.session.events import Event
 
 
 class Checker(Observer):
-    def __init__(self, sim: "Simulation", *, source: str = "fuzz", torn_class: str | None = None) -> None:
+    def __init__(self, sim: Simulation, *, source: str = "fuzz", torn_class: str | None = None) -> None:
         self.sim = sim
         self.source = source  # what produced the simulation, for coverage cases
         self.torn_class = torn_class  # explore: the torn-write class of the starting state
         self.violations: list[inv.Violation] = []
-        self.checked: dict[str, int] = {name: 0 for name in inv.INVARIANTS}
+        self.checked: dict[str, int] = dict.fromkeys(inv.INVARIANTS, 0)
         self.recoveries: list[dict[str, Any]] = []
         self.verdict_counts: dict[tuple[str, bool], int] = {}
-        self.recovered_from: list["CrashRecord"] = []
+        self.recovered_from: list[CrashRecord] = []
         self.cases: list[dict[str, Any]] = []  # coverage cases (one per crash + recovery)
 
     @classmethod
-    def attach(cls, sim: "Simulation", **kw: Any) -> "Checker":
+    def attach(cls, sim: Simulation, **kw: Any) -> Checker:
         checker = cls(sim, **kw)
         sim.observers.append(checker)
         return checker
 
     @classmethod
-    def of(cls, sim: "Simulation") -> "Checker":
+    def of(cls, sim: Simulation) -> Checker:
         """The checker attached to ``sim``."""
         for observer in sim.observers:
             if isinstance(observer, cls):
@@ -51,11 +52,11 @@ class Checker(Observer):
     # -- the run's facts, as the invariants read them ----------------------------------------
 
     @property
-    def history(self) -> "History":
+    def history(self) -> History:
         return self.sim.history
 
     @property
-    def acked(self) -> dict[int, "Event"]:
+    def acked(self) -> dict[int, Event]:
         return self.sim.history.acked
 
     @property
@@ -63,15 +64,15 @@ class Checker(Observer):
         return self.sim.history.acked_bytes
 
     @property
-    def faults(self) -> list["FaultFired"]:
+    def faults(self) -> list[FaultFired]:
         return self.sim.history.faults
 
     @property
-    def corruptions(self) -> list["Corruption"]:
+    def corruptions(self) -> list[Corruption]:
         return self.sim.history.corruptions
 
     @property
-    def crashes(self) -> list["CrashRecord"]:
+    def crashes(self) -> list[CrashRecord]:
         return self.sim.history.crashes
 
     def report(self, violation: inv.Violation) -> None:
@@ -82,7 +83,7 @@ class Checker(Observer):
 
     # -- hooks -------------------------------------------------------------------------------
 
-    def on_point(self, life: "Lifetime", name: str, details: dict[str, Any]) -> None:
+    def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
         if name == "persist.batch.durable":
             inv.check_single_writer(self, life)
         elif name == "tools.execute.body" and not details.get("nested"):
@@ -91,30 +92,32 @@ class Checker(Observer):
         elif name == "llm.request":
             inv.check_request_after_durable_header(self, life)
 
-    def before_boot(self, last_crash: "CrashRecord | None") -> None:
+    def before_boot(self, last_crash: CrashRecord | None) -> None:
         if last_crash is not None:
             inv.check_fidelity(self, last_crash)
 
-    def on_second_writer(self, life: "Lifetime") -> None:
+    def on_second_writer(self, life: Lifetime) -> None:
         inv.check_second_writer(self, life)
 
-    def on_boot(self, life: "Lifetime") -> None:
+    def on_boot(self, life: Lifetime) -> None:
         """Post-recovery invariants, after every boot (the coverage case after a crash)."""
-        previous = [l for l in self.sim.lifetimes if l.index < life.index]
-        crash = next((l.crash for l in reversed(previous) if l.crash is not None), self.history.prior_crash)
+        previous = [other for other in self.sim.lifetimes if other.index < life.index]
+        crash = next((other.crash for other in reversed(previous) if other.crash is not None), self.history.prior_crash)
         inv.check_recovery(self, life, crash)
         inv.check_idempotent_keys(self)
         if crash is not None and crash not in self.recovered_from:
             self.recovered_from.append(crash)
-            self.cases.append(case_from_recovery(self.sim, self, crash, life, self.source, self.torn_class))
+            self.cases.append(
+                case_from_recovery(self.sim, [v.invariant for v in self.violations], crash, life, self.source, self.torn_class)
+            )
 
-    def on_flush_failed(self, life: "Lifetime", error: BaseException) -> None:
+    def on_flush_failed(self, life: Lifetime, error: BaseException) -> None:
         inv.check_failed_append(self, life, error)
 
     def on_step(self, op: str, outcome: str) -> None:
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
 
-    def on_shutdown(self, life: "Lifetime", faults_during: bool) -> None:
+    def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         if life is not self.sim.primary:
             return
         inv.check_eventually_durable(self, life, faults_during)

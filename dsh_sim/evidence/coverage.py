@@ -10,23 +10,44 @@ and :data:`REQUIREMENTS` are the "sometimes" cells that must be hit at least onc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from dsh_sim.engine.crash import BOUNDARIES
 from dsh_sim.engine.points import POINTS
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
-    from dsh_sim.engine.machine import Lifetime, Simulation
-    from dsh_sim.evidence.invariants import Violation
+    from dsh_sim.engine.lifetime import Lifetime
+    from dsh_sim.engine.machine import Simulation
 
 # Torn-write classes (dsh_sim.adapters.simfs.torn) and post-crash phases (dsh_sim.engine.crash.crash_phase),
 # exported so the report and the requirements cannot drift from the code that makes them.
-TORN_CLASSES = ("magic", "frame-header", "block-header", "block", "checksum", "frame-boundary", "mid-line", "before-newline", "line-boundary")
+TORN_CLASSES = (
+    "magic",
+    "frame-header",
+    "block-header",
+    "block",
+    "checksum",
+    "frame-boundary",
+    "mid-line",
+    "before-newline",
+    "line-boundary",
+)
 PHASES = (
-    "kill", "power:no-log", "power:before-publication", "power:publication-dropped", "power:publication-kept",
-    "power:publication-unsynced", "power:unsynced-dropped", "power:partial", "power:torn", "power:reordered",
-    "power:unsynced", "power:unsynced-kept", "power:synced",
+    "kill",
+    "power:no-log",
+    "power:before-publication",
+    "power:publication-dropped",
+    "power:publication-kept",
+    "power:publication-unsynced",
+    "power:unsynced-dropped",
+    "power:partial",
+    "power:torn",
+    "power:reordered",
+    "power:unsynced",
+    "power:unsynced-kept",
+    "power:synced",
 )
 BARRIERS = ("pre-step", "llm/stream", "tools/execute", "window write", "first publication", "torn-tail rewrite", "repair append")
 OUTCOMES = ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN", "closed", "lost", "not emitted")
@@ -47,7 +68,7 @@ def phase_group(kind: str, phase: str) -> str:
     return "kill" if kind == "kill" else phase
 
 
-def recovery_facts(sim: "Simulation", life: "Lifetime", violations: "Iterable[Violation]") -> dict[str, Any]:
+def recovery_facts(sim: Simulation, life: Lifetime, violated: Iterable[str]) -> dict[str, Any]:
     """What a recovery established, independent of where the crash struck."""
     report = life.report
     verdicts = dict(report.verdicts) if report is not None else {}
@@ -67,11 +88,13 @@ def recovery_facts(sim: "Simulation", life: "Lifetime", violations: "Iterable[Vi
         "closed": closed,
         "applied": applied,
         "recovered": life.boot_error is None,
-        "violations": [v.invariant for v in violations],
+        "violations": list(violated),
     }
 
 
-def build_case(source: str, point: str | None, barrier: str, kind: str, phase: str, torn: str | None, boundaries: dict[str, str], facts: dict[str, Any]) -> dict[str, Any]:
+def build_case(
+    source: str, point: str | None, barrier: str, kind: str, phase: str, torn: str | None, boundaries: dict[str, str], facts: dict[str, Any]
+) -> dict[str, Any]:
     calls = []
     for call_id, boundary in sorted(boundaries.items()):
         if call_id in facts["verdicts"]:
@@ -97,9 +120,13 @@ def build_case(source: str, point: str | None, barrier: str, kind: str, phase: s
     }
 
 
-def case_from_recovery(sim: "Simulation", checker: Any, crash: "CrashRecord", life: "Lifetime", source: str, torn_class: str | None = None) -> dict[str, Any]:
-    facts = recovery_facts(sim, life, checker.violations)
-    return build_case(source, crash.point, barrier_of(crash.barrier, crash.step), crash.kind, crash.phase, torn_class, crash.boundaries, facts)
+def case_from_recovery(
+    sim: Simulation, violated: Iterable[str], crash: CrashRecord, life: Lifetime, source: str, torn_class: str | None = None
+) -> dict[str, Any]:
+    facts = recovery_facts(sim, life, violated)
+    return build_case(
+        source, crash.point, barrier_of(crash.barrier, crash.step), crash.kind, crash.phase, torn_class, crash.boundaries, facts
+    )
 
 
 def _bump(table: dict[str, dict[str, dict[str, int]]], row: str, col: str, key: str, n: int = 1) -> None:
@@ -177,7 +204,11 @@ REQUIREMENTS: tuple[tuple[str, str, str], ...] = tuple(
     [("boundary", b, "kill") for b in BOUNDARIES]
     + [("boundary", b, "power") for b in BOUNDARIES]
     + [("barrier", b, "any") for b in BARRIERS]
-    + [("verdict", "TOOL_NOT_STARTED", "not applied"), ("verdict", "TOOL_OUTCOME_UNKNOWN", "applied"), ("verdict", "TOOL_OUTCOME_UNKNOWN", "not applied")]
+    + [
+        ("verdict", "TOOL_NOT_STARTED", "not applied"),
+        ("verdict", "TOOL_OUTCOME_UNKNOWN", "applied"),
+        ("verdict", "TOOL_OUTCOME_UNKNOWN", "not applied"),
+    ]
     + [("torn", c, "any") for c in TORN_CLASSES if c != "before-newline"]
 )
 

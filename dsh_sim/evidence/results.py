@@ -14,7 +14,8 @@ import glob
 import json
 import os
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from dsh_sim import __version__
 
@@ -28,7 +29,7 @@ def meta(kind: str, **extra: Any) -> dict[str, Any]:
         "dsh_sim": __version__,
         "python": sys.version.split()[0],
         "argv": sys.argv[1:],
-        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         **extra,
     }
 
@@ -40,13 +41,22 @@ def explore_document(result: Any, scenario_path: str, seconds: float) -> dict[st
     for name, n in result.explored.items():
         points.setdefault(name, {"possible": 0, "explored": 0, "hits": 0})["explored"] += n
     violations = [
-        {"invariant": v.invariant, "message": v.describe(), "scenario": state.repro, "source": "explore"}
-        for state, v in result.violations
+        {"invariant": v.invariant, "message": v.describe(), "scenario": state.repro, "source": "explore"} for state, v in result.violations
     ]
-    violations += [{"invariant": v.invariant, "message": v.describe(), "scenario": scenario_path, "source": "explore-record"} for v in result.record_violations]
+    violations += [
+        {"invariant": v.invariant, "message": v.describe(), "scenario": scenario_path, "source": "explore-record"}
+        for v in result.record_violations
+    ]
     checked: dict[str, int] = {}
     return {
-        "meta": meta("explore", scenario=scenario_path, seconds=round(seconds, 3), states=len(result.states), crash_points=len(result.points), sampled=result.sampled),
+        "meta": meta(
+            "explore",
+            scenario=scenario_path,
+            seconds=round(seconds, 3),
+            states=len(result.states),
+            crash_points=len(result.points),
+            sampled=result.sampled,
+        ),
         "cases": list(result.cases),
         "checked": checked,
         "points": points,

@@ -10,7 +10,7 @@ bias.  The catalogue stays because its kill matrix times each method on bugs we 
 from __future__ import annotations
 
 import contextlib
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import attrs
 
@@ -68,7 +68,14 @@ _MUTANTS = [
     Mutant(
         "persist.skip_fsync_on_append",
         "an append batch is written but never fsynced",
-        (Edit(DURABLE, "append_durable", "        await fs.write(fd, data)\n        await fs.fsync(fd)\n", "        await fs.write(fd, data)\n"),),
+        (
+            Edit(
+                DURABLE,
+                "append_durable",
+                "        await fs.write(fd, data)\n        await fs.fsync(fd)\n",
+                "        await fs.write(fd, data)\n",
+            ),
+        ),
     ),
     Mutant(
         "persist.skip_dir_fsync_after_link",
@@ -79,7 +86,12 @@ _MUTANTS = [
         "persist.ack_before_fsync",
         "an append is acknowledged before its fsync (the fsync is deferred to the next append)",
         (
-            Edit(DURABLE, "append_durable", "        await fs.write(fd, data)\n        await fs.fsync(fd)\n", "        await fs.write(fd, data)\n"),
+            Edit(
+                DURABLE,
+                "append_durable",
+                "        await fs.write(fd, data)\n        await fs.fsync(fd)\n",
+                "        await fs.write(fd, data)\n",
+            ),
             Edit(
                 "runtime.persistence.handles",
                 "WriteHandle._append_bytes",
@@ -202,8 +214,18 @@ _MUTANTS = [
         "lease.no_lock_on_write_open",
         "a write open does not take the session.lock flock",
         (
-            Edit("runtime.persistence.backend", "JsonlBackend.open", "            lock_fd = await acquire_lock(self.fs, paths.lock, session_id)\n", ""),
-            Edit("runtime.persistence.backend", "JsonlBackend._materialize", "            if handle.lock_fd is None:\n", "            if False:\n"),
+            Edit(
+                "runtime.persistence.backend",
+                "JsonlBackend.open",
+                "            lock_fd = await acquire_lock(self.fs, paths.lock, session_id)\n",
+                "",
+            ),
+            Edit(
+                "runtime.persistence.backend",
+                "JsonlBackend._materialize",
+                "            if handle.lock_fd is None:\n",
+                "            if False:\n",
+            ),
         ),
     ),
     Mutant(

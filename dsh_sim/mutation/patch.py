@@ -12,14 +12,15 @@ never a mutant that silently does nothing.
 """
 
 from __future__ import annotations
-
 import __future__
+
 import contextlib
 import importlib
 import inspect
 import textwrap
 import types
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import attrs
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsh_sim.evidence.coverage import requirement_status
 from dsh_sim.report import model
@@ -72,4 +73,4 @@ def write_coverage(view: dict[str, Any], out_dir: str) -> tuple[dict[str, Any], 
     return document, paths
 
 
-__all__ = ["SCHEMA", "coverage_document", "to_json", "write_report", "write_coverage", "render_html", "render_markdown"]
+__all__ = ["SCHEMA", "coverage_document", "render_html", "render_markdown", "to_json", "write_coverage", "write_report"]

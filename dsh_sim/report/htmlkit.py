@@ -8,8 +8,9 @@ accept markup, and those are built by these helpers.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from dsh_sim.report import model
 
@@ -40,7 +41,7 @@ def attrs(**values: Any) -> str:
 
 def chip(outcome: str, n: int) -> str:
     cls = OUTCOME_CLASS.get(outcome, "o-lost")
-    return f'<span{attrs(class_="chip " + cls, title=f"{outcome}: {n}")}>{esc(model.SHORT.get(outcome, outcome))} {n}</span>'
+    return f"<span{attrs(class_='chip ' + cls, title=f'{outcome}: {n}')}>{esc(model.SHORT.get(outcome, outcome))} {n}</span>"
 
 
 def chips(counts: Mapping[str, int]) -> str:
@@ -83,7 +84,7 @@ def table(
     rows, for headers a flat list of labels cannot express (the matrices' grouped columns).
     """
     if head is None:
-        labels = "".join(f'<th{attrs(class_="num" if i in num_cols else None)}>{esc(h)}</th>' for i, h in enumerate(header))
+        labels = "".join(f"<th{attrs(class_='num' if i in num_cols else None)}>{esc(h)}</th>" for i, h in enumerate(header))
         head = f"<tr>{labels}</tr>"
     return f'<div class="scroll"><table{attrs(id=id_, class_=cls)}><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table></div>'
 

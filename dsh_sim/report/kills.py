@@ -10,7 +10,8 @@ render: they just have no per-method columns.
 from __future__ import annotations
 
 import statistics
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 # The self-test's attack methods, in the order it runs them; unknown methods follow, sorted.
 METHODS: tuple[str, ...] = ("corpus", "explore", "fuzz")

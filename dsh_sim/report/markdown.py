@@ -8,7 +8,8 @@ fewer were checked than the crash model allows).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsh_sim.report import kills as kill_model
 from dsh_sim.report import model, states
@@ -63,7 +64,9 @@ def _kills(kills: list[Mapping[str, Any]]) -> list[str]:
     ]  # fmt: skip
     out = _table(["mutant", "killed", *methods, "fastest", "time to kill", "shrunk steps", "scenario", "description"], rows)
     medians = ", ".join(f"{m} {model.fmt_seconds(t)}" for m, t in kill_model.median_by_method(kills).items())
-    line = f"Median time to kill: {model.fmt_seconds(kill_model.median_time_to_kill(kills))}" + (f" (per method: {medians})" if medians else "")
+    line = f"Median time to kill: {model.fmt_seconds(kill_model.median_time_to_kill(kills))}" + (
+        f" (per method: {medians})" if medians else ""
+    )
     survivors = kill_model.survivors(kills)
     line += f". Survivors: **{', '.join(survivors)}**." if survivors else ". No survivor."
     return out + [_esc(line), ""]
@@ -79,11 +82,18 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     out.append("")
     legend = ", ".join(f"`{s}` = {o}" for o, s in model.SHORT.items())
     out += [f"Cells count tool calls (coverage matrix) or crashes (barrier matrix) per recovery outcome: {legend}.", ""]
-    out += ["In parentheses: crash states explored / possible (allowed by the crash model); **sampled** where fewer were checked. Every state is in one barrier cell; in the coverage matrix it counts once per boundary among its calls.", ""]
+    out += [
+        "In parentheses: crash states explored / possible (allowed by the crash model); **sampled** where fewer were checked. Every state is in one barrier cell; in the coverage matrix it counts once per boundary among its calls.",
+        "",
+    ]
 
     cols = model.matrix_columns(view)
-    out += _matrix("Coverage matrix: side-effect boundary × crash kind/phase", view, "boundary_matrix", model.boundary_rows(view), cols, "boundary")
-    out += _matrix("Barrier matrix: durability barrier × crash kind/phase", view, "barrier_matrix", model.barrier_rows(view), cols, "barrier")
+    out += _matrix(
+        "Coverage matrix: side-effect boundary × crash kind/phase", view, "boundary_matrix", model.boundary_rows(view), cols, "boundary"
+    )
+    out += _matrix(
+        "Barrier matrix: durability barrier × crash kind/phase", view, "barrier_matrix", model.barrier_rows(view), cols, "barrier"
+    )
 
     out += ["## Verdicts vs ground truth (confusion matrix)", ""]
     conf = view.get("confusion", {})
@@ -98,10 +108,13 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
             applied_cell = str(applied)
         rows.append([verdict, applied_cell, counts.get("not applied", 0)])
     out += _table(["verdict \\ effect", "applied", "not applied"], rows)
-    out += [f"TOOL_NOT_STARTED × applied must be 0: **{'FAIL' if unsafe else 'ok'}** ({unsafe}). TOOL_OUTCOME_UNKNOWN × not applied is the cost of caution.", ""]
+    out += [
+        f"TOOL_NOT_STARTED × applied must be 0: **{'FAIL' if unsafe else 'ok'}** ({unsafe}). TOOL_OUTCOME_UNKNOWN × not applied is the cost of caution.",
+        "",
+    ]
 
     unmet = [s for s in status if not s["met"]]
-    out += [f"## Requirements (\"sometimes\" cells): {len(status) - len(unmet)}/{len(status)} met", ""]
+    out += [f'## Requirements ("sometimes" cells): {len(status) - len(unmet)}/{len(status)} met', ""]
     if unmet:
         out += ["Unmet:", ""] + _table(["kind", "row", "column", "hits"], [[s["kind"], s["row"], s["col"], s["hits"]] for s in unmet])
     else:
@@ -110,25 +123,40 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     out += ["## Named points", ""]
     out += _table(
         ["point", "layer", "explored/possible", "sampled at", "hits (fuzz)"],
-        [[p["name"], p["layer"], f"{p['explored']:,}/{p['possible']:,}" if p["possible"] else "—", p["sampled"] or "—", p["hits"]] for p in model.point_rows(view)],
+        [
+            [p["name"], p["layer"], f"{p['explored']:,}/{p['possible']:,}" if p["possible"] else "—", p["sampled"] or "—", p["hits"]]
+            for p in model.point_rows(view)
+        ],
     )
     out += ["## Torn-write classes", ""]
     out += _table(["class", "cases", "required"], [[c, n, "yes" if req else ""] for c, n, req in model.torn_rows(view)])
 
     out += ["## Invariants checked", ""]
-    out += _table(["invariant", "checks", "violations", "description"], [[i["name"], i["checks"], i["violations"], i["description"]] for i in model.invariant_rows(view)])
+    out += _table(
+        ["invariant", "checks", "violations", "description"],
+        [[i["name"], i["checks"], i["violations"], i["description"]] for i in model.invariant_rows(view)],
+    )
 
     violations = view.get("violations", [])
     out += [f"## Violations ({len(violations)})", ""]
     if violations:
-        out += _table(["invariant", "source", "message", "scenario"], [[v.get("invariant"), v.get("source"), v.get("message"), v.get("scenario") or "—"] for v in violations])
+        out += _table(
+            ["invariant", "source", "message", "scenario"],
+            [[v.get("invariant"), v.get("source"), v.get("message"), v.get("scenario") or "—"] for v in violations],
+        )
     else:
         out += ["None.", ""]
 
     determinism = view.get("determinism", [])
     out += ["## Determinism re-checks", ""]
     if determinism:
-        out += _table(["scenario", "how", "digest a", "digest b", "same"], [[d.get("scenario"), d.get("how", ""), d.get("digest_a"), d.get("digest_b"), "yes" if d.get("same") else "**NO**"] for d in determinism])
+        out += _table(
+            ["scenario", "how", "digest a", "digest b", "same"],
+            [
+                [d.get("scenario"), d.get("how", ""), d.get("digest_a"), d.get("digest_b"), "yes" if d.get("same") else "**NO**"]
+                for d in determinism
+            ],
+        )
     else:
         out += ["None recorded.", ""]
 

@@ -9,13 +9,20 @@ a generic flattening of run metadata.  Keeping the arithmetic here means a numbe
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from dsh_sim.evidence.coverage import BARRIERS, OUTCOMES, PHASES, REQUIREMENTS, TORN_CLASSES
-from dsh_sim.evidence.invariants import INVARIANTS
 from dsh_sim.engine.crash import BOUNDARIES
 from dsh_sim.engine.points import POINTS
+from dsh_sim.evidence.coverage import (
+    BARRIERS,
+    OUTCOMES,
+    PHASES,
+    REQUIREMENTS,
+    TORN_CLASSES,
+)
+from dsh_sim.evidence.invariants import INVARIANTS
 from dsh_sim.report import kills as kill_model
 from dsh_sim.report import states
 
@@ -171,7 +178,9 @@ def invariant_rows(view: Mapping[str, Any]) -> list[dict[str, Any]]:
     for v in view.get("violations", []):
         failed[v.get("invariant", "?")] = failed.get(v.get("invariant", "?"), 0) + 1
     names = _ordered(INVARIANTS, set(checked) | set(failed))
-    return [{"name": n, "description": INVARIANTS.get(n, ""), "checks": int(checked.get(n, 0)), "violations": failed.get(n, 0)} for n in names]
+    return [
+        {"name": n, "description": INVARIANTS.get(n, ""), "checks": int(checked.get(n, 0)), "violations": failed.get(n, 0)} for n in names
+    ]
 
 
 def torn_rows(view: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
@@ -247,7 +256,14 @@ def headline(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> list[dict[s
     unmet, unsafe, kills, killed = numbers["unmet_requirements"], numbers["unsafe_verdicts"], numbers["mutants"], numbers["mutants_killed"]
     items: list[dict[str, Any]] = [
         {"label": "crash cases", "value": fmt_value(numbers["cases"]), "alarm": False, "key": "cases"},
-        {"label": "crash states explored / possible", "value": f"{explored:,}/{possible:,}" if possible else "—", "alarm": False, "key": "states", "note": states.headline_note(st), "warn": bool(possible) and not numbers["crash_states_exhaustive"]},
+        {
+            "label": "crash states explored / possible",
+            "value": f"{explored:,}/{possible:,}" if possible else "—",
+            "alarm": False,
+            "key": "states",
+            "note": states.headline_note(st),
+            "warn": bool(possible) and not numbers["crash_states_exhaustive"],
+        },
         {"label": "violations", "value": str(numbers["violations"]), "alarm": numbers["violations"] > 0, "key": "violations"},
         {"label": "unmet requirements", "value": str(unmet), "alarm": unmet > 0, "key": "unmet"},
         {"label": "unsafe verdicts", "value": str(unsafe), "alarm": unsafe > 0, "key": "unsafe"},
@@ -258,7 +274,14 @@ def headline(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> list[dict[s
         items.append({"label": "median time to kill", "value": fmt_seconds(numbers["median_time_to_kill"]), "alarm": False, "key": "ttk"})
     if determinism:
         diverged = numbers["determinism_diverged"]
-        items.append({"label": "determinism", "value": f"{len(determinism) - diverged}/{len(determinism)} same", "alarm": diverged > 0, "key": "determinism"})
+        items.append(
+            {
+                "label": "determinism",
+                "value": f"{len(determinism) - diverged}/{len(determinism)} same",
+                "alarm": diverged > 0,
+                "key": "determinism",
+            }
+        )
     items.append({"label": "time spent", "value": fmt_seconds(total_seconds(runs_of(view))), "alarm": False, "key": "seconds"})
     return items
 

@@ -10,13 +10,23 @@ scripts find the parts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any
 
-from dsh_sim.evidence.coverage import BARRIERS, OUTCOMES
 from dsh_sim.engine.crash import BOUNDARIES
+from dsh_sim.evidence.coverage import BARRIERS, OUTCOMES
 from dsh_sim.report import model, sections, states, svg
-from dsh_sim.report.htmlkit import OUTCOME_CLASS, attrs, chips, esc, section, table, td, tr
+from dsh_sim.report.htmlkit import (
+    OUTCOME_CLASS,
+    attrs,
+    chips,
+    esc,
+    section,
+    table,
+    td,
+    tr,
+)
 
 NAV = (
     ("headline", "Headline"),
@@ -42,9 +52,17 @@ def headline(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> str:
     """The headline cards; ``numbers`` is :func:`model.summary` of the view."""
     cards = []
     for item in model.headline(view, numbers):
-        cls = "card alarm" if item["alarm"] else "card warn" if item.get("warn") else ("card" if item["key"] in ("violations", "unmet", "unsafe", "mutants", "determinism") else "card neutral")
+        cls = (
+            "card alarm"
+            if item["alarm"]
+            else "card warn"
+            if item.get("warn")
+            else ("card" if item["key"] in ("violations", "unmet", "unsafe", "mutants", "determinism") else "card neutral")
+        )
         note = f'<div class="note">{esc(item["note"])}</div>' if item.get("note") else ""
-        cards.append(f'<div{attrs(class_=cls, id="headline-" + item["key"])}><div class="value">{esc(item["value"])}</div><div class="label">{esc(item["label"])}</div>{note}</div>')
+        cards.append(
+            f'<div{attrs(class_=cls, id="headline-" + item["key"])}><div class="value">{esc(item["value"])}</div><div class="label">{esc(item["label"])}</div>{note}</div>'
+        )
     return f'<div class="cards" id="sec-headline">{"".join(cards)}</div>'
 
 
@@ -59,7 +77,7 @@ def matrix_cell(counts: Mapping[str, int], st: states.States | None, cls: str = 
     body = chips(counts)
     if st is not None:
         kind = "states sampled" if st.sampled else "states"
-        body += f'<span{attrs(class_=kind, title=st.title())}>{esc(st.label())}</span>'
+        body += f"<span{attrs(class_=kind, title=st.title())}>{esc(st.label())}</span>"
         extra.update(data_explored=st.explored, data_possible=st.possible)
     return td(raw=body, cls=f"{cls} sampled" if st is not None and st.sampled else cls, **extra)
 
@@ -76,7 +94,12 @@ def matrix(view: Mapping[str, Any], key: str, rows: list[str], cols: list[str], 
     for row in grid.rows:
         cells = [matrix_cell(counts, st, data_row=row.name, data_col=c) for (counts, st), c in zip(row.cells, cols)]
         cells.append(matrix_cell(*row.total, "cell total"))
-        body.append(tr(f'<th class="rowhead">{esc(row.name)}</th>' + "".join(cells), cls="gap" if not row.total[0] and row.name in required else None))
+        body.append(
+            tr(
+                f'<th class="rowhead">{esc(row.name)}</th>' + "".join(cells),
+                cls="gap" if not row.total[0] and row.name in required else None,
+            )
+        )
     foot = "".join(matrix_cell(*c) for c in grid.col_totals) + matrix_cell(*grid.total)
     body.append(tr("<th>all</th>" + foot, cls="total"))
     return table((), body, id_=id_, cls="matrix", head=_matrix_head(first, cols))
@@ -99,14 +122,17 @@ def _matrix_head(first: str, cols: list[str]) -> str:
             top.append(f'<th rowspan="2">{esc(members[0])}</th>')
             continue
         label = "power loss (what became of the unsynced log)" if prefix == "power" else prefix
-        top.append(f'<th{attrs(colspan=len(members), class_="group")}>{esc(label)}</th>')
-        sub += [f'<th{attrs(class_="phase", title=c)}>{esc(c.split(":", 1)[1])}</th>' for c in members]
+        top.append(f"<th{attrs(colspan=len(members), class_='group')}>{esc(label)}</th>")
+        sub += [f"<th{attrs(class_='phase', title=c)}>{esc(c.split(':', 1)[1])}</th>" for c in members]
     top.append('<th rowspan="2">all</th>')
     return "<tr>" + "".join(top) + "</tr><tr>" + "".join(sub) + "</tr>"
 
 
 def legend(outcomes: tuple[str, ...], with_states: bool) -> str:
-    items = "".join(f'<span class="item"><span class="chip {OUTCOME_CLASS.get(o, "o-lost")}">{esc(model.SHORT.get(o, o))}</span>{esc(o)}</span>' for o in outcomes)
+    items = "".join(
+        f'<span class="item"><span class="chip {OUTCOME_CLASS.get(o, "o-lost")}">{esc(model.SHORT.get(o, o))}</span>{esc(o)}</span>'
+        for o in outcomes
+    )
     if with_states:
         items += '<span class="item"><span class="states">e/p states</span>crash states explored / possible</span>'
         items += '<span class="item"><span class="states sampled">e/p sampled</span>fewer checked than the crash model allows</span>'
@@ -125,14 +151,27 @@ def confusion(view: Mapping[str, Any]) -> str:
 
     rows = [
         tr(
-            '<th>TOOL_NOT_STARTED</th>'
-            + box(unsafe, "UNSAFE: said not started, but the effect happened" if unsafe else "safe: never \"not started\" for an applied effect", "unsafe" if unsafe else "ok", id="unsafe-cell", data_cell="TOOL_NOT_STARTED×applied")
+            "<th>TOOL_NOT_STARTED</th>"
+            + box(
+                unsafe,
+                "UNSAFE: said not started, but the effect happened" if unsafe else 'safe: never "not started" for an applied effect',
+                "unsafe" if unsafe else "ok",
+                id="unsafe-cell",
+                data_cell="TOOL_NOT_STARTED×applied",
+            )
             + box(int(ns.get("not applied", 0)), "correct", "correct", data_cell="TOOL_NOT_STARTED×not applied")
         ),
         tr(
-            '<th>TOOL_OUTCOME_UNKNOWN</th>'
-            + box(int(unk.get("applied", 0)), "correct: honest about an applied effect", "correct", data_cell="TOOL_OUTCOME_UNKNOWN×applied")
-            + box(int(unk.get("not applied", 0)), "cost: unknown though nothing happened", "cost", data_cell="TOOL_OUTCOME_UNKNOWN×not applied")
+            "<th>TOOL_OUTCOME_UNKNOWN</th>"
+            + box(
+                int(unk.get("applied", 0)), "correct: honest about an applied effect", "correct", data_cell="TOOL_OUTCOME_UNKNOWN×applied"
+            )
+            + box(
+                int(unk.get("not applied", 0)),
+                "cost: unknown though nothing happened",
+                "cost",
+                data_cell="TOOL_OUTCOME_UNKNOWN×not applied",
+            )
         ),
     ]
     body = table(["verdict \\ ground truth", "applied (effect happened)", "not applied"], rows, id_="confusion-matrix", cls="confusion")
@@ -146,19 +185,34 @@ def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: i
     b_rows, r_rows = model.boundary_rows(view), model.barrier_rows(view)
     bm, rm = view.get("boundary_matrix", {}), view.get("barrier_matrix", {})
     # "no call" (states with no call in flight) never has call outcomes: not a chart row.
-    boundary_chart = svg.stacked_chart([(r, model.row_total(bm, r)) for r in b_rows if r != "no call"], OUTCOMES, "recovery outcomes per side-effect boundary", required=BOUNDARIES)
-    barrier_chart = svg.stacked_chart([(r, model.row_total(rm, r)) for r in r_rows], model.CELL_OUTCOMES, "recovery outcomes per barrier", label_width=130, required=BARRIERS)
+    boundary_chart = svg.stacked_chart(
+        [(r, model.row_total(bm, r)) for r in b_rows if r != "no call"],
+        OUTCOMES,
+        "recovery outcomes per side-effect boundary",
+        required=BOUNDARIES,
+    )
+    barrier_chart = svg.stacked_chart(
+        [(r, model.row_total(rm, r)) for r in r_rows],
+        model.CELL_OUTCOMES,
+        "recovery outcomes per barrier",
+        label_width=130,
+        required=BARRIERS,
+    )
     coverage = section(
         "coverage",
         "Coverage matrix: side-effect boundary × crash kind/phase",
         "Where each tool call stood among the four moments (1 assistant message, 2 durable tool/call, 3 effect, 4 durable result) when the crash struck, and what recovery made of it. Counts are tool calls; the second line counts crash states (explored/possible), once per boundary among the calls in flight, so a column total can exceed the number of states.",
-        legend(OUTCOMES, with_states) + matrix(view, "boundary_matrix", b_rows, cols, "coverage-matrix", "boundary", BOUNDARIES) + f'<div class="charts">{boundary_chart}</div>',
+        legend(OUTCOMES, with_states)
+        + matrix(view, "boundary_matrix", b_rows, cols, "coverage-matrix", "boundary", BOUNDARIES)
+        + f'<div class="charts">{boundary_chart}</div>',
     )
     barriers = section(
         "barriers",
         "Barrier matrix: durability barrier × crash kind/phase",
-        "Which durability barrier the crash interrupted. Counts are crashes, once per distinct outcome among their calls (\"none\" = no call in flight); the second line counts crash states explored out of those the crash model allows, each state in exactly one cell.",
-        legend(model.CELL_OUTCOMES, with_states) + matrix(view, "barrier_matrix", r_rows, cols, "barrier-matrix", "barrier", BARRIERS) + f'<div class="charts">{barrier_chart}</div>',
+        'Which durability barrier the crash interrupted. Counts are crashes, once per distinct outcome among their calls ("none" = no call in flight); the second line counts crash states explored out of those the crash model allows, each state in exactly one cell.',
+        legend(model.CELL_OUTCOMES, with_states)
+        + matrix(view, "barrier_matrix", r_rows, cols, "barrier-matrix", "barrier", BARRIERS)
+        + f'<div class="charts">{barrier_chart}</div>',
     )
     nav = "".join(f'<a href="#sec-{k}">{esc(label)}</a>' for k, label in NAV)
     numbers = model.summary(view, status)
@@ -187,4 +241,3 @@ def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: i
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
-

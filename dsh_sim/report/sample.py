@@ -20,11 +20,11 @@ import random
 import sys
 from typing import Any
 
+from dsh_sim.engine.points import POINTS
 from dsh_sim.evidence.coverage import aggregate, phase_group
 from dsh_sim.evidence.invariants import INVARIANTS
-from dsh_sim.engine.points import POINTS
-from dsh_sim.report import write_report
 from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.report import write_report
 
 _BARRIER_OF = {
     "agent.pre_step": "pre-step",
@@ -43,7 +43,18 @@ _BARRIER_OF = {
     "session.flush": "explicit flush",
     "agent.turn.end": "outside barriers",
 }
-_PHASES = ("power:synced", "power:torn", "power:unsynced-dropped", "power:unsynced-kept", "power:partial", "power:reordered", "power:before-publication", "power:publication-kept", "power:publication-dropped", "power:no-log")
+_PHASES = (
+    "power:synced",
+    "power:torn",
+    "power:unsynced-dropped",
+    "power:unsynced-kept",
+    "power:partial",
+    "power:reordered",
+    "power:before-publication",
+    "power:publication-kept",
+    "power:publication-dropped",
+    "power:no-log",
+)
 _TORN = ("magic", "frame-header", "block-header", "block", "checksum", "frame-boundary", "mid-line", "line-boundary")
 
 
@@ -63,7 +74,9 @@ def _call(rng: random.Random, i: int, kind: str, phase: str) -> dict[str, Any]:
     return {"id": f"c{i}", "boundary": boundary, "outcome": "closed", "applied": True}
 
 
-def _cases(rng: random.Random, n: int, source: str, torn_classes: tuple[str, ...], point_: str | None = None, phases: tuple[str, ...] = _PHASES) -> list[dict[str, Any]]:
+def _cases(
+    rng: random.Random, n: int, source: str, torn_classes: tuple[str, ...], point_: str | None = None, phases: tuple[str, ...] = _PHASES
+) -> list[dict[str, Any]]:
     """Random crash cases; with ``point_``, power cuts at that point only, in ``phases``."""
     out = []
     for i in range(n):
@@ -98,7 +111,9 @@ def _explore_states(rng: random.Random, explored: list[dict[str, Any]], torn: tu
     """cells / points / sampled of an explore document whose recovered states are ``explored``."""
     cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
     points: dict[str, dict[str, int]] = {}
-    skipped = [c for name, (_, n) in sorted(_SAMPLED.items()) for c in _cases(rng, n, "explore", torn, name, ("power:torn", "power:reordered"))]
+    skipped = [
+        c for name, (_, n) in sorted(_SAMPLED.items()) for c in _cases(rng, n, "explore", torn, name, ("power:torn", "power:reordered"))
+    ]
     for key, cases in (("explored", explored), ("possible", explored + skipped)):
         for case in cases:
             col = phase_group(case["kind"], case["phase"])
@@ -112,7 +127,9 @@ def _explore_states(rng: random.Random, explored: list[dict[str, Any]], torn: tu
     return {"cells": cells, "points": points, "sampled": {name: k for name, (k, _) in _SAMPLED.items()}}
 
 
-def _method(killed: bool, seconds: float, examples: int, invariant: str | None = None, example: str | None = None, steps: int | None = None) -> dict[str, Any]:
+def _method(
+    killed: bool, seconds: float, examples: int, invariant: str | None = None, example: str | None = None, steps: int | None = None
+) -> dict[str, Any]:
     return {"killed": killed, "seconds": seconds, "invariant": invariant, "example": example, "examples": examples, "scenario_steps": steps}
 
 
@@ -145,12 +162,42 @@ def _kill_matrix(flaws: bool) -> list[dict[str, Any]]:
         return _method(False, seconds, examples)
 
     table = [
-        ("persist.ack_before_fsync", missed(3.1, 60), killed(2.4, "acked_events_survive", "mutants/persist.ack_before_fsync-boundary-1-2-pay.json", 212), killed(8.7, "acked_events_survive", "mutants/fuzz-durability-1.json", 44, 5)),
-        ("repair.not_started_for_recorded", missed(3.3, 60), missed(19.5, 1840), killed(11.9, "verdict_soundness", "mutants/fuzz-durability-2.json", 37, 9)),
-        ("read.accept_torn_final_frame", killed(1.2, "corrupt_frame_refused", "scenarios/starter/torn-zstd-checksum.json", 14), killed(4.1, "corrupt_frame_refused", "mutants/read.accept_torn_final_frame-torn-zstd-checksum.json", 380), killed(14.2, "corrupt_frame_refused", "mutants/fuzz-durability-3.json", 61, 7)),
-        ("persist.skip_dir_fsync_after_link", missed(3.0, 60), killed(6.8, "recovery_maximal", "mutants/persist.skip_dir_fsync_after_link-boundary-3-4-pay.json", 604), missed(20.0, 212)),
-        ("checkpoint.no_flush_before_tool_body", killed(0.3, "checkpoint_before_effect", "scenarios/starter/boundary-1-2-pay.json", 1), killed(1.9, "checkpoint_before_effect", "mutants/checkpoint.no_flush_before_tool_body-boundary-1-2-pay.json", 96), killed(2.2, "checkpoint_before_effect", "mutants/fuzz-durability-4.json", 9, 6)),
-        ("write_behind.drop_failed_batch", missed(3.2, 60), missed(21.4, 2210), missed(20.0, 198) if flaws else killed(30.2, "eventually_durable", "mutants/fuzz-storage-5.json", 212, 12)),
+        (
+            "persist.ack_before_fsync",
+            missed(3.1, 60),
+            killed(2.4, "acked_events_survive", "mutants/persist.ack_before_fsync-boundary-1-2-pay.json", 212),
+            killed(8.7, "acked_events_survive", "mutants/fuzz-durability-1.json", 44, 5),
+        ),
+        (
+            "repair.not_started_for_recorded",
+            missed(3.3, 60),
+            missed(19.5, 1840),
+            killed(11.9, "verdict_soundness", "mutants/fuzz-durability-2.json", 37, 9),
+        ),
+        (
+            "read.accept_torn_final_frame",
+            killed(1.2, "corrupt_frame_refused", "scenarios/starter/torn-zstd-checksum.json", 14),
+            killed(4.1, "corrupt_frame_refused", "mutants/read.accept_torn_final_frame-torn-zstd-checksum.json", 380),
+            killed(14.2, "corrupt_frame_refused", "mutants/fuzz-durability-3.json", 61, 7),
+        ),
+        (
+            "persist.skip_dir_fsync_after_link",
+            missed(3.0, 60),
+            killed(6.8, "recovery_maximal", "mutants/persist.skip_dir_fsync_after_link-boundary-3-4-pay.json", 604),
+            missed(20.0, 212),
+        ),
+        (
+            "checkpoint.no_flush_before_tool_body",
+            killed(0.3, "checkpoint_before_effect", "scenarios/starter/boundary-1-2-pay.json", 1),
+            killed(1.9, "checkpoint_before_effect", "mutants/checkpoint.no_flush_before_tool_body-boundary-1-2-pay.json", 96),
+            killed(2.2, "checkpoint_before_effect", "mutants/fuzz-durability-4.json", 9, 6),
+        ),
+        (
+            "write_behind.drop_failed_batch",
+            missed(3.2, 60),
+            missed(21.4, 2210),
+            missed(20.0, 198) if flaws else killed(30.2, "eventually_durable", "mutants/fuzz-storage-5.json", 212, 12),
+        ),
     ]
     return [kill_row(name, {"corpus": c, "explore": e, "fuzz": f}) for name, c, e, f in table]
 
@@ -183,14 +230,31 @@ def sample_results(seed: int = 7, flaws: bool = True) -> list[dict[str, Any]]:
     replay: dict[str, Any] = {
         "meta": {"kind": "replay", "scenarios": 3, "seconds": 0.8},
         "determinism": [
-            {"scenario": "tests/corpus/torn-tail-after-publication.json", "digest_a": "9f1c2e7a44b0d3e1a8c6", "digest_b": "9f1c2e7a44b0d3e1a8c6", "same": True},
-            {"scenario": "tests/corpus/kill-between-call-and-effect.json", "digest_a": "51aa09c3e2d77f10bb42", "digest_b": "51aa09c3e2d77f10bb42", "same": True},
-            {"scenario": "tests/corpus/power-cut-reordered.json", "digest_a": "0c3d91f2aa61b7e5d004", "digest_b": "0c3d91f2aa61b7e5d004" if not flaws else "77e0b1a9c2f4d6e8a013", "same": not flaws},
+            {
+                "scenario": "tests/corpus/torn-tail-after-publication.json",
+                "digest_a": "9f1c2e7a44b0d3e1a8c6",
+                "digest_b": "9f1c2e7a44b0d3e1a8c6",
+                "same": True,
+            },
+            {
+                "scenario": "tests/corpus/kill-between-call-and-effect.json",
+                "digest_a": "51aa09c3e2d77f10bb42",
+                "digest_b": "51aa09c3e2d77f10bb42",
+                "same": True,
+            },
+            {
+                "scenario": "tests/corpus/power-cut-reordered.json",
+                "digest_a": "0c3d91f2aa61b7e5d004",
+                "digest_b": "0c3d91f2aa61b7e5d004" if not flaws else "77e0b1a9c2f4d6e8a013",
+                "same": not flaws,
+            },
         ],
     }
     kill_matrix = _kill_matrix(flaws)
     docs.append(replay)
-    docs.append({"meta": {"kind": "mutants", "mutants": len(kill_matrix), "seconds": 188.0, "seeds": [1001, 1002]}, "kill_matrix": kill_matrix})
+    docs.append(
+        {"meta": {"kind": "mutants", "mutants": len(kill_matrix), "seconds": 188.0, "seeds": [1001, 1002]}, "kill_matrix": kill_matrix}
+    )
     if flaws:
         docs[1]["cases"][0]["calls"] = [{"id": "c-unsafe", "boundary": "3→4", "outcome": "TOOL_NOT_STARTED", "applied": True}]
         docs[1]["violations"] = [

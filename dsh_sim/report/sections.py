@@ -7,28 +7,51 @@ follow the order of coverage.md.  Rows that need attention carry a class (``unme
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsh_sim.report import kills as kill_model
 from dsh_sim.report import model, svg
-from dsh_sim.report.htmlkit import attrs, code, esc, ident, num, pill, section, table, td, tr
+from dsh_sim.report.htmlkit import (
+    attrs,
+    code,
+    esc,
+    ident,
+    num,
+    pill,
+    section,
+    table,
+    td,
+    tr,
+)
 
 
 def requirements(status: list[dict[str, Any]]) -> str:
     # Unmet first (stable within each group): what is missing is what a maintainer needs.
     ordered = sorted(status, key=lambda s: s["met"])
     rows = [
-        tr(td(s["kind"]) + td(s["row"]) + td(s["col"]) + num(s["hits"]) + td(raw=pill("met", "good") if s["met"] else pill("UNMET", "bad")), cls="met" if s["met"] else "unmet")
+        tr(
+            td(s["kind"])
+            + td(s["row"])
+            + td(s["col"])
+            + num(s["hits"])
+            + td(raw=pill("met", "good") if s["met"] else pill("UNMET", "bad")),
+            cls="met" if s["met"] else "unmet",
+        )
         for s in ordered
     ]
     met = sum(1 for s in status if s["met"])
-    why = f"{met}/{len(status)} met. Each \"sometimes\" cell must be hit at least once, or a whole class of crash became unreachable."
-    return section("requirements", "Requirements", why, table(["kind", "row", "column", "hits", "status"], rows, id_="requirements", num_cols=(3,)))
+    why = f'{met}/{len(status)} met. Each "sometimes" cell must be hit at least once, or a whole class of crash became unreachable.'
+    return section(
+        "requirements", "Requirements", why, table(["kind", "row", "column", "hits", "status"], rows, id_="requirements", num_cols=(3,))
+    )
 
 
 def points(view: Mapping[str, Any]) -> str:
     rows_data = model.point_rows(view)
-    chart = svg.progress_chart([(p["name"], p["explored"], p["possible"]) for p in rows_data], "explored vs possible crash states per named point")
+    chart = svg.progress_chart(
+        [(p["name"], p["explored"], p["possible"]) for p in rows_data], "explored vs possible crash states per named point"
+    )
     rows = []
     for p in rows_data:
         below = p["explored"] < p["possible"]
@@ -40,14 +63,22 @@ def points(view: Mapping[str, Any]) -> str:
     body = f'<div class="charts">{chart}</div>' + table(header, rows, id_="points", num_cols=(2, 3, 4))
     why = (
         "Systematic exploration proves the states it enumerates (explored/possible); above the bound it samples them"
-        " (\"sampled at\" = recorded points where it did). Fuzzing samples beyond (hits). Amber rows were neither explored nor hit."
+        ' ("sampled at" = recorded points where it did). Fuzzing samples beyond (hits). Amber rows were neither explored nor hit.'
     )
     return section("points", "Named points", why, body)
 
 
 def torn(view: Mapping[str, Any]) -> str:
-    rows = [tr(td(raw=ident(c)) + num(n) + td("required" if req else "", cls="muted"), cls="unmet" if req and not n else None) for c, n, req in model.torn_rows(view)]
-    return section("torn", "Torn-write classes", "Where a power cut tore the log, by codec structure (zstd frames and blocks, JSONL lines).", table(["class", "cases", ""], rows, id_="torn-classes", num_cols=(1,)))
+    rows = [
+        tr(td(raw=ident(c)) + num(n) + td("required" if req else "", cls="muted"), cls="unmet" if req and not n else None)
+        for c, n, req in model.torn_rows(view)
+    ]
+    return section(
+        "torn",
+        "Torn-write classes",
+        "Where a power cut tore the log, by codec structure (zstd frames and blocks, JSONL lines).",
+        table(["class", "cases", ""], rows, id_="torn-classes", num_cols=(1,)),
+    )
 
 
 def invariants(view: Mapping[str, Any]) -> str:
@@ -56,7 +87,12 @@ def invariants(view: Mapping[str, Any]) -> str:
         cls = "bad" if inv["violations"] else ("warn" if not inv["checks"] else None)
         rows.append(tr(td(raw=ident(inv["name"])) + num(inv["checks"]) + num(inv["violations"]) + td(inv["description"]), cls=cls))
     why = "How many times each invariant was evaluated; amber = never checked in these runs (it proved nothing), red = violated."
-    return section("invariants", "Invariants checked", why, table(["invariant", "checks", "violations", "what must hold"], rows, id_="invariants", num_cols=(1, 2)))
+    return section(
+        "invariants",
+        "Invariants checked",
+        why,
+        table(["invariant", "checks", "violations", "what must hold"], rows, id_="invariants", num_cols=(1, 2)),
+    )
 
 
 def violations(view: Mapping[str, Any]) -> str:
@@ -65,11 +101,22 @@ def violations(view: Mapping[str, Any]) -> str:
         body = '<p class="none">None.</p>'
     else:
         rows = [
-            tr(td(raw=ident(v.get("invariant", "?"))) + td(v.get("source") or "—") + td(v.get("message", "")) + td(raw=code(v["scenario"]) if v.get("scenario") else '<span class="muted">not saved</span>'), cls="bad")
+            tr(
+                td(raw=ident(v.get("invariant", "?")))
+                + td(v.get("source") or "—")
+                + td(v.get("message", ""))
+                + td(raw=code(v["scenario"]) if v.get("scenario") else '<span class="muted">not saved</span>'),
+                cls="bad",
+            )
             for v in found
         ]
         body = table(["invariant", "source", "message", "replayable scenario"], rows, id_="violations")
-    return section("violations", f"Violations ({len(found)})", "Each saved scenario is a replayable file that reproduces the failure deterministically.", body)
+    return section(
+        "violations",
+        f"Violations ({len(found)})",
+        "Each saved scenario is a replayable file that reproduces the failure deterministically.",
+        body,
+    )
 
 
 def determinism(view: Mapping[str, Any]) -> str:
@@ -80,9 +127,20 @@ def determinism(view: Mapping[str, Any]) -> str:
         rows = []
         for d in checks:
             same = bool(d.get("same"))
-            digests = [td(raw=f'<span{attrs(class_="mono", title=d.get(k, ""))}>{esc(str(d.get(k, ""))[:16])}</span>') for k in ("digest_a", "digest_b")]
+            digests = [
+                td(raw=f"<span{attrs(class_='mono', title=d.get(k, ''))}>{esc(str(d.get(k, ''))[:16])}</span>")
+                for k in ("digest_a", "digest_b")
+            ]
             how = td(str(d.get("how", "")))
-            rows.append(tr(td(raw=code(d.get("scenario", "?"))) + how + "".join(digests) + td(raw=pill("same", "good") if same else pill("DIVERGED", "bad")), cls=None if same else "bad"))
+            rows.append(
+                tr(
+                    td(raw=code(d.get("scenario", "?")))
+                    + how
+                    + "".join(digests)
+                    + td(raw=pill("same", "good") if same else pill("DIVERGED", "bad")),
+                    cls=None if same else "bad",
+                )
+            )
         body = table(["scenario", "how", "digest (run a)", "digest (run b)", "result"], rows, id_="determinism")
     return section("determinism", "Determinism re-checks", "The same scenario run twice must produce the same trace digest.", body)
 
@@ -104,7 +162,12 @@ def _method_cell(kill: Mapping[str, Any], method: str) -> str:
 def kill_matrix(view: Mapping[str, Any]) -> str:
     kills = view.get("kill_matrix", [])
     if not kills:
-        return section("kills", "Kill matrix", "Seeded durability bugs (mutants) the harness must catch.", '<p class="muted">No mutant run in these results.</p>')
+        return section(
+            "kills",
+            "Kill matrix",
+            "Seeded durability bugs (mutants) the harness must catch.",
+            '<p class="muted">No mutant run in these results.</p>',
+        )
     methods = kill_model.methods(kills)
     rows = []
     for k in kills:
@@ -113,7 +176,12 @@ def kill_matrix(view: Mapping[str, Any]) -> str:
         mutant = ident(k.get("mutant", "?")) + f'<div class="desc muted">{esc(k.get("description", ""))}</div>'
         cells = td(raw=mutant) + td(raw=pill("killed", "good") if killed else pill("SURVIVED", "bad"))
         cells += "".join(_method_cell(k, m) for m in methods)
-        cells += td(model.fmt_value(k.get("method"))) + num(model.fmt_seconds(k.get("time_to_kill"))) + num(k.get("scenario_steps")) + td(raw=scenario, cls="scenario")
+        cells += (
+            td(model.fmt_value(k.get("method")))
+            + num(model.fmt_seconds(k.get("time_to_kill")))
+            + num(k.get("scenario_steps"))
+            + td(raw=scenario, cls="scenario")
+        )
         rows.append(tr(cells, cls=None if killed else "bad", data_mutant=k.get("mutant", "?")))
     killed_n = sum(1 for k in kills if k.get("killed"))
     medians = kill_model.median_by_method(kills)
@@ -129,7 +197,15 @@ def kill_matrix(view: Mapping[str, Any]) -> str:
 def runs(view: Mapping[str, Any]) -> str:
     data = model.runs_of(view)
     keys = model.run_columns(data)
-    rows = [tr("".join(td(model.fmt_value(r.get(k)), cls="num" if isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool) else None) for k in keys)) for r in data]
+    rows = [
+        tr(
+            "".join(
+                td(model.fmt_value(r.get(k)), cls="num" if isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool) else None)
+                for k in keys
+            )
+        )
+        for r in data
+    ]
     total = model.fmt_seconds(model.total_seconds(data))
     seeds = model.fmt_value(model.seeds(data)) or "—"
     body = f'<p>Total time <b>{esc(total)}</b> over {len(data)} run(s). Seeds: <span class="mono">{esc(seeds)}</span></p>'

@@ -15,8 +15,9 @@ totals can exceed the number of states.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 StateMatrix = Mapping[str, Mapping[str, Mapping[str, int]]]
 

@@ -7,8 +7,8 @@ label every bar with its numbers, and escape every label.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Mapping, Sequence
 
 # One colour per outcome, shared with the CSS chips of the matrices (see style.css).
 OUTCOME_COLORS: dict[str, str] = {
@@ -54,13 +54,22 @@ def progress_chart(rows: Sequence[tuple[str, int, int]], title: str, label_width
             text = f"{explored}/{possible} ({pct:.0f}%)"
             body.append(f'<text x="{label_width + track + 6:.1f}" y="{y + 13}" fill="#3d4452">{escape(text)}</text>')
         else:
-            body.append(f'<rect x="{label_width}" y="{y + 3}" width="{track:.1f}" height="13" rx="3" fill="none" stroke="#d5d9e0" stroke-dasharray="3 3"/>')
+            body.append(
+                f'<rect x="{label_width}" y="{y + 3}" width="{track:.1f}" height="13" rx="3" fill="none" stroke="#d5d9e0" stroke-dasharray="3 3"/>'
+            )
             body.append(f'<text x="{label_width + 8}" y="{y + 13}" fill="#8a8f98">not explored</text>')
     height = top * 2 + row_h * max(len(rows), 1)
     return _svg(width, height, body, title)
 
 
-def stacked_chart(rows: Sequence[tuple[str, Mapping[str, int]]], order: Sequence[str], title: str, label_width: int = 150, bar_width: int = 460, required: Sequence[str] = ()) -> str:
+def stacked_chart(
+    rows: Sequence[tuple[str, Mapping[str, int]]],
+    order: Sequence[str],
+    title: str,
+    label_width: int = 150,
+    bar_width: int = 460,
+    required: Sequence[str] = (),
+) -> str:
     """Horizontal stacked bars of outcome counts per row, with a legend and totals.
 
     An empty row is drawn as a dashed track: red ("never hit") when the row is in
@@ -82,7 +91,9 @@ def stacked_chart(rows: Sequence[tuple[str, Mapping[str, int]]], order: Sequence
         total = sum(counts.values())
         if not total:
             stroke, ink = ("#e0a0a0", "#b3261e") if label in required else ("#d5d9e0", "#8a8f98")
-            body.append(f'<rect x="{label_width}" y="{y + 3}" width="{bar_width}" height="15" rx="3" fill="none" stroke="{stroke}" stroke-dasharray="3 3"/>')
+            body.append(
+                f'<rect x="{label_width}" y="{y + 3}" width="{bar_width}" height="15" rx="3" fill="none" stroke="{stroke}" stroke-dasharray="3 3"/>'
+            )
             body.append(f'<text x="{label_width + 8}" y="{y + 14}" fill="{ink}">never hit</text>')
             continue
         x = float(label_width)
@@ -92,7 +103,9 @@ def stacked_chart(rows: Sequence[tuple[str, Mapping[str, int]]], order: Sequence
                 continue
             w = bar_width * n / scale
             color = OUTCOME_COLORS.get(outcome, _FALLBACK)
-            body.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="15" fill="{color}"><title>{escape(f"{label}: {outcome} {n}")}</title></rect>')
+            body.append(
+                f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="15" fill="{color}"><title>{escape(f"{label}: {outcome} {n}")}</title></rect>'
+            )
             x += w
         body.append(f'<text x="{x + 6:.1f}" y="{y + 14}" fill="#3d4452">{total}</text>')
     height = top + row_h * max(len(rows), 1) + 6

@@ -113,7 +113,21 @@ def parse(obj: Any, source: str = "<scenario>") -> Scenario:
         raise bad('"version" must be a positive integer')
     if version > VERSION:
         raise bad(f"scenario format version {version} is newer than this dsh-sim reads (up to {VERSION}); upgrade dsh-sim")
-    known = {"format", "version", "name", "description", "machine", "seed", "config", "fault_plan", "steps", "expect", "trace_digest", "mutants", "origin"}
+    known = {
+        "format",
+        "version",
+        "name",
+        "description",
+        "machine",
+        "seed",
+        "config",
+        "fault_plan",
+        "steps",
+        "expect",
+        "trace_digest",
+        "mutants",
+        "origin",
+    }
     extra = sorted(set(obj) - known)
     if extra:
         raise bad(f"unknown keys {extra}")

@@ -9,13 +9,15 @@ performs one step on a :class:`~dsh_sim.engine.machine.Simulation` and returns a
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 
 from dsh_sim.engine.faults import CrashSpec, FaultRule
 from dsh_sim.engine.history import SeededLog
-from dsh_sim.engine.machine import Lifetime, Simulation
+from dsh_sim.engine.lifetime import Lifetime
+from dsh_sim.engine.machine import Simulation
 from dsh_sim.scenario.v0_writer import encode_v0, v0_history
 from runtime.adapters.script_model import ScriptedResponse
 from runtime.persistence.migration import migrate_v0
@@ -32,7 +34,7 @@ class Step:
         return {"op": self.op, "args": self.args}
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "Step":
+    def from_json(cls, obj: dict[str, Any]) -> Step:
         if not isinstance(obj, dict) or "op" not in obj:
             raise ValueError(f"a step must be an object with an 'op', got {obj!r}")
         if obj["op"] not in OPS:
@@ -138,7 +140,7 @@ def op_append(sim: Simulation, args: dict[str, Any]) -> str:
     life = _require_session(sim)
 
     async def append(life: Lifetime) -> None:
-        for index in range(int(args.get("count", 1))):
+        for _index in range(int(args.get("count", 1))):
             life.session.append("todo/write", {"n": len(life.session), "text": "x" * int(args.get("size", 8))})
 
     return _outcome(life, sim.run(append))
@@ -199,7 +201,7 @@ def op_retry_unknown(sim: Simulation, args: dict[str, Any]) -> str:
         if b.get("type") == "tool-call"
     }
     calls = []
-    for index, (call_id, code) in enumerate(sorted(report.verdicts.items())):
+    for _index, (call_id, code) in enumerate(sorted(report.verdicts.items())):
         block = blocks.get(call_id)
         if code != "TOOL_OUTCOME_UNKNOWN" or block is None or block["name"] != "pay":
             continue

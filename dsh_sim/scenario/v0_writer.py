@@ -7,13 +7,13 @@ JSONL), so the writer lives here.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from dsh_sim.engine.determinism import EPOCH_MS
 from runtime.persistence.v0_format import ROW_TAGS, V0Event, V0Header
 from runtime.persistence.zstd_frames import compress_frame
 from runtime.session.lossless import dumps
-
 
 MIN_RUN = 3  # the reference packs runs of three or more same-block deltas into one row
 
@@ -113,7 +113,11 @@ def v0_history(session_id: str, cwd: str, turns: int, notes: int, system: str | 
         start = len(events)
         add("turn/start", {"turn": turn})
         add("step/start", {"turn": turn, "step": 1})
-        add("user/message", {"id": f"v0-user-{turn}", "role": "user", "content": [{"type": "text", "text": f"prompt {turn}"}], "source": {"kind": "user"}}, surface_op="append")
+        add(
+            "user/message",
+            {"id": f"v0-user-{turn}", "role": "user", "content": [{"type": "text", "text": f"prompt {turn}"}], "source": {"kind": "user"}},
+            surface_op="append",
+        )
         header: dict[str, Any] = {"config": {"provider": "sim", "model": "sim-v0"}}
         if system is not None:
             header["system"] = system
@@ -122,9 +126,17 @@ def v0_history(session_id: str, cwd: str, turns: int, notes: int, system: str | 
             add("request/context", {"provider": "sim", "model": "sim-v0"})
         chunks = [{"type": "block-start", "index": 0, "blockType": "text"}]
         chunks += [{"type": "text-delta", "index": 0, "text": t} for t in ("an", "sw", "er ", str(turn))]
-        chunks += [{"type": "block-end", "index": 0, "block": {"type": "text", "text": f"answer {turn}"}}, {"type": "finish", "reason": {"kind": "stop"}}]
+        chunks += [
+            {"type": "block-end", "index": 0, "block": {"type": "text", "text": f"answer {turn}"}},
+            {"type": "finish", "reason": {"kind": "stop"}},
+        ]
         cited = tuple(add("assistant/chunk", {"turn": turn, "step": 1, "chunk": c}) for c in chunks)
-        message = {"id": f"v0-assistant-{turn}", "role": "assistant", "content": [{"type": "text", "text": f"answer {turn}"}], "source": {"kind": "model", "provider": "sim", "model": "sim-v0"}}
+        message = {
+            "id": f"v0-assistant-{turn}",
+            "role": "assistant",
+            "content": [{"type": "text", "text": f"answer {turn}"}],
+            "source": {"kind": "model", "provider": "sim", "model": "sim-v0"},
+        }
         add("assistant/message", {"turn": turn, "step": 1, "message": message}, surface_op="append", source_event_seqs=cited)
         add("step/end", {"turn": turn, "step": 1})
         add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
@@ -135,5 +147,3 @@ def v0_history(session_id: str, cwd: str, turns: int, notes: int, system: str | 
             add("todo/write", {"n": n, "text": "legacy note"})
         batches.append(events[start:])
     return V0Header(session_id, EPOCH_MS - 120_000, cwd=cwd), batches
-
-

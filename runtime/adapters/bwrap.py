@@ -21,7 +21,7 @@ from __future__ import annotations
 import posixpath
 import shutil
 import subprocess
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -83,9 +83,7 @@ process that cannot start or times out (exit codes 127 and 124, as a shell repor
 
 def subprocess_runner(argv: Sequence[str], timeout: float | None = None) -> RunResult:
     try:
-        done = subprocess.run(
-            list(argv), stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
-        )
+        done = subprocess.run(list(argv), stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return RunResult(124, "", f"{argv[0]}: timed out after {timeout}s")
     except OSError as err:
@@ -103,12 +101,16 @@ def bwrap_profile(mode: ConfinableMode, workspace_root: str) -> list[str]:
     profile = [
         "--unshare-user-try",
         "--unshare-pid",
-        "--cap-drop", "ALL",
+        "--cap-drop",
+        "ALL",
         "--new-session",
         "--die-with-parent",
-        "--ro-bind", "/", "/",
+        "--ro-bind",
+        "/",
+        "/",
         # The backend temp area: private, discarded when the command ends.
-        "--tmpfs", PRIVATE_TMP,
+        "--tmpfs",
+        PRIVATE_TMP,
     ]
     if mode == "workspace-write":
         profile += ["--bind", root, root]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import fcntl
 import os
 import stat as stat_module
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import trio
 

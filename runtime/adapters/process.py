@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import subprocess
-from typing import Sequence
+from collections.abc import Sequence
 
 import trio
 
@@ -16,5 +16,7 @@ class SubprocessRunner:
 
     async def run(self, argv: Sequence[str], *, cwd: str, call_id: str | None = None) -> ProcessResult:
         with trio.fail_after(self._timeout):
-            done = await trio.run_process(list(argv), cwd=cwd, capture_stdout=True, capture_stderr=True, check=False, stdin=subprocess.DEVNULL)
+            done = await trio.run_process(
+                list(argv), cwd=cwd, capture_stdout=True, capture_stderr=True, check=False, stdin=subprocess.DEVNULL
+            )
         return ProcessResult(done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"))

@@ -16,12 +16,20 @@ file::
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import attrs
 import trio
 
-from runtime.ports.model import Finish, ModelRequest, StreamPart, TextDelta, ToolCallDelta, Usage
+from runtime.ports.model import (
+    Finish,
+    ModelRequest,
+    StreamPart,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
 
 
 class ScriptExhaustedError(RuntimeError):
@@ -42,7 +50,7 @@ class ScriptedResponse:
     chunk_delay: float = 0.0
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "ScriptedResponse":
+    def from_json(cls, obj: dict[str, Any]) -> ScriptedResponse:
         calls = []
         for call in obj.get("tool_calls", ()):
             args = call.get("arguments", {})
@@ -76,7 +84,7 @@ class ScriptModel:
         self.requests: list[ModelRequest] = []
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "ScriptModel":
+    def from_json(cls, obj: dict[str, Any]) -> ScriptModel:
         responses = [ScriptedResponse.from_json(r) for r in obj.get("responses", ())]
         return cls(responses, provider=obj.get("provider", "script"), model=obj.get("model", "demo"))
 

@@ -16,7 +16,14 @@ import trio
 
 from runtime.agent.hooks import PluginContext
 from runtime.agent.signal import AbortSignal
-from runtime.tools.registry import Allow, Ask, Decision, Deny, ToolExecution, ToolRegistry
+from runtime.tools.registry import (
+    Allow,
+    Ask,
+    Decision,
+    Deny,
+    ToolExecution,
+    ToolRegistry,
+)
 
 APPROVAL_OUTCOMES = ("allowed-once", "rejected", "cancelled", "unavailable")
 APPROVAL_POLICIES = ("ask", "never")
@@ -92,9 +99,7 @@ class ApprovalService:
         if old == policy:
             return
         agent.session.append("approval/policy", {"policy": policy})
-        agent.queue_notice(
-            f'The approval policy changed from "{old}" to "{policy}" (changed by the user).', plugin=self.name
-        )
+        agent.queue_notice(f'The approval policy changed from "{old}" to "{policy}" (changed by the user).', plugin=self.name)
 
     async def request(
         self,

@@ -14,7 +14,8 @@ before another step.  The policy is a plugin beside the loop; the loop works wit
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from runtime.agent.hooks import Next, PluginContext
 from runtime.persistence import context

@@ -10,7 +10,8 @@ so a runtime works with any subset of policies mounted.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Awaitable, Callable, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 import attrs
 
@@ -72,7 +73,7 @@ class Hooks:
 class Plugin(Protocol):
     name: str
 
-    def apply(self, ctx: "PluginContext") -> None: ...
+    def apply(self, ctx: PluginContext) -> None: ...
 
 
 class PluginContext:

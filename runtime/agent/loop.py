@@ -11,13 +11,21 @@ are always appended.  Cancellation mid-stream keeps the delivered prefix, marked
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import attrs
 import trio
 
 from runtime.agent.signal import AbortSignal
-from runtime.ports.model import Finish, ModelRequest, StreamPart, TextDelta, ToolCallDelta, Usage
+from runtime.ports.model import (
+    Finish,
+    ModelRequest,
+    StreamPart,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
 from runtime.session.events import Event
 from runtime.session.session import Session
 from runtime.tools.scheduler import StepTools, ToolCallBlock
@@ -27,7 +35,7 @@ SURFACE_TYPES = ("system/message", "user/message", "assistant/message", "tool/re
 
 @attrs.frozen
 class PreStep:
-    agent: "Agent"
+    agent: Agent
     turn: int
     step: int
 
@@ -53,7 +61,7 @@ def derived_history(events: Sequence[Event]) -> tuple[dict[str, Any], ...]:
     out = []
     for event in events:
         if event.type in SURFACE_TYPES:
-            out.append(event.data["message"] if "message" in event.data else event.data)
+            out.append(event.data.get("message", event.data))
     return tuple(out)
 
 

@@ -8,7 +8,7 @@ closes every live session.  Policies are mounted as plugins and can be left out.
 from __future__ import annotations
 
 import contextlib
-from typing import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import attrs
 

@@ -10,7 +10,8 @@ This module is pure (no ``os``/``subprocess``): OS backends live in :mod:`runtim
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal, Protocol, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, Protocol
 
 import attrs
 
@@ -33,8 +34,7 @@ class SandboxUnavailableError(Exception):
 
     def __init__(self, mode: str, detail: str | None = None) -> None:
         message = (
-            f'sandbox mode "{mode}" is requested but no sandbox backend is usable on this host; '
-            "refusing to run the command unconfined."
+            f'sandbox mode "{mode}" is requested but no sandbox backend is usable on this host; refusing to run the command unconfined.'
         )
         if detail:
             message += f" Runner failure: {detail}"
@@ -55,9 +55,7 @@ class SandboxPolicy:
 
     mode: SandboxMode = attrs.field(validator=attrs.validators.in_(SANDBOX_MODES))
     workspace_root: str = attrs.field(validator=_absolute)
-    session_id: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
-    )
+    session_id: str | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str)))
 
 
 @attrs.frozen

@@ -9,7 +9,8 @@ explicit bypass: no provider is asked and the result says so.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import attrs
 

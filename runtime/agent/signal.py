@@ -10,7 +10,8 @@ scope that the signal cancels.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import trio
 
@@ -21,9 +22,9 @@ class AbortSignal:
         self.reason: Any = None
         self._scopes: list[trio.CancelScope] = []
         self._event = trio.Event()
-        self._children: list["AbortSignal"] = []
+        self._children: list[AbortSignal] = []
 
-    def child(self) -> "AbortSignal":
+    def child(self) -> AbortSignal:
         """A signal that aborts with this one but can also abort on its own."""
         child = AbortSignal()
         if self.aborted:

@@ -15,12 +15,21 @@ from __future__ import annotations
 
 import contextlib
 import posixpath
-from typing import Iterator, Literal, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Literal
 
 import attrs
 
 from runtime.persistence import context
-from runtime.persistence.durable import close_after_error, ensure_dir_durable, exists, make_durable, publish_new_file, read_prefix, read_stable
+from runtime.persistence.durable import (
+    close_after_error,
+    ensure_dir_durable,
+    exists,
+    make_durable,
+    publish_new_file,
+    read_prefix,
+    read_stable,
+)
 from runtime.persistence.errors import (
     GenerationSourceChangedError,
     SessionAlreadyExistsError,
@@ -35,6 +44,14 @@ from runtime.persistence.handles import ReadHandle, WriteHandle
 from runtime.persistence.header import HeaderError, SessionHeader
 from runtime.persistence.layout import SessionPaths, generation_filename
 from runtime.persistence.lease import acquire_lock
+from runtime.persistence.locate import (
+    Located,
+    flat_layout_error,
+    generation_in,
+    locate,
+    paths_of,
+    remove_stale_temps,
+)
 from runtime.persistence.log_format import (
     COMPRESSIONS,
     DecodedLog,
@@ -45,10 +62,25 @@ from runtime.persistence.log_format import (
     encode_generation,
     header_of,
 )
-from runtime.persistence.locate import Located, flat_layout_error, generation_in, locate, paths_of, remove_stale_temps
-from runtime.persistence.migration import MigratedLog, MigrationRefused, current_header, migrate_v0
-from runtime.persistence.publication import Prepared, VerificationError, Verifier, publish, thread_verifier
-from runtime.persistence.v0_format import V0_VERSION, V0Unsupported, decode_v0, v0_header_of
+from runtime.persistence.migration import (
+    MigratedLog,
+    MigrationRefused,
+    current_header,
+    migrate_v0,
+)
+from runtime.persistence.publication import (
+    Prepared,
+    VerificationError,
+    Verifier,
+    publish,
+    thread_verifier,
+)
+from runtime.persistence.v0_format import (
+    V0_VERSION,
+    V0Unsupported,
+    decode_v0,
+    v0_header_of,
+)
 from runtime.persistence.zstd_frames import FrameFormatError, first_frame
 from runtime.ports import Ports
 from runtime.ports.fs import StatResult
@@ -114,9 +146,7 @@ class JsonlBackend:
         except BaseException:
             del self._claims[header.id]
             raise
-        handle = WriteHandle(
-            self, header, paths, materialized=False, next_seq=0, committed_bytes=0, torn=None, lock_fd=None
-        )
+        handle = WriteHandle(self, header, paths, materialized=False, next_seq=0, committed_bytes=0, torn=None, lock_fd=None)
         self._claims[header.id] = handle
         return handle
 
@@ -317,7 +347,9 @@ class JsonlBackend:
             migrated, _ = self._migrated(session_id, source, data)
             await self.probe.at("persist.migration.prepared", session_id=session_id, source=source.log, events=len(migrated.events))
             try:
-                await publish(self.fs, self.ids, self.probe, self.verifier, Prepared(migrated, source.log, st.revision()), target, self.compression)
+                await publish(
+                    self.fs, self.ids, self.probe, self.verifier, Prepared(migrated, source.log, st.revision()), target, self.compression
+                )
             except GenerationSourceChangedError:
                 if attempt:
                     raise

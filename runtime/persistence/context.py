@@ -9,8 +9,8 @@ operation belonged to.  The innermost label and its outer barrier are both kept.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Iterator
 
 import attrs
 
@@ -31,7 +31,7 @@ class DurabilityOp:
     step: str | None  # the innermost label: what the backend is doing
 
 
-_current: ContextVar[DurabilityOp] = ContextVar("dsh_durability_op", default=DurabilityOp(None, None))
+_current: ContextVar[DurabilityOp] = ContextVar("dsh_durability_op", default=DurabilityOp(None, None))  # noqa: B039 (frozen)
 
 
 def current() -> DurabilityOp:

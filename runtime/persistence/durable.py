@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 import posixpath
-from typing import Callable
+from collections.abc import Callable
 
 import trio
 

@@ -16,11 +16,11 @@ class SessionPersistenceNotFoundError(SessionPersistenceError):
 
 class SessionAlreadyExistsError(SessionPersistenceError):
     @classmethod
-    def in_backend(cls, session_id: str) -> "SessionAlreadyExistsError":
+    def in_backend(cls, session_id: str) -> SessionAlreadyExistsError:
         return cls(f'session "{session_id}" already exists in this backend')
 
     @classmethod
-    def on_disk(cls, session_id: str) -> "SessionAlreadyExistsError":
+    def on_disk(cls, session_id: str) -> SessionAlreadyExistsError:
         return cls(f'session "{session_id}" already has a persisted log on disk; load/resume it instead of creating')
 
 
@@ -55,7 +55,7 @@ class SessionFormatUnsupportedError(SessionPersistenceError):
         self.path = path
 
     @classmethod
-    def version(cls, session_id: str, version: int, path: str | None = None) -> "SessionFormatUnsupportedError":
+    def version(cls, session_id: str, version: int, path: str | None = None) -> SessionFormatUnsupportedError:
         current = SESSION_FORMAT_VERSION
         if version > current:
             text = (
@@ -70,20 +70,18 @@ class SessionFormatUnsupportedError(SessionPersistenceError):
         return cls(text, path)
 
     @classmethod
-    def unknown_type(cls, session_id: str, kind: str, seq: int, path: str | None = None) -> "SessionFormatUnsupportedError":
+    def unknown_type(cls, session_id: str, kind: str, seq: int, path: str | None = None) -> SessionFormatUnsupportedError:
         return cls(
             f'session "{session_id}" contains event type "{kind}" (seq {seq}) unknown to this harness and not marked '
             "ignorable; refusing to interpret the log — it was likely written by a newer harness",
             path,
         )
 
-
     @classmethod
-    def migration(cls, session_id: str, version: int, why: str, path: str | None = None) -> "SessionFormatUnsupportedError":
+    def migration(cls, session_id: str, version: int, why: str, path: str | None = None) -> SessionFormatUnsupportedError:
         """A historical generation this build reads but cannot carry over faithfully (spec §10.4)."""
         return cls(
-            f'session "{session_id}" cannot be migrated from log format v{version}: {why}; '
-            f"source v{version} artifact remains unchanged",
+            f'session "{session_id}" cannot be migrated from log format v{version}: {why}; source v{version} artifact remains unchanged',
             path,
         )
 
@@ -105,7 +103,7 @@ class SessionSeqMismatchError(SessionPersistenceError, ValueError):
 class AppendRollbackError(ExceptionGroup):
     """An append failed and so did its rollback; both errors are kept (spec §3.6)."""
 
-    def __new__(cls, path: str, original: BaseException, rollback: BaseException) -> "AppendRollbackError":
+    def __new__(cls, path: str, original: BaseException, rollback: BaseException) -> AppendRollbackError:
         self = super().__new__(cls, f'failed to roll back append to "{path}"', [original, rollback])
         return self
 

@@ -8,7 +8,8 @@ as their own batch; committed bytes are never rewritten.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import trio
 
@@ -24,11 +25,24 @@ from runtime.persistence.header import SessionHeader
 from runtime.persistence.layout import SessionPaths
 from runtime.persistence.lease import release_lock
 from runtime.persistence.log_format import TornTail, encode_batch
+from runtime.ports.fs import FileSystem
+from runtime.ports.probe import Probe
 from runtime.session.events import EnvelopeError, Event, checked_copy
 from runtime.session.lossless import is_safe_integer
 
-if TYPE_CHECKING:
-    from runtime.persistence.backend import JsonlBackend
+
+class HandleOwner(Protocol):
+    """What a handle needs of the backend that opened it (:class:`~runtime.persistence.backend.JsonlBackend`)."""
+
+    fs: FileSystem
+    probe: Probe
+    compression: str
+
+    async def _read_events(self, session_id: str, paths: SessionPaths | None) -> Sequence[Event]: ...
+
+    async def _materialize(self, handle: WriteHandle, batch: Sequence[Event]) -> None: ...
+
+    def _release(self, handle: WriteHandle) -> None: ...
 
 
 def _check_range(offset: int, length: int | None) -> None:
@@ -61,7 +75,7 @@ def _never_backwards(session_id: str, events: Sequence[Event], observed: int) ->
     return len(events)
 
 
-async def _read_window(handle: "ReadHandle | WriteHandle", offset: int, length: int | None) -> list[Event]:
+async def _read_window(handle: ReadHandle | WriteHandle, offset: int, length: int | None) -> list[Event]:
     """The stored events ``[offset, offset+length)`` as either handle serves them (never backwards)."""
     events = await handle._backend._read_events(handle.session_id, handle.paths)
     handle._observed = _never_backwards(handle.session_id, events, handle._observed)
@@ -72,9 +86,7 @@ async def _read_window(handle: "ReadHandle | WriteHandle", offset: int, length: 
 class ReadHandle:
     access = "read"
 
-    def __init__(
-        self, backend: "JsonlBackend", session_id: str, paths: SessionPaths | None, header: SessionHeader | None = None
-    ) -> None:
+    def __init__(self, backend: HandleOwner, session_id: str, paths: SessionPaths | None, header: SessionHeader | None = None) -> None:
         self._backend = backend
         self.session_id = session_id
         self.paths = paths
@@ -98,7 +110,7 @@ class ReadHandle:
     async def close(self) -> None:
         self._closed = True
 
-    async def __aenter__(self) -> "ReadHandle":
+    async def __aenter__(self) -> ReadHandle:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -110,7 +122,7 @@ class WriteHandle:
 
     def __init__(
         self,
-        backend: "JsonlBackend",
+        backend: HandleOwner,
         header: SessionHeader,
         paths: SessionPaths,
         *,
@@ -236,7 +248,7 @@ class WriteHandle:
                 fd, self._lock_fd = self._lock_fd, None
                 await release_lock(self._fs, fd)
 
-    async def __aenter__(self) -> "WriteHandle":
+    async def __aenter__(self) -> WriteHandle:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -109,7 +109,7 @@ class SessionPaths:
     lock: str
 
     @classmethod
-    def of(cls, root: str, cwd: str | None, session_id: str, compression: str) -> "SessionPaths":
+    def of(cls, root: str, cwd: str | None, session_id: str, compression: str) -> SessionPaths:
         project_dir = f"{root}/{project_key(cwd)}"
         session_dir = f"{project_dir}/{encode_segment(session_id)}"
         return cls(

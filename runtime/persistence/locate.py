@@ -14,7 +14,12 @@ import attrs
 
 from runtime.persistence.durable import exists
 from runtime.persistence.errors import LayoutError
-from runtime.persistence.layout import LOCK_FILENAME, SessionPaths, encode_segment, parse_generation_filename
+from runtime.persistence.layout import (
+    LOCK_FILENAME,
+    SessionPaths,
+    encode_segment,
+    parse_generation_filename,
+)
 from runtime.ports.fs import FileSystem
 
 
@@ -35,8 +40,7 @@ def paths_of(root: str, located: Located) -> SessionPaths:
 
 def flat_layout_error(path: str) -> LayoutError:
     return LayoutError(
-        f'session artifact "{path}" uses the unsupported flat-file layout; use a separate root or move it '
-        "into its session directory"
+        f'session artifact "{path}" uses the unsupported flat-file layout; use a separate root or move it into its session directory'
     )
 
 
@@ -78,7 +82,7 @@ async def generation_in(fs: FileSystem, session_dir: str, compression: str) -> L
         version, found = parsed
         if found != compression:
             raise LayoutError(
-                f'session artifact "{session_dir}/{name}" uses {name[name.index(".jsonl"):]}, but this backend is '
+                f'session artifact "{session_dir}/{name}" uses {name[name.index(".jsonl") :]}, but this backend is '
                 f'configured for compression "{compression}"; use a separate root or select the matching '
                 "compression mode"
             )
@@ -97,4 +101,3 @@ async def remove_stale_temps(fs: FileSystem, located: Located) -> None:
                 await fs.unlink(f"{located.session_dir}/{name}")
             except FileNotFoundError:
                 pass
-

@@ -14,11 +14,17 @@ partial plaintext holds are recovered.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
-from runtime.persistence.header import HeaderError, HeaderVersionError, SessionHeader, parse_header
+from runtime.persistence.header import (
+    HeaderError,
+    HeaderVersionError,
+    SessionHeader,
+    parse_header,
+)
 from runtime.persistence.zstd_frames import (
     FrameFormatError,
     compress_frame,
@@ -233,9 +239,7 @@ def _records_of_frame(plaintext: bytes, start: int, first_seq: int) -> list[Even
             raise LogCorruption(f"corrupt Zstandard session log: invalid record in frame at byte {start}: {err}") from None
         expected = first_seq + len(out)
         if event.seq != expected:
-            raise LogCorruption(
-                f"corrupt Zstandard session log: seq gap in frame at byte {start} (expected {expected}, got {event.seq})"
-            )
+            raise LogCorruption(f"corrupt Zstandard session log: seq gap in frame at byte {start} (expected {expected}, got {event.seq})")
         out.append(event)
     return out
 

@@ -155,7 +155,17 @@ class _Migration:
             raise self.refuse(event, f"refers to seq {seq!r}, which is not an earlier event that survives migration")
         return self.seq_map[seq]
 
-    def emit(self, kind: str, time: int, data: Any, *, ignorable: bool = False, op: Any = None, sources: Any = None, source: V0Event | None = None) -> int:
+    def emit(
+        self,
+        kind: str,
+        time: int,
+        data: Any,
+        *,
+        ignorable: bool = False,
+        op: Any = None,
+        sources: Any = None,
+        source: V0Event | None = None,
+    ) -> int:
         event = Event(kind, len(self.out), time, data, ignorable, op, tuple(sources) if sources is not None else None)
         try:
             event = Event.from_record(event.to_record())  # the same checks a v3 read applies
@@ -231,7 +241,9 @@ class _Migration:
         elif kind in ("compaction/summary", "compaction/prune"):
             shadowed = data.get("shadowedRange")
             if type(shadowed) is dict:
-                data["shadowedRange"] = dict(shadowed, start=self.map(event, shadowed.get("start")), end=self.map(event, shadowed.get("end")))
+                data["shadowedRange"] = dict(
+                    shadowed, start=self.map(event, shadowed.get("start")), end=self.map(event, shadowed.get("end"))
+                )
             if type(data.get("shadowedSeqs")) is list:
                 data["shadowedSeqs"] = [self.map(event, s) for s in data["shadowedSeqs"]]
         elif kind in ("session/title", "session/title-llm-request") and type(data.get("messageSeqs")) is list:

@@ -10,16 +10,24 @@ existing target is accepted; different bytes are refused.  The source is never w
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import attrs
 import trio
 
 from runtime.persistence import context
-from runtime.persistence.durable import unlink_quietly, read_stable, write_new_synced
-from runtime.persistence.errors import GenerationSourceChangedError, GenerationTargetConflictError
+from runtime.persistence.durable import read_stable, unlink_quietly, write_new_synced
+from runtime.persistence.errors import (
+    GenerationSourceChangedError,
+    GenerationTargetConflictError,
+)
 from runtime.persistence.layout import stage_path
-from runtime.persistence.log_format import GenerationMismatch, encode_generation, verify_exact
+from runtime.persistence.log_format import (
+    GenerationMismatch,
+    encode_generation,
+    verify_exact,
+)
 from runtime.persistence.migration import MigratedLog
 from runtime.ports.fs import FileSystem
 from runtime.ports.ids import Ids
@@ -88,9 +96,7 @@ class Prepared:
     source_revision: str  # dev:ino:size:mtime:ctime of the source when it was read
 
 
-async def publish(
-    fs: FileSystem, ids: Ids, probe: Probe, verifier: Verifier, prepared: Prepared, target: str, compression: str
-) -> None:
+async def publish(fs: FileSystem, ids: Ids, probe: Probe, verifier: Verifier, prepared: Prepared, target: str, compression: str) -> None:
     """Stage, verify, recheck the source, link without overwrite, fsync the directory.
 
     Any failure removes the stage (and a link whose directory fsync failed), so a retry
@@ -146,4 +152,3 @@ async def _accept_existing(fs: FileSystem, target: str, data: bytes) -> None:
     existing, _ = await read_stable(fs, target)
     if existing[: len(data)] != data:
         raise GenerationTargetConflictError(target)
-

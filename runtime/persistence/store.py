@@ -9,7 +9,7 @@ binding.
 from __future__ import annotations
 
 import contextlib
-from typing import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 
 import attrs
 import trio
@@ -54,9 +54,7 @@ class SessionStore:
         if session.id in self._bindings:
             raise ValueError(f'session "{session.id}" is already bound to a live session in this store')
         if handle.next_seq > session.seq:
-            raise ValueError(
-                f'session "{session.id}" has {session.seq} events but its stored log already has {handle.next_seq}'
-            )
+            raise ValueError(f'session "{session.id}" has {session.seq} events but its stored log already has {handle.next_seq}')
         write_behind = WriteBehind(session.id, handle.append)
         for event in session.events[handle.next_seq :]:
             write_behind.enqueue(event)

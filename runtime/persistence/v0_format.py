@@ -45,14 +45,56 @@ ROW_TAGS = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta", 
 
 # KNOWN_SESSION_EVENT_TYPES of the reference runtime at format v0 (spec §1.4, 48 names).
 V0_EVENT_TYPES: frozenset[str] = frozenset(
-    "agent-preset/selected agent/inbox/spliced approval/asked approval/decided approval/policy assistant/chunk "
-    "assistant/message command/done command/run compaction/end compaction/prune compaction/start compaction/summary "
-    "feedback/record goal/change hook/invoked hook/result llm/retry llm/retry-started permission/preset plan/mode "
-    "request/context request/header sandbox/mode schedule/change session/end-seed session/title "
-    "session/title-llm-request step/end step/start subagent/descriptor team/member team/message/delivered "
-    "team/message/queued team/task todo/write tool-workflow/agent-end tool-workflow/agent-start tool-workflow/run-end "
-    "tool-workflow/run-start tool/call tool/code-dispatch tool/code-dispatch-start tool/result turn/end turn/start "
-    "user/message web/deepseek-search-llm-request".split()
+    [
+        "agent-preset/selected",
+        "agent/inbox/spliced",
+        "approval/asked",
+        "approval/decided",
+        "approval/policy",
+        "assistant/chunk",
+        "assistant/message",
+        "command/done",
+        "command/run",
+        "compaction/end",
+        "compaction/prune",
+        "compaction/start",
+        "compaction/summary",
+        "feedback/record",
+        "goal/change",
+        "hook/invoked",
+        "hook/result",
+        "llm/retry",
+        "llm/retry-started",
+        "permission/preset",
+        "plan/mode",
+        "request/context",
+        "request/header",
+        "sandbox/mode",
+        "schedule/change",
+        "session/end-seed",
+        "session/title",
+        "session/title-llm-request",
+        "step/end",
+        "step/start",
+        "subagent/descriptor",
+        "team/member",
+        "team/message/delivered",
+        "team/message/queued",
+        "team/task",
+        "todo/write",
+        "tool-workflow/agent-end",
+        "tool-workflow/agent-start",
+        "tool-workflow/run-end",
+        "tool-workflow/run-start",
+        "tool/call",
+        "tool/code-dispatch",
+        "tool/code-dispatch-start",
+        "tool/result",
+        "turn/end",
+        "turn/start",
+        "user/message",
+        "web/deepseek-search-llm-request",
+    ]
 )
 _HEADER_KEYS = ("type", "version", "id", "createdAt", "cwd", "parentSession", "seedLength", "origin", "delegationDepth", "agentPreset")
 _ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs"})
@@ -76,7 +118,12 @@ class V0Header:
     def to_record(self) -> dict[str, Any]:
         """The header line in the reference writer's key order."""
         record: dict[str, Any] = {"type": "session", "version": V0_VERSION, "id": self.id, "createdAt": self.created_at}
-        for key, value in (("cwd", self.cwd), ("parentSession", self.parent_session), ("seedLength", self.seed_length), ("origin", self.origin)):
+        for key, value in (
+            ("cwd", self.cwd),
+            ("parentSession", self.parent_session),
+            ("seedLength", self.seed_length),
+            ("origin", self.origin),
+        ):
             if value is not None:
                 record[key] = value
         record["delegationDepth"] = self.delegation_depth
@@ -287,7 +334,9 @@ class _Scanner:
                 return False  # a broken object inside the crash tail proves nothing
             raise LogCorruption(f"corrupt session log: invalid committed event at line {self.line}: {err}") from None
         if self.issue is None and members[0].seq != len(self.events):
-            self.issue = f"corrupt session log: seq gap in committed region at line {self.line} (expected {len(self.events)}, got {members[0].seq})"
+            self.issue = (
+                f"corrupt session log: seq gap in committed region at line {self.line} (expected {len(self.events)}, got {members[0].seq})"
+            )
         if self.issue is not None:
             if any(m.type == "turn/end" for m in members):
                 raise LogCorruption(self.issue)  # a later turn/end: the damage is committed

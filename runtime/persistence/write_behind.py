@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 

@@ -14,7 +14,7 @@ from runtime.ports.fs import FileSystem, OpenFlags, StatResult
 from runtime.ports.ids import Ids
 from runtime.ports.probe import NULL_PROBE, Probe
 
-__all__ = ["Clock", "FileSystem", "Ids", "OpenFlags", "Ports", "Probe", "StatResult", "NULL_PROBE"]
+__all__ = ["NULL_PROBE", "Clock", "FileSystem", "Ids", "OpenFlags", "Ports", "Probe", "StatResult"]
 
 
 @attrs.frozen

@@ -7,7 +7,8 @@ in the ``assistant/message`` event's ``stream`` records (the v3 format has no ch
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Protocol, Union
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
 
 import attrs
 
@@ -53,7 +54,7 @@ class Finish:
         return {"type": "finish", "reason": {"kind": self.reason}}
 
 
-StreamPart = Union[TextDelta, ToolCallDelta, Usage, Finish]
+StreamPart = TextDelta | ToolCallDelta | Usage | Finish
 
 
 @attrs.frozen

@@ -8,7 +8,8 @@ sourceEventSeqs`` — the order of the reference runtime's synthetic closers);
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Union
+from collections.abc import Iterable
+from typing import Any
 
 import attrs
 
@@ -16,7 +17,7 @@ from runtime.session.lossless import is_safe_integer, lossless_copy
 from runtime.session.vocabulary import SURFACE_EVENT_TYPES
 
 # 'append' or {"op": "replace", "startSeq": a, "endSeq": b}
-SurfaceOp = Union[str, dict]
+SurfaceOp = str | dict
 
 _ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs"})
 
@@ -45,11 +46,11 @@ class Event:
             record["sourceEventSeqs"] = encode_seq_ranges(self.source_event_seqs)
         return record
 
-    def with_seq(self, seq: int) -> "Event":
+    def with_seq(self, seq: int) -> Event:
         return attrs.evolve(self, seq=seq)
 
     @classmethod
-    def from_record(cls, record: Any) -> "Event":
+    def from_record(cls, record: Any) -> Event:
         """Validate one stored record; raise :class:`EnvelopeError` naming what is wrong."""
         if type(record) is not dict:
             raise EnvelopeError("event record is not a JSON object")
@@ -128,16 +129,15 @@ def validate_surface(event: Event) -> None:
     op = event.surface_op
     if op is None:
         raise EnvelopeError(f"{event.type} requires surfaceOp")
-    if op != "append":
-        if not (
-            type(op) is dict
-            and set(op) == {"op", "startSeq", "endSeq"}
-            and op["op"] == "replace"
-            and is_safe_integer(op["startSeq"])
-            and is_safe_integer(op["endSeq"])
-            and 0 <= op["startSeq"] <= op["endSeq"] < event.seq
-        ):
-            raise EnvelopeError(f"{where} has an invalid surfaceOp {op!r}")
+    if op != "append" and not (
+        type(op) is dict
+        and set(op) == {"op", "startSeq", "endSeq"}
+        and op["op"] == "replace"
+        and is_safe_integer(op["startSeq"])
+        and is_safe_integer(op["endSeq"])
+        and 0 <= op["startSeq"] <= op["endSeq"] < event.seq
+    ):
+        raise EnvelopeError(f"{where} has an invalid surfaceOp {op!r}")
     if event.type == "assistant/message" and event.source_event_seqs is not None:
         raise EnvelopeError(f"{where}: assistant/message embeds its stream and must not carry sourceEventSeqs")
     if event.type == "tool/result" and type(event.data) is dict and event.data.get("error") is not None:

@@ -9,7 +9,7 @@ yields ``[]``, so repair is idempotent.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import attrs
 

@@ -9,7 +9,8 @@ the order of seqs.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from runtime.ports.clock import Clock
 from runtime.session.events import EnvelopeError, Event, SurfaceOp, validate_surface
@@ -34,8 +35,7 @@ class Session:
                 raise SessionSeedError(f"seed event at index {index} has an invalid event envelope")
             if event.seq != index:
                 raise SessionSeedError(
-                    f"seed event at index {index} has seq {event.seq} (expected {index}); "
-                    "seed must be contiguous from 0"
+                    f"seed event at index {index} has seq {event.seq} (expected {index}); seed must be contiguous from 0"
                 )
             self._log.append(event)
         self.first_live_seq = len(self._log)

@@ -70,8 +70,6 @@ KNOWN_EVENT_TYPES: frozenset[str] = frozenset(
 )
 
 # Model-visible ("surface") event types; in v3 each one must carry ``surfaceOp``.
-SURFACE_EVENT_TYPES: frozenset[str] = frozenset(
-    {"user/message", "assistant/message", "tool/result", "system/message"}
-)
+SURFACE_EVENT_TYPES: frozenset[str] = frozenset({"user/message", "assistant/message", "tool/result", "system/message"})
 
 SESSION_FORMAT_VERSION = 3

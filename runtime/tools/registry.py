@@ -13,7 +13,8 @@ step scheduler can run post-execute in model order even when calls settle out of
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 import attrs
 
@@ -66,8 +67,8 @@ class ToolExecution:
     raw_arguments: str
     signal: AbortSignal
     agent: Any = None  # the Agent that owns the call; None for a bare dispatch
-    parent: "ToolExecution | None" = None  # set on nested dispatch
-    registry: "ToolRegistry | None" = None
+    parent: ToolExecution | None = None  # set on nested dispatch
+    registry: ToolRegistry | None = None
 
     @property
     def idempotency_key(self) -> str:

@@ -45,11 +45,11 @@ class ToolResult:
     final: bool = False  # pipeline failures skip post-execute
 
     @classmethod
-    def text(cls, text: str, *, meta: Any = None) -> "ToolResult":
+    def text(cls, text: str, *, meta: Any = None) -> ToolResult:
         return cls(({"type": "text", "text": text},), meta=meta)
 
     @classmethod
-    def failure(cls, message: str, *, name: str | None = None, code: str | None = None, final: bool = False) -> "ToolResult":
+    def failure(cls, message: str, *, name: str | None = None, code: str | None = None, final: bool = False) -> ToolResult:
         return cls(({"type": "text", "text": f"Error: {message}"},), True, ErrorInfo(message, name, code), final=final)
 
 

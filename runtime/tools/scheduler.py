@@ -13,7 +13,8 @@ calls drain (they are not cancelled) and is re-raised without fabricating result
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import trio
@@ -40,9 +41,7 @@ def tool_result_message(call_id: str, result: ToolResult) -> dict[str, Any]:
         "id": f"tool-result-{call_id}",
         "role": "user",
         "source": {"kind": "tool", "callId": call_id},
-        "content": [
-            {"type": "tool-result", "toolCallId": call_id, "isError": result.is_error, "content": list(result.content)}
-        ],
+        "content": [{"type": "tool-result", "toolCallId": call_id, "isError": result.is_error, "content": list(result.content)}],
     }
 
 

@@ -35,8 +35,11 @@ class ShellTool:
             raise HarnessError("argv must be a non-empty list of strings", name="InvalidArguments", code="INVALID_ARGUMENTS")
         sandbox = ex.registry.service("sandbox") if ex.registry is not None else None
         if sandbox is None:
-            raise HarnessError("no sandbox service is mounted; refusing to run the command unconfined",
-                               name="SandboxUnavailableError", code=SANDBOX_UNAVAILABLE)
+            raise HarnessError(
+                "no sandbox service is mounted; refusing to run the command unconfined",
+                name="SandboxUnavailableError",
+                code=SANDBOX_UNAVAILABLE,
+            )
         mode = sandbox.mode(ex.agent)
         if mode != "danger-full-access":
             await self._probe.at("sandbox.confine", call_id=ex.call_id, mode=mode)

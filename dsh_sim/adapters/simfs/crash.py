@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -53,7 +53,7 @@ class PowerCut:
         }
 
     @classmethod
-    def from_json(cls, obj: dict) -> "PowerCut":
+    def from_json(cls, obj: dict) -> PowerCut:
         files = tuple(
             TornCut(f["ino"], f.get("keep_ops", 0), f.get("torn_bytes"), tuple(f["subset"]) if f.get("subset") is not None else None)
             for f in obj.get("files", ())
@@ -176,4 +176,3 @@ def apply_power_cut(disk: Disk, cut: PowerCut) -> None:
         entries = tuple(sorted(result.items()))
         disk.nodes[node.ino] = attrs.evolve(node, entries=entries, durable=entries)
     disk.locks.clear()
-

@@ -14,7 +14,7 @@ take at every named point of a recorded run.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import attrs
 
@@ -118,7 +118,7 @@ class Disk:
         return DiskImage(tuple(sorted(self.nodes.items())), self.next_ino)
 
     @classmethod
-    def from_image(cls, image: DiskImage) -> "Disk":
+    def from_image(cls, image: DiskImage) -> Disk:
         disk = cls()
         disk.nodes = image.node_map()
         disk.next_ino = image.next_ino

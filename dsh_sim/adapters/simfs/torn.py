@@ -9,7 +9,7 @@ inside a line and exactly on a line boundary.  Each cut is labelled with its cla
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from dsh_sim.adapters.simfs.disk import WriteOp
 from runtime.persistence.zstd_frames import MAGIC_BYTES, frame_layouts

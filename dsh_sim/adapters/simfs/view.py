@@ -16,12 +16,22 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import attrs
 import trio
 
-from dsh_sim.adapters.simfs.disk import ROOT_INO, DirNode, Disk, FidelityError, FileNode, TruncateOp, WriteOp, apply_op
+from dsh_sim.adapters.simfs.disk import (
+    ROOT_INO,
+    DirNode,
+    Disk,
+    FidelityError,
+    FileNode,
+    TruncateOp,
+    WriteOp,
+    apply_op,
+)
 from runtime.ports.fs import OpenFlags, StatResult
 
 
@@ -35,16 +45,16 @@ class FsFault:
 
 
 class FsGate(Protocol):
-    async def before_fs(self, view: "ProcessView", op: str, path: str, details: dict[str, Any]) -> FsFault | None: ...
+    async def before_fs(self, view: ProcessView, op: str, path: str, details: dict[str, Any]) -> FsFault | None: ...
 
-    def after_fs(self, view: "ProcessView", op: str, path: str, outcome: str) -> None: ...
+    def after_fs(self, view: ProcessView, op: str, path: str, outcome: str) -> None: ...
 
 
 class NoGate:
-    async def before_fs(self, view: "ProcessView", op: str, path: str, details: dict[str, Any]) -> FsFault | None:
+    async def before_fs(self, view: ProcessView, op: str, path: str, details: dict[str, Any]) -> FsFault | None:
         return None
 
-    def after_fs(self, view: "ProcessView", op: str, path: str, outcome: str) -> None:
+    def after_fs(self, view: ProcessView, op: str, path: str, outcome: str) -> None:
         return None
 
 

@@ -6,13 +6,15 @@ import json
 import sys
 from typing import Any, NoReturn
 
+from dsh_sim.errors import InputError
+
 EXIT_OK = 0
 EXIT_VIOLATION = 1  # a check failed (invariant, expectation, missing coverage)
 EXIT_USAGE = 2  # bad input: unreadable file, refused log, invalid scenario
 
 
-class CliError(Exception):
-    """One clear line for the user, and an exit code."""
+class CliError(InputError):
+    """One clear line for the user, and an exit code (bad input: 2)."""
 
     def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
         super().__init__(message)

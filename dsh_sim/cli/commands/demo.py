@@ -22,9 +22,12 @@ from runtime.adapters.bwrap import BubblewrapProvider
 from runtime.adapters.process import SubprocessRunner
 from runtime.adapters.script_model import ScriptModel
 from runtime.agent.runtime import RuntimeConfig, open_runtime
-from runtime.persistence.errors import SessionAlreadyExistsError, SessionPersistenceError
-from runtime.tools.files import ReadFileTool, WriteFileTool
 from runtime.agent.sandbox_service import SandboxService
+from runtime.persistence.errors import (
+    SessionAlreadyExistsError,
+    SessionPersistenceError,
+)
+from runtime.tools.files import ReadFileTool, WriteFileTool
 from runtime.tools.shell import ShellTool
 
 

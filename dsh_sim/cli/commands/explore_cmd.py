@@ -34,7 +34,9 @@ def summary(result: ExploreResult) -> dict[str, Any]:
         "possible": sum(result.possible.values()),
         "explored": sum(result.explored.values()),
         "sampled_points": result.sampled,
-        "per_point": {name: {"possible": result.possible[name], "explored": result.explored.get(name, 0)} for name in sorted(result.possible)},
+        "per_point": {
+            name: {"possible": result.possible[name], "explored": result.explored.get(name, 0)} for name in sorted(result.possible)
+        },
         "violations": [{"invariant": v.invariant, "message": v.describe(), "scenario": s.repro} for s, v in result.violations],
         "seconds": round(result.seconds, 3),
     }
@@ -55,8 +57,10 @@ def main(args: Any) -> int:
         if not args.json:
             s = out[-1]
             sampled = f", sampled at {sum(s['sampled_points'].values())} point(s)" if s["sampled_points"] else " (exhaustive)"
-            print(f"{path}: {s['explored']}/{s['possible']} crash states checked at {s['crash_points']} points{sampled}; "
-                  f"{s['recoveries_run']} distinct recoveries in {s['seconds']}s; {len(s['violations'])} violation(s)")
+            print(
+                f"{path}: {s['explored']}/{s['possible']} crash states checked at {s['crash_points']} points{sampled}; "
+                f"{s['recoveries_run']} distinct recoveries in {s['seconds']}s; {len(s['violations'])} violation(s)"
+            )
             seen = set()
             for violation in s["violations"]:
                 key = (violation["invariant"], violation["scenario"])

@@ -6,8 +6,8 @@ import sys
 from typing import Any
 
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.engine.config import SimConfig
 from dsh_sim.drivers.fuzz import FuzzRun, fuzz
+from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.evidence.results import meta, write
 from dsh_sim.mutation.catalogue import CATALOGUE
@@ -49,17 +49,32 @@ def main(args: Any) -> int:
         write(doc, args.results)
     found = run.found
     if args.json:
-        emit_json({
-            "machine": run.machine, "seed": run.seed, "examples": run.examples, "steps": run.steps,
-            "seconds": round(run.seconds, 3), "crash_recoveries": len(run.cases),
-            "found": None if found is None else {
-                "invariant": found.invariant, "message": found.message, "scenario": found.path, "steps": list(found.steps),
-                "time_to_find": round(found.time_to_find, 3), "steps_before_minimize": found.steps_before, "steps_after": found.steps_after,
-                "digest": found.digest,
-            },
-        })
+        emit_json(
+            {
+                "machine": run.machine,
+                "seed": run.seed,
+                "examples": run.examples,
+                "steps": run.steps,
+                "seconds": round(run.seconds, 3),
+                "crash_recoveries": len(run.cases),
+                "found": None
+                if found is None
+                else {
+                    "invariant": found.invariant,
+                    "message": found.message,
+                    "scenario": found.path,
+                    "steps": list(found.steps),
+                    "time_to_find": round(found.time_to_find, 3),
+                    "steps_before_minimize": found.steps_before,
+                    "steps_after": found.steps_after,
+                    "digest": found.digest,
+                },
+            }
+        )
     else:
-        print(f"fuzz {run.machine}: seed {run.seed}, {run.examples} examples, {run.steps} steps, {len(run.cases)} crash recoveries checked in {run.seconds:.1f}s")
+        print(
+            f"fuzz {run.machine}: seed {run.seed}, {run.examples} examples, {run.steps} steps, {len(run.cases)} crash recoveries checked in {run.seconds:.1f}s"
+        )
         if found is None:
             print("no invariant violated")
         else:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
+from dsh_sim.drivers.selftest import KillResult, run_mutants, summary
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.evidence.results import meta, write
-from dsh_sim.drivers.selftest import KillResult, run_mutants, summary
 from dsh_sim.mutation.catalogue import CATALOGUE
 
 
@@ -31,7 +31,9 @@ def main(args: Any) -> int:
     if unknown:
         raise CliError(f"unknown mutant(s) {', '.join(unknown)}; see dsh-sim mutants --list")
     with capture_runtime_logs():
-        results = run_mutants(args.only or None, fuzz_budget=args.budget, progress=None if args.json else lambda r: print(_line(r), flush=True))
+        results = run_mutants(
+            args.only or None, fuzz_budget=args.budget, progress=None if args.json else lambda r: print(_line(r), flush=True)
+        )
     stats = summary(results)
     doc = {"meta": meta("mutants", budget=args.budget, **stats), "kill_matrix": [r.row() for r in results]}
     if args.results:

@@ -12,7 +12,7 @@ from typing import Any
 import trio
 
 from dsh_sim.cli.commands.common import CliError, emit_json
-from dsh_sim.cli.commands.inspect_log import locate_log
+from dsh_sim.sessionlogs.locate import locate_log
 from runtime.adapters import production_ports
 from runtime.agent.resume import repair_and_seed
 from runtime.persistence.backend import JsonlBackend
@@ -57,7 +57,9 @@ def main(args: Any) -> int:
             print(f"{log}: balanced, nothing to repair")
         else:
             if result["torn"]:
-                print(f"truncated a torn tail at byte {result['torn']['offset']} ({result['torn']['recovered_records']} record(s) re-appended)")
+                print(
+                    f"truncated a torn tail at byte {result['torn']['offset']} ({result['torn']['recovered_records']} record(s) re-appended)"
+                )
             for event in appended:
                 print(f"appended {event['seq']:>5}  {event['type']}")
             for call, code in sorted(result["verdicts"].items()):

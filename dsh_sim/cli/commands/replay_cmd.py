@@ -12,10 +12,10 @@ from typing import Any
 import attrs
 
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.drivers.replay import judge, run_scenario
-from dsh_sim.scenario.model import Scenario, ScenarioError, discover, load, save
+from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.engine.trace import first_divergence
+from dsh_sim.scenario.model import Scenario, ScenarioError, discover, load, save
 
 
 def expand(paths: list[str]) -> list[str]:
@@ -74,7 +74,13 @@ def check_determinism(path: str) -> dict[str, Any]:
         for hashseed in ("1", "2"):
             out = os.path.join(tmp, f"trace-{hashseed}.jsonl")
             env = {**os.environ, "PYTHONHASHSEED": hashseed}
-            done = subprocess.run([sys.executable, "-m", "dsh_sim", "replay", path, "--trace-out", out, "--json"], env=env, check=False, capture_output=True, text=True)
+            done = subprocess.run(
+                [sys.executable, "-m", "dsh_sim", "replay", path, "--trace-out", out, "--json"],
+                env=env,
+                check=False,
+                capture_output=True,
+                text=True,
+            )
             try:
                 row = json.loads(done.stdout)[0]
                 with open(out, encoding="utf-8") as handle:
@@ -137,5 +143,3 @@ def main(args: Any) -> int:
         failed = sum(not r["ok"] for r in rows)
         print(f"{len(rows) - failed}/{len(rows)} scenarios hold")
     return EXIT_OK if all(r["ok"] for r in rows) else EXIT_VIOLATION
-
-

@@ -23,10 +23,10 @@ from dsh_sim.cli.commands.replay_cmd import check_determinism, replay_one
 from dsh_sim.cli.commands.report_cmd import read_documents, report_and_judge
 from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.fuzz import fuzz
+from dsh_sim.drivers.selftest import run_mutants, summary
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.evidence.results import explore_document, meta, write
 from dsh_sim.scenario.model import Scenario, discover, load
-from dsh_sim.drivers.selftest import run_mutants, summary
 
 DETERMINISM_SAMPLES = 2
 
@@ -55,10 +55,26 @@ def run_part(args: Any, seed: int, results_dir: str, tag: str) -> list[str]:
         "cases": [c for r in rows if r["expected"] == {"outcome": "pass"} and not r.get("mutants") for c in r["cases"]],
         "checked": _sum_counts(r["checked"] for r in rows),
         "points": {name: {"hits": n} for name, n in _sum_counts(r["points"] for r in rows).items()},
-        "violations": [{"invariant": r["invariant"] or "expectation", "message": "; ".join(r["problems"]), "scenario": r["scenario"], "source": "replay"} for r in rows if not r["ok"]],
+        "violations": [
+            {
+                "invariant": r["invariant"] or "expectation",
+                "message": "; ".join(r["problems"]),
+                "scenario": r["scenario"],
+                "source": "replay",
+            }
+            for r in rows
+            if not r["ok"]
+        ],
         "determinism": [
-            {"scenario": r["scenario"], "digest_a": r["recorded_digest"], "digest_b": r["digest"], "same": r["recorded_digest"] == r["digest"], "how": "recorded vs this process"}
-            for r in rows if r["recorded_digest"]
+            {
+                "scenario": r["scenario"],
+                "digest_a": r["recorded_digest"],
+                "digest_b": r["digest"],
+                "same": r["recorded_digest"] == r["digest"],
+                "how": "recorded vs this process",
+            }
+            for r in rows
+            if r["recorded_digest"]
         ],
     }
     for path in scenarios[:DETERMINISM_SAMPLES]:
@@ -75,16 +91,29 @@ def run_part(args: Any, seed: int, results_dir: str, tag: str) -> list[str]:
         with capture_runtime_logs():
             result = explore(scenario, bound=args.bound, on_violation=saver("scenarios/found"), cache=shared_cache)
         written.append(write(explore_document(result, path, result.seconds), os.path.join(results_dir, f"explore{tag}-{index:03d}.json")))
-        print(f"explored {path}: {sum(result.explored.values())}/{sum(result.possible.values())} states, {len(result.violations)} violation(s), {result.seconds:.1f}s", flush=True)
+        print(
+            f"explored {path}: {sum(result.explored.values())}/{sum(result.possible.values())} states, {len(result.violations)} violation(s), {result.seconds:.1f}s",
+            flush=True,
+        )
     if skipped:
-        print(f"not explored: {len(skipped)} self-test scenario(s) that expect a violation ({', '.join(os.path.basename(p) for p in skipped)})", flush=True)
+        print(
+            f"not explored: {len(skipped)} self-test scenario(s) that expect a violation ({', '.join(os.path.basename(p) for p in skipped)})",
+            flush=True,
+        )
     if not args.shard or args.shard.startswith("0/"):
         started = time.perf_counter()
         with capture_runtime_logs():
             kills = run_mutants(corpus_dir=os.path.join(args.scenarios, "starter"), methods=("corpus",))
         stats = summary(kills)
-        written.append(write({"meta": meta("mutants", methods=["corpus"], seconds=round(time.perf_counter() - started, 3), **stats),
-                               "kill_matrix": [k.row() for k in kills]}, os.path.join(results_dir, f"mutants{tag}.json")))
+        written.append(
+            write(
+                {
+                    "meta": meta("mutants", methods=["corpus"], seconds=round(time.perf_counter() - started, 3), **stats),
+                    "kill_matrix": [k.row() for k in kills],
+                },
+                os.path.join(results_dir, f"mutants{tag}.json"),
+            )
+        )
         print(f"self-test: the corpus kills {stats['killed']}/{stats['mutants']} durability mutants", flush=True)
         if stats["survivors"]:
             print(f"  survivors: {', '.join(stats['survivors'])}", flush=True)
@@ -122,8 +151,22 @@ def main(args: Any) -> int:
     else:
         procs = []
         for index in range(args.workers):
-            cmd = [sys.executable, "-m", "dsh_sim", "run", "--shard", f"{index}/{args.workers}", "--budget", str(args.budget),
-                   "--scenarios", args.scenarios, "--out", args.out, "--seed", str(seed + index)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "dsh_sim",
+                "run",
+                "--shard",
+                f"{index}/{args.workers}",
+                "--budget",
+                str(args.budget),
+                "--scenarios",
+                args.scenarios,
+                "--out",
+                args.out,
+                "--seed",
+                str(seed + index),
+            ]
             if args.bound is not None:
                 cmd += ["--bound", str(args.bound)]
             procs.append(subprocess.Popen(cmd))

@@ -8,7 +8,6 @@ from hypothesis import event, target
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from dsh_sim.drivers.machines.strategies import crash_specs
-
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.scenario.steps import Step, apply

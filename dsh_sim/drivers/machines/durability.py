@@ -14,7 +14,6 @@ from hypothesis import event, target
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from dsh_sim.engine.config import SimConfig
 from dsh_sim.drivers.machines.base import SimulationMachine
 from dsh_sim.drivers.machines.strategies import (
     BOUNDARY_CHOICES,
@@ -26,6 +25,7 @@ from dsh_sim.drivers.machines.strategies import (
     io_faults,
     turn_script,
 )
+from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.scenario.steps import Step
@@ -35,7 +35,7 @@ class DurabilityMachine(SimulationMachine):
     """Subclass and set ``config`` to fuzz another deployment (e.g. no checkpoint policy)."""
 
     config = SimConfig()
-    last: "DurabilityMachine | None" = None
+    last: DurabilityMachine | None = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -116,13 +116,13 @@ class DurabilityMachine(SimulationMachine):
     def cancel(self) -> None:
         self.do(Step("cancel"))
 
-
-
     @precondition(lambda self: self.idle)
-    @rule(change=st.one_of(
-        st.builds(lambda p: ("set_approval_policy", {"policy": p}), st.sampled_from(["ask", "never"])),
-        st.builds(lambda m: ("set_sandbox_mode", {"mode": m}), st.sampled_from(["read-only", "workspace-write", "danger-full-access"])),
-    ))
+    @rule(
+        change=st.one_of(
+            st.builds(lambda p: ("set_approval_policy", {"policy": p}), st.sampled_from(["ask", "never"])),
+            st.builds(lambda m: ("set_sandbox_mode", {"mode": m}), st.sampled_from(["read-only", "workspace-write", "danger-full-access"])),
+        )
+    )
     def change_policy(self, change: tuple[str, dict[str, Any]]) -> None:
         """An approval-policy or sandbox-mode change by the user."""
         op, args = change
@@ -131,18 +131,20 @@ class DurabilityMachine(SimulationMachine):
         self.do(Step(op, args))
 
     @precondition(
-        lambda self: self.idle
-        and self.sim.current.report is not None
-        and "TOOL_OUTCOME_UNKNOWN" in self.sim.current.report.verdicts.values()
+        lambda self: (
+            self.idle and self.sim.current.report is not None and "TOOL_OUTCOME_UNKNOWN" in self.sim.current.report.verdicts.values()
+        )
     )
     @rule()
     def retry_unknown(self) -> None:
         self.do(Step("retry_unknown"))
-
 
     # -- invariants --------------------------------------------------------------------------
 
     def teardown(self) -> None:
         super().teardown()
         if self.sim is not None:
-            target(float(sum(n for (code, _), n in self.checker.verdict_counts.items() if code == "TOOL_OUTCOME_UNKNOWN")), label="unknown verdicts")
+            target(
+                float(sum(n for (code, _), n in self.checker.verdict_counts.items() if code == "TOOL_OUTCOME_UNKNOWN")),
+                label="unknown verdicts",
+            )

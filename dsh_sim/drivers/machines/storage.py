@@ -18,9 +18,9 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from dsh_sim.engine.config import SimConfig
 from dsh_sim.drivers.machines.base import SimulationMachine
 from dsh_sim.drivers.machines.strategies import FS_POINTS, crash_specs, io_faults
+from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.scenario.steps import Step
@@ -44,12 +44,11 @@ boot_crashes = st.one_of(st.none(), st.tuples(st.sampled_from(MIGRATION_POINTS),
 
 class StorageMachine(SimulationMachine):
     config = SimConfig()
-    last: "StorageMachine | None" = None
+    last: StorageMachine | None = None
 
     def crashed(self) -> None:
         record = self.sim.history.crashes[-1]
         event(f"storage crash {record.label} phase {record.phase}")
-
 
     @initialize(
         seed=st.integers(0, 2**31 - 1),
@@ -97,8 +96,6 @@ class StorageMachine(SimulationMachine):
     @precondition(lambda self: self.dead)
     @rule(point=st.sampled_from(STORAGE_POINTS + MIGRATION_POINTS[:4]), hit=st.integers(1, 2), crash=crash_specs)
     def arm_recovery_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
-        self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": len(self.sim.lifetimes) + 1, "crash": crash}}))
-
-
-
-
+        self.do(
+            Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": len(self.sim.lifetimes) + 1, "crash": crash}})
+        )

@@ -6,7 +6,6 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-
 WORKSPACE_FILE = "/sim/workspace/notes.txt"
 # side-effecting tools first: shrinking moves toward the front of a sampled_from list
 TOOL_ORDER = ("pay", "pay_legacy", "write_note", "shell", "batch_pay", "send_message", "get_balance", "lookup_payment")
@@ -41,7 +40,9 @@ def tool_arguments(name: str, earlier_calls: list[str]) -> st.SearchStrategy[dic
     if name == "write_note":
         return st.fixed_dictionaries({"path": st.just(WORKSPACE_FILE), "text": st.sampled_from(["a", "b"])})
     if name == "batch_pay":
-        return st.fixed_dictionaries({"payments": st.lists(st.fixed_dictionaries({"to": people, "amount": st.integers(1, 9)}), min_size=1, max_size=2)})
+        return st.fixed_dictionaries(
+            {"payments": st.lists(st.fixed_dictionaries({"to": people, "amount": st.integers(1, 9)}), min_size=1, max_size=2)}
+        )
     if name == "shell":
         return st.fixed_dictionaries(
             {"argv": st.sampled_from([["echo", "hi"], ["write", "out.txt", "x"], ["write", "/etc/passwd", "pwn"]])}
@@ -86,11 +87,16 @@ domain_faults = st.one_of(
     st.just({"point": "sandbox.confine", "action": "sandbox_unavailable"}),
     st.just({"point": "tools.execute.body", "action": "tool_failure"}),
     st.just({"point": "model.stream", "action": "stream_cut"}),
-    st.builds(lambda p: {"point": p, "action": "cancel"}, st.sampled_from(["tools.call.appended", "session.flush", "llm.chunk", "tools.execute.body"])),
+    st.builds(
+        lambda p: {"point": p, "action": "cancel"},
+        st.sampled_from(["tools.call.appended", "session.flush", "llm.chunk", "tools.execute.body"]),
+    ),
 )
 
 
-def aimed_crash_rule(script: dict[str, Any], step: int, call_id: str, boundary: str, crash: dict[str, Any], lifetime: int) -> dict[str, Any]:
+def aimed_crash_rule(
+    script: dict[str, Any], step: int, call_id: str, boundary: str, crash: dict[str, Any], lifetime: int
+) -> dict[str, Any]:
     """The fault rule that crashes at ``boundary`` of one call of ``script``.
 
     ``step`` is the 1-based position, within the prompt, of the model response that emits the

@@ -13,7 +13,11 @@ failing on a bug it guards against.
 
 from dsh_sim.evidence.invariants.base import INVARIANTS, Violation, fail
 from dsh_sim.evidence.invariants.effects import check_idempotent_keys
-from dsh_sim.evidence.invariants.live import check_approval_gate, check_body_after_durable_call, check_request_after_durable_header
+from dsh_sim.evidence.invariants.live import (
+    check_approval_gate,
+    check_body_after_durable_call,
+    check_request_after_durable_header,
+)
 from dsh_sim.evidence.invariants.recovery import (
     check_acked,
     check_approval_audit,

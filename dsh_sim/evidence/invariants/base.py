@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from runtime.session.events import Event
 
 if TYPE_CHECKING:
-    from dsh_sim.evidence.checker import Checker
+    from dsh_sim.engine.crash import CrashRecord
+    from dsh_sim.engine.history import Corruption, FaultFired, History
+    from dsh_sim.engine.machine import Simulation
 
 INVARIANTS: dict[str, str] = {
     "seq_dense": "after every recovery the log's seqs are dense from 0, with no duplicate or reordered event",
@@ -47,7 +50,31 @@ class Violation:
         return "\n".join(lines)
 
 
-def fail(obs: "Checker", name: str, message: str, call_id: str | None = None, *evidence: str) -> None:
+class Judge(Protocol):
+    """What a check reads and where it reports (the checker, :mod:`dsh_sim.evidence.checker`)."""
+
+    sim: Simulation
+    violations: list[Violation]
+    recoveries: list[dict[str, Any]]
+    verdict_counts: dict[tuple[str, bool], int]
+
+    @property
+    def history(self) -> History: ...
+    @property
+    def acked(self) -> dict[int, Event]: ...
+    @property
+    def acked_bytes(self) -> bytes: ...
+    @property
+    def faults(self) -> list[FaultFired]: ...
+    @property
+    def corruptions(self) -> list[Corruption]: ...
+    @property
+    def crashes(self) -> list[CrashRecord]: ...
+    def report(self, violation: Violation) -> None: ...
+    def count(self, name: str) -> None: ...
+
+
+def fail(obs: Judge, name: str, message: str, call_id: str | None = None, *evidence: str) -> None:
     violation = Violation(name, message, call_id, tuple(evidence))
     if violation not in obs.violations:  # a check that runs after every step reports once
         obs.report(violation)

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-from dsh_sim.evidence.invariants.base import fail
-
-if TYPE_CHECKING:
-    from dsh_sim.evidence.checker import Checker
+from dsh_sim.evidence.invariants.base import Judge, fail
 
 
 def logical_call(call_id: str) -> str:
@@ -16,7 +12,7 @@ def logical_call(call_id: str) -> str:
     return re.sub(r"-retry[0-9]+$", "", call_id)
 
 
-def check_idempotent_keys(obs: "Checker") -> None:
+def check_idempotent_keys(obs: Judge) -> None:
     """One key, one effect — and one logical request (original plus retries), one effect."""
     obs.count("idempotent_retry_converges")
     world = obs.sim.world
@@ -29,4 +25,10 @@ def check_idempotent_keys(obs: "Checker") -> None:
             per_request.setdefault((entry.service, logical_call(entry.call_id)), []).append(f"{entry.call_id} (key {entry.key})")
     for (service, call), effects in sorted(per_request.items()):
         if len(effects) > 1:
-            fail(obs, "idempotent_retry_converges", f"a request and its retries applied {len(effects)} effects at idempotent service {service}", call, *effects)
+            fail(
+                obs,
+                "idempotent_retry_converges",
+                f"a request and its retries applied {len(effects)} effects at idempotent service {service}",
+                call,
+                *effects,
+            )

@@ -4,35 +4,44 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dsh_sim.evidence.invariants.base import call_seq, fail
+from dsh_sim.evidence.invariants.base import Judge, call_seq, fail
 
 if TYPE_CHECKING:
-    from dsh_sim.evidence.checker import Checker
-    from dsh_sim.engine.machine import Lifetime
+    from dsh_sim.engine.lifetime import Lifetime
 
 
-def check_body_after_durable_call(obs: "Checker", life: "Lifetime", details: dict[str, Any]) -> None:
+def check_body_after_durable_call(obs: Judge, life: Lifetime, details: dict[str, Any]) -> None:
     if not obs.sim.config.checkpoint_policy or life.agent is None:
         return
     obs.count("checkpoint_before_effect")
     call_id = str(details.get("call_id"))
     seq = call_seq(life.agent.session.events, call_id)
     if seq is None or seq not in obs.acked:
-        fail(obs, "checkpoint_before_effect", "the tool body started before its tool/call was durable", call_id,
-              f"tool/call seq {seq}, acknowledged seqs up to {max(obs.acked, default=-1)}")
+        fail(
+            obs,
+            "checkpoint_before_effect",
+            "the tool body started before its tool/call was durable",
+            call_id,
+            f"tool/call seq {seq}, acknowledged seqs up to {max(obs.acked, default=-1)}",
+        )
 
 
-def check_request_after_durable_header(obs: "Checker", life: "Lifetime") -> None:
+def check_request_after_durable_header(obs: Judge, life: Lifetime) -> None:
     if not obs.sim.config.checkpoint_policy or life.agent is None:
         return
     obs.count("checkpoint_before_effect")
     header = life.agent.session.last_of("request/header")
     if header is not None and header.seq not in obs.acked:
-        fail(obs, "checkpoint_before_effect", "the model request was sent before its request/header was durable", None,
-              f"request/header seq {header.seq}, acknowledged seqs up to {max(obs.acked, default=-1)}")
+        fail(
+            obs,
+            "checkpoint_before_effect",
+            "the model request was sent before its request/header was durable",
+            None,
+            f"request/header seq {header.seq}, acknowledged seqs up to {max(obs.acked, default=-1)}",
+        )
 
 
-def check_approval_gate(obs: "Checker", life: "Lifetime", details: dict[str, Any]) -> None:
+def check_approval_gate(obs: Judge, life: Lifetime, details: dict[str, Any]) -> None:
     tool = details.get("tool")
     if tool not in obs.sim.config.approval_tools or life.agent is None:
         return
@@ -43,5 +52,10 @@ def check_approval_gate(obs: "Checker", life: "Lifetime", details: dict[str, Any
     if str(call_id) in obs.history.answerer_failures and decided.get(asked[-1] if asked else "") == "allowed-once":
         fail(obs, "approval_gate", f"the answerer failed, yet {tool} was allowed (fail-open)", str(call_id))
     if not asked or decided.get(asked[-1]) != "allowed-once":
-        fail(obs, "approval_gate", f"the body of {tool} ran without an allowed-once decision", str(call_id),
-              f"approval ids {asked}, outcomes {[decided.get(a) for a in asked]}")
+        fail(
+            obs,
+            "approval_gate",
+            f"the body of {tool} ran without an allowed-once decision",
+            str(call_id),
+            f"approval ids {asked}, outcomes {[decided.get(a) for a in asked]}",
+        )

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from dsh_sim.evidence.invariants.base import fail
+from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.invariants.storage import check_migration_atomic
 from runtime.persistence.errors import SessionPersistenceCorruptionError
 from runtime.session.events import Event
-from runtime.session.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, interrupted_turn_closers
+from runtime.session.repair import (
+    TOOL_NOT_STARTED,
+    TOOL_OUTCOME_UNKNOWN,
+    interrupted_turn_closers,
+)
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
-    from dsh_sim.evidence.checker import Checker
-    from dsh_sim.engine.machine import Lifetime
+    from dsh_sim.engine.lifetime import Lifetime
 
 
-def check_recovery(obs: "Checker", life: "Lifetime", crash: "CrashRecord | None") -> None:
+def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> None:
     sim = obs.sim
     check_migration_atomic(obs, life)
     error = life.boot_error
@@ -26,13 +30,23 @@ def check_recovery(obs: "Checker", life: "Lifetime", crash: "CrashRecord | None"
             obs.count("corrupt_frame_refused")
             return
         obs.count("recovery_succeeds")
-        fail(obs, "recovery_succeeds", f"recovery refused the log: {type(error).__name__}: {error}", None,
-              f"media corruptions injected: {len(obs.corruptions)}")
+        fail(
+            obs,
+            "recovery_succeeds",
+            f"recovery refused the log: {type(error).__name__}: {error}",
+            None,
+            f"media corruptions injected: {len(obs.corruptions)}",
+        )
         return
     if complete_frame_damage and sim.config.compression == "zstd":
         obs.count("corrupt_frame_refused")
-        fail(obs, "corrupt_frame_refused", "recovery accepted a log whose complete frame was corrupted",
-              None, f"corruptions {[(c.path, c.offset) for c in obs.corruptions]}")
+        fail(
+            obs,
+            "corrupt_frame_refused",
+            "recovery accepted a log whose complete frame was corrupted",
+            None,
+            f"corruptions {[(c.path, c.offset) for c in obs.corruptions]}",
+        )
     if life.session is None:
         return
     live = tuple(life.session.events)
@@ -55,16 +69,28 @@ def check_recovery(obs: "Checker", life: "Lifetime", crash: "CrashRecord | None"
         fail(obs, "repair_idempotent", f"repair of the repaired log adds {[e.type for e in again]}")
     needs_seed = bool(full) and full[-1].type != "session/end-seed"  # spec §1.2: one end-seed per resume
     if stored and needs_seed and (len(live) <= len(full) or live[len(full)].type != "session/end-seed"):
-        fail(obs, "repair_idempotent", "resume did not continue the seqs with session/end-seed", None,
-              f"log length {len(full)}, live length {len(live)}")
+        fail(
+            obs,
+            "repair_idempotent",
+            "resume did not continue the seqs with session/end-seed",
+            None,
+            f"log length {len(full)}, live length {len(live)}",
+        )
     check_approval_audit(obs, full)
     check_fail_closed(obs, live)
-    obs.recoveries.append({"lifetime": life.index, "verdicts": dict(report.verdicts) if report else {}, "torn": bool(report and report.torn)})
+    obs.recoveries.append(
+        {"lifetime": life.index, "verdicts": dict(report.verdicts) if report else {}, "torn": bool(report and report.torn)}
+    )
 
 
-def read_back(obs: "Checker") -> tuple[Event, ...] | None:
+def read_back(obs: Judge) -> tuple[Event, ...] | None:
     """The repaired log as the disk holds it now (what a bug would corrupt), if it decodes."""
-    from runtime.persistence.log_format import LogCorruption, LogUnknownEventType, LogVersionUnsupported, decode_log
+    from runtime.persistence.log_format import (
+        LogCorruption,
+        LogUnknownEventType,
+        LogVersionUnsupported,
+        decode_log,
+    )
 
     data = obs.sim.disk.read_path(obs.sim.config.log_path)
     if data is None:
@@ -75,10 +101,10 @@ def read_back(obs: "Checker") -> tuple[Event, ...] | None:
         return None
 
 
-def check_recovery_maximal(obs: "Checker", crash: "CrashRecord", stored: Sequence[Event]) -> None:
+def check_recovery_maximal(obs: Judge, crash: CrashRecord, stored: Sequence[Event]) -> None:
     """Recovery kept every complete record an independent reader finds on the crash image."""
-    from dsh_sim.evidence.oracle import readable_records
     from dsh_sim.adapters.simfs.disk import Disk
+    from dsh_sim.evidence.oracle import readable_records
 
     data = Disk.from_image(crash.image).read_path(obs.sim.config.log_path)
     if data is None:
@@ -86,40 +112,61 @@ def check_recovery_maximal(obs: "Checker", crash: "CrashRecord", stored: Sequenc
     obs.count("recovery_maximal")
     readable = readable_records(data, obs.sim.config.compression)
     if readable is not None and len(stored) < readable:
-        fail(obs, "recovery_maximal", f"recovery kept {len(stored)} events but the medium holds {readable} complete, contiguous records", None,
-             f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})")
+        fail(
+            obs,
+            "recovery_maximal",
+            f"recovery kept {len(stored)} events but the medium holds {readable} complete, contiguous records",
+            None,
+            f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})",
+        )
 
 
-def check_seq_dense(obs: "Checker", events: Sequence[Event]) -> None:
+def check_seq_dense(obs: Judge, events: Sequence[Event]) -> None:
     obs.count("seq_dense")
     for index, event in enumerate(events):
         if event.seq != index:
-            fail(obs, "seq_dense", f"event {index} has seq {event.seq}", None, f"types around: {[e.type for e in events[max(0, index - 2): index + 2]]}")
+            fail(
+                obs,
+                "seq_dense",
+                f"event {index} has seq {event.seq}",
+                None,
+                f"types around: {[e.type for e in events[max(0, index - 2) : index + 2]]}",
+            )
             return
 
 
-def check_acked(obs: "Checker", live: Sequence[Event]) -> None:
+def check_acked(obs: Judge, live: Sequence[Event]) -> None:
     obs.count("acked_events_survive")
     for seq in sorted(obs.acked):
         acked = obs.acked[seq]
         if seq >= len(live) or live[seq].to_record() != acked.to_record():
             found = live[seq].type if seq < len(live) else "nothing"
-            fail(obs, "acked_events_survive", f"acknowledged event seq {seq} ({acked.type}) was lost or changed", None,
-                  f"recovered log has {len(live)} events; at seq {seq}: {found}")
+            fail(
+                obs,
+                "acked_events_survive",
+                f"acknowledged event seq {seq} ({acked.type}) was lost or changed",
+                None,
+                f"recovered log has {len(live)} events; at seq {seq}: {found}",
+            )
             return
 
 
-def check_committed_bytes(obs: "Checker", crash: "CrashRecord") -> None:
+def check_committed_bytes(obs: Judge, crash: CrashRecord) -> None:
     obs.count("committed_bytes_stable")
     data = obs.sim.disk.read_path(obs.sim.config.log_path) or b""
     acked = crash.acked_bytes
     if not data.startswith(acked):
         common = next((i for i, (a, b) in enumerate(zip(acked, data)) if a != b), min(len(acked), len(data)))
-        fail(obs, "committed_bytes_stable", "acknowledged log bytes were rewritten or lost", None,
-              f"{len(acked)} bytes acknowledged before the crash, the log now has {len(data)}; first difference at byte {common}")
+        fail(
+            obs,
+            "committed_bytes_stable",
+            "acknowledged log bytes were rewritten or lost",
+            None,
+            f"{len(acked)} bytes acknowledged before the crash, the log now has {len(data)}; first difference at byte {common}",
+        )
 
 
-def check_one_result_per_call(obs: "Checker", events: Sequence[Event]) -> None:
+def check_one_result_per_call(obs: Judge, events: Sequence[Event]) -> None:
     obs.count("one_result_per_call")
     blocks: list[str] = []
     results: dict[str, int] = {}
@@ -134,7 +181,7 @@ def check_one_result_per_call(obs: "Checker", events: Sequence[Event]) -> None:
             fail(obs, "one_result_per_call", f"the call has {results.get(call_id, 0)} tool/result events", call_id)
 
 
-def check_verdicts(obs: "Checker", stored: Sequence[Event], closers: Sequence[Event]) -> None:
+def check_verdicts(obs: Judge, stored: Sequence[Event], closers: Sequence[Event]) -> None:
     obs.count("verdict_soundness")
     world = obs.sim.world
     started = {e.data["callId"] for e in stored if e.type == "tool/call"}
@@ -153,7 +200,7 @@ def check_verdicts(obs: "Checker", stored: Sequence[Event], closers: Sequence[Ev
             fail(obs, "verdict_soundness", f"a durable tool/call without result was classified {code}", call_id)
 
 
-def check_approval_audit(obs: "Checker", events: Sequence[Event]) -> None:
+def check_approval_audit(obs: Judge, events: Sequence[Event]) -> None:
     obs.count("approval_audit")
     open_asks: dict[str, int] = {}
     turn = None
@@ -175,7 +222,7 @@ _REFUSALS = ("ABORTED_BEFORE_DISPATCH", "SANDBOX_UNAVAILABLE")
 _DENIAL_TEXTS = ("requires approval", "the user rejected", "was cancelled")
 
 
-def check_fail_closed(obs: "Checker", events: Sequence[Event]) -> None:
+def check_fail_closed(obs: Judge, events: Sequence[Event]) -> None:
     obs.count("fail_closed")
     for event in events:
         if event.type != "tool/result":
@@ -187,5 +234,10 @@ def check_fail_closed(obs: "Checker", events: Sequence[Event]) -> None:
             call_id = event.data["message"]["source"]["callId"]
             effects = obs.sim.world.applied_for(call_id)
             if effects:
-                fail(obs, "fail_closed", f"a refused call ({code or text[:60]}) has effects in the world", call_id,
-                      *[f"{e.service}.{e.op}" for e in effects])
+                fail(
+                    obs,
+                    "fail_closed",
+                    f"a refused call ({code or text[:60]}) has effects in the world",
+                    call_id,
+                    *[f"{e.service}.{e.op}" for e in effects],
+                )

@@ -1,0 +1,34 @@
+"""One simulated process lifetime: its trio run, its filesystem view, and what it reported.
+
+A lifetime ends in a crash (with its :class:`~dsh_sim.engine.crash.CrashRecord`), a graceful
+stop, or a failed boot; the next one starts over on the same disk and world.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from dsh_sim.adapters.simfs import ProcessView
+from dsh_sim.engine.crash import CrashRecord
+from dsh_sim.engine.process import SimProcess
+from runtime.agent.runtime import Runtime
+
+
+@attrs.define(eq=False)
+class Lifetime:
+    index: int
+    proc: SimProcess
+    view: ProcessView
+    runtime: Runtime | None = None
+    agent: Any = None
+    report: Any = None
+    created: bool = False
+    boot_error: BaseException | None = None
+    exit_error: BaseException | None = None  # a live process that failed (e.g. its final drain)
+    dead: bool = False
+    crash: CrashRecord | None = None
+    store: Any = None  # the process's SessionStore
+    session: Any = None  # the live Session (the agent's, or the storage process's)
+    handle: Any = None  # storage processes: the write handle

@@ -1,0 +1,136 @@
+"""What ``dsh-sim inspect`` reports about a session log: the stable JSON document.
+
+Read-only: a current log is decoded; a historical one is migrated in memory (what a write
+open would publish).  The document shape is a stable interface, documented in the README.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dsh_sim.errors import InputError
+from dsh_sim.sessionlogs.locate import locate_log
+from runtime.persistence.layout import generation_filename
+from runtime.persistence.log_format import (
+    LogCorruption,
+    LogUnknownEventType,
+    LogVersionUnsupported,
+    decode_log,
+)
+from runtime.persistence.migration import MigratedLog, MigrationRefused, migrate_v0
+from runtime.persistence.v0_format import V0_VERSION, V0Log, V0Unsupported, decode_v0
+from runtime.session.repair import interrupted_turn_closers, verdicts
+from runtime.session.vocabulary import SESSION_FORMAT_VERSION
+
+INSPECT_SCHEMA = 1
+
+
+def inspect_path(path: str) -> dict[str, Any]:
+    log, version, compression = locate_log(path)
+    try:
+        with open(log, "rb") as handle:
+            data = handle.read()
+    except OSError as err:
+        raise InputError(f"{log}: cannot read: {err.strerror}") from None
+    if version != SESSION_FORMAT_VERSION:
+        return inspect_historical(log, version, compression, data)
+    try:
+        decoded = decode_log(data, compression)
+    except LogCorruption as err:
+        raise InputError(f"{log}: refused: {err}") from None
+    except LogVersionUnsupported as err:
+        raise InputError(f"{log}: refused: header says log format v{err.version}, this build reads v{SESSION_FORMAT_VERSION}") from None
+    except LogUnknownEventType as err:
+        raise InputError(f"{log}: refused: {err} (not marked ignorable; written by a newer harness?)") from None
+    torn = decoded.torn
+    return inspect_document(
+        log,
+        version,
+        compression,
+        data,
+        decoded.header,
+        decoded.events,
+        torn=None if torn is None else (torn.truncate_to, torn.torn_bytes, len(torn.recovered)),
+        migration=None,
+    )
+
+
+def inspect_document(
+    log: str,
+    version: int,
+    compression: str,
+    data: bytes,
+    header: Any,
+    events: list[Any],
+    *,
+    torn: tuple[int, int, int] | None,
+    migration: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The stable ``inspect`` JSON shape (README) for a current or a migrated view.
+
+    ``torn`` is (offset, torn bytes, recovered records) of the log as read.
+    """
+    closers = interrupted_turn_closers(events)
+    return {
+        "schema": INSPECT_SCHEMA,
+        "path": log,
+        "format": {"version": version, "compression": compression, "bytes": len(data)},
+        "header": header.to_record(),
+        "events": [e.to_record() for e in events],
+        "torn": None if torn is None else {"offset": torn[0], "torn_bytes": torn[1], "recovered_records": torn[2]},
+        "closers": [e.to_record() for e in closers],
+        "verdicts": verdicts(closers),
+        "migration": migration,
+    }
+
+
+def migrate_in_memory(log: str, version: int, compression: str, data: bytes) -> tuple[V0Log, MigratedLog]:
+    """Decode and migrate; every refusal becomes one line naming the file."""
+    if version != V0_VERSION:
+        if version > SESSION_FORMAT_VERSION:
+            raise InputError(
+                f"{log}: refused: log format v{version} was written by a newer harness; this build reads up to v{SESSION_FORMAT_VERSION}"
+            )
+        raise InputError(
+            f"{log}: refused: log format v{version} is older than v{SESSION_FORMAT_VERSION} and this build ships no upgrade path for it"
+        )
+    try:
+        source = decode_v0(data, compression)
+        return source, migrate_v0(source)
+    except LogVersionUnsupported as err:
+        raise InputError(f"{log}: refused: the filename identifies v{version}, but its header identifies v{err.version}") from None
+    except LogCorruption as err:
+        raise InputError(f"{log}: refused: {err}") from None
+    except (V0Unsupported, MigrationRefused) as err:
+        raise InputError(f"{log}: refused: cannot migrate from v{version}: {err}; the source is unchanged") from None
+
+
+def inspect_historical(log: str, version: int, compression: str, data: bytes) -> dict[str, Any]:
+    """``dsh-sim inspect`` of a historical log: the migrated view, nothing written.
+
+    Same shape as :func:`inspect_path`; ``header`` and
+    ``events`` are the migrated (current-format) ones, ``torn`` describes the source.
+    """
+    source, migrated = migrate_in_memory(log, version, compression, data)
+    target = generation_filename(SESSION_FORMAT_VERSION, compression)
+    torn = source.torn
+    return inspect_document(
+        log,
+        version,
+        compression,
+        data,
+        migrated.header,
+        migrated.events,
+        torn=None if torn is None else (torn.truncate_to, torn.torn_bytes, torn.recovered),
+        migration={
+            "from": version,
+            "to": SESSION_FORMAT_VERSION,
+            "source_events": migrated.source_events,
+            "target": os.path.join(os.path.dirname(log), target),
+            "note": (
+                f"a write open would migrate this log to {target} beside it "
+                f"({migrated.source_events} v{version} events become {len(migrated.events)}); nothing was written"
+            ),
+        },
+    )

@@ -1,0 +1,51 @@
+"""Finding a session log on the real filesystem from what a user names: a file, a session
+directory, or a persistence root that holds exactly one session."""
+
+from __future__ import annotations
+
+import os
+
+from dsh_sim.errors import InputError
+from runtime.persistence.layout import parse_generation_filename
+from runtime.session.vocabulary import SESSION_FORMAT_VERSION
+
+
+def locate_log(path: str) -> tuple[str, int, str]:
+    """(log file, version, compression) for a session directory or a log file path."""
+    if os.path.isdir(path):
+        found = []
+        for name in sorted(os.listdir(path)):
+            parsed = parse_generation_filename(name)
+            if parsed is not None:
+                found.append((parsed[0], name, parsed[1]))
+        if not found:
+            sessions = sessions_under(path)
+            if len(sessions) == 1:
+                return locate_log(sessions[0])
+            if sessions:
+                listed = ", ".join(sessions[:5]) + (" ..." if len(sessions) > 5 else "")
+                raise InputError(f"{path}: holds {len(sessions)} sessions; name one: {listed}")
+            raise InputError(f"{path}: no session log (session[.vN].jsonl[.zstd]) in this directory or the root below it")
+        version, name, compression = max(found)
+        return os.path.join(path, name), version, compression
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file or directory")
+    parsed = parse_generation_filename(os.path.basename(path))
+    if parsed is None:
+        compression = "zstd" if path.endswith(".zstd") else "none"
+        return path, SESSION_FORMAT_VERSION, compression
+    return path, parsed[0], parsed[1]
+
+
+def sessions_under(root: str) -> list[str]:
+    """Session directories of a persistence root (``<root>/<project>/<session>/``)."""
+    out = []
+    for project in sorted(os.listdir(root)):
+        project_dir = os.path.join(root, project)
+        if not os.path.isdir(project_dir):
+            continue
+        for session in sorted(os.listdir(project_dir)):
+            session_dir = os.path.join(project_dir, session)
+            if os.path.isdir(session_dir) and any(parse_generation_filename(n) for n in os.listdir(session_dir)):
+                out.append(session_dir)
+    return out
