@@ -12,10 +12,13 @@ from typing import Any, Protocol
 
 
 class DomainFault(Protocol):
-    """What an adapter reads of a fault rule: which fault, and how long it takes."""
+    """What an adapter reads of a fault rule: which fault, and how long it takes (read-only)."""
 
-    action: str
-    delay: float
+    @property
+    def action(self) -> str: ...
+
+    @property
+    def delay(self) -> float: ...
 
 
 DomainGate = Callable[[str, dict[str, Any]], Awaitable[DomainFault | None]]

@@ -19,7 +19,8 @@ def _lazy(module: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         import importlib
 
-        return importlib.import_module(f"dsh_sim.cli.commands.{module}").main(args)
+        command: Callable[[argparse.Namespace], int] = importlib.import_module(f"dsh_sim.cli.commands.{module}").main
+        return command(args)
 
     return run
 

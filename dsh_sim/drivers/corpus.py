@@ -82,6 +82,8 @@ def _torn_cuts(base: Scenario, point: str, occurrence: int) -> dict[str, PowerCu
     cp = next(p for p in points if p.point == point and p.occurrence == occurrence and p.details.get("path") == log_path)
     disk = Disk.from_image(cp.image)
     log = disk.resolve(base.sim_config().log_path)
+    if log is None:
+        raise LookupError(f"{log_path} is not on the disk at {point} #{occurrence}")
     node = disk.file(log)
     last = max(i for i, op in enumerate(node.pending) if isinstance(op, WriteOp))
     op = node.pending[last]

@@ -14,7 +14,7 @@ import os
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import attrs
 from hypothesis import settings
@@ -23,6 +23,7 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from dsh_sim.drivers import profiles
+from dsh_sim.drivers.machines.base import SimulationMachine
 from dsh_sim.drivers.machines.durability import DurabilityMachine
 from dsh_sim.drivers.machines.storage import StorageMachine
 from dsh_sim.drivers.minimize import minimize, set_hypothesis_shrink_budget
@@ -86,7 +87,7 @@ class FuzzRun:
         }
 
 
-def _machine_class(machine: str, config: SimConfig, run: FuzzRun, batch_seed: int) -> type:
+def _machine_class(machine: str, config: SimConfig, run: FuzzRun, batch_seed: int) -> type[SimulationMachine]:
     base = MACHINES[machine]
 
     def teardown(self: Any) -> None:
@@ -106,9 +107,14 @@ def _machine_class(machine: str, config: SimConfig, run: FuzzRun, batch_seed: in
                 for name, n in sim.point_hits.items():
                     run.points[name] = run.points.get(name, 0) + n
 
-    cls = type(f"{base.__name__}Fuzz", (base,), {"config": config, "teardown": teardown, "last": None})
-    cls._hypothesis_internal_use_seed = batch_seed  # what @seed does; copied by Hypothesis
-    return cls
+    namespace = {
+        "config": config,
+        "teardown": teardown,
+        "last": None,
+        "_hypothesis_internal_use_seed": batch_seed,  # what @seed does; copied by Hypothesis
+    }
+    # type() makes a subclass of base; its static type says only "type"
+    return cast(type[SimulationMachine], type(f"{base.__name__}Fuzz", (base,), namespace))
 
 
 def scenario_from(machine: str, instance: Any, invariant: str, config: SimConfig, active_mutants: tuple[str, ...], seed: int) -> Scenario:
@@ -154,7 +160,8 @@ def fuzz(
             run.batches += 1
             found_at = None
             try:
-                with with_reporter(run.reports.append):
+                # Hypothesis' ReporterT takes object, but its base_report asserts every report is a str
+                with with_reporter(cast(Callable[[object], None], run.reports.append)):
                     run_state_machine_as_test(cls, settings=settings(base_settings, max_examples=batch))
             except HypothesisException:
                 raise

@@ -8,10 +8,11 @@ simulated turn) and no health checks about data size or speed.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 
-_COMMON = {"deadline": None, "suppress_health_check": list(HealthCheck), "report_multiple_bugs": False}
+_COMMON: dict[str, Any] = {"deadline": None, "suppress_health_check": list(HealthCheck), "report_multiple_bugs": False}
 
 settings.register_profile("dev", max_examples=30, stateful_step_count=15, **_COMMON)
 settings.register_profile("ci", max_examples=60, stateful_step_count=20, derandomize=True, database=None, print_blob=True, **_COMMON)

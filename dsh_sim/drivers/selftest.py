@@ -17,14 +17,15 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
-from dsh_sim.drivers.explore import explore
+from dsh_sim.drivers.explore import StateResult, explore
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.evidence.invariants import Violation
 from dsh_sim.mutation.catalogue import CATALOGUE
 from dsh_sim.scenario.model import Scenario, discover, load, save
 
@@ -117,7 +118,7 @@ def by_explore(mutant: str, corpus: list[Scenario], out_dir: str) -> MethodResul
 
         result = explore(attrs.evolve(scenario, mutants=(mutant,)), stop_on_violation=True, on_violation=keep)
         states += len(result.states)
-        violations = result.violations or [(None, v) for v in result.record_violations]
+        violations: Sequence[tuple[StateResult | None, Violation]] = result.violations or [(None, v) for v in result.record_violations]
         if violations:
             example = saved[0] if saved else scenario.origin.get("path")
             return MethodResult(True, time.perf_counter() - started, violations[0][1].invariant, example, states)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import random
 import uuid
+from typing import Any
 
 import trio
 import trio.testing
@@ -40,7 +41,8 @@ def check_trio() -> None:
         raise RuntimeError("this trio build lacks the deterministic-scheduling knobs dsh-sim relies on")
 
 
-def _run_module():  # type: ignore[no-untyped-def]
+def _run_module() -> Any:
+    """trio's private ``_run`` module, untyped on purpose: its knobs are private, one is ``Final``."""
     from trio._core import _run
 
     return _run

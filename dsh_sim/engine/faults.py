@@ -25,7 +25,7 @@ class CrashSpec:
     kind: str = "kill"  # "kill" | "power"
     state: str = "drop"  # power: "drop" | "keep" | "torn" | "random" | "cut"
     torn_fraction: float = 0.5  # state "torn": fraction of the last unsynced write that lands
-    cut: dict | None = None  # state "cut": an explicit PowerCut (JSON)
+    cut: dict[str, Any] | None = None  # state "cut": an explicit PowerCut (JSON)
 
     def __attrs_post_init__(self) -> None:
         if self.kind not in ("kill", "power"):

@@ -32,3 +32,9 @@ class Lifetime:
     store: Any = None  # the process's SessionStore
     session: Any = None  # the live Session (the agent's, or the storage process's)
     handle: Any = None  # storage processes: the write handle
+
+    def live_runtime(self) -> Runtime:
+        """The runtime this process booted (set before its agent: a process with an agent has one)."""
+        if self.runtime is None:
+            raise RuntimeError(f"process {self.index} has no runtime")
+        return self.runtime

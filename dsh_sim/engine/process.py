@@ -150,7 +150,11 @@ class SimProcess:
                 fn, horizon = payload
                 task = _Task()
                 nursery.start_soon(self._run_task, fn, task, name="host-command")
-                await self._settle(lambda task=task: task.done, horizon)
+
+                def finished(task: _Task = task) -> bool:
+                    return task.done
+
+                await self._settle(finished, horizon)
                 self._replies.put(Reply("idle", done=task.done, value=task.value, error=task.error))
 
     async def _run_main(self, booted: _Task) -> None:
@@ -187,9 +191,9 @@ class SimProcess:
 def _unwrap(err: BaseException) -> BaseException:
     """The meaningful exception of a finished run: a crash wins over cleanup noise."""
     if isinstance(err, BaseExceptionGroup):
-        crash, _ = err.split(SimulatedCrash)
+        crash: BaseExceptionGroup[BaseException] | None = err.split(SimulatedCrash)[0]
         if crash is None:
-            crash, _ = err.split(FidelityError)
+            crash = err.split(FidelityError)[0]
         if crash is not None:
             return _leaves(crash)[0]
         leaves = [e for e in _leaves(err) if not isinstance(e, trio.Cancelled)]

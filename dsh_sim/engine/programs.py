@@ -19,6 +19,7 @@ from dsh_sim.adapters.model import SimModel
 from dsh_sim.adapters.shell import SimRunner, SimSandboxProvider
 from dsh_sim.adapters.world_tools import world_tools
 from dsh_sim.engine.gates import Gate
+from runtime.agent.hooks import Plugin
 from runtime.agent.runtime import RuntimeConfig, open_runtime
 from runtime.agent.sandbox_service import SandboxService
 from runtime.persistence.backend import JsonlBackend
@@ -96,7 +97,7 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
         checkpoint_policy=cfg.checkpoint_policy,
         approval_policy=cfg.approval_policy,
     )
-    plugins = [
+    plugins: list[Plugin] = [
         SimAnswerer(env.approval_answers, gate.domain, env.answerer_failures),
         SandboxService(SimSandboxProvider(), cfg.workspace, default_mode=cfg.sandbox_mode),
     ]

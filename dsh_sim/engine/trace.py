@@ -34,7 +34,7 @@ def _canon(value: Any) -> Any:
 _PLAIN = (str, int, bool, type(None))
 
 
-def _plain_dict(d: dict) -> bool:
+def _plain_dict(d: dict[Any, Any]) -> bool:
     return all(type(v) in _PLAIN for v in d.values())
 
 

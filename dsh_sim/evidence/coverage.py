@@ -56,9 +56,9 @@ INNER_BARRIERS = ("first publication", "torn-tail rewrite", "repair append")
 
 def barrier_of(barrier: str | None, step: str | None) -> str:
     if step in INNER_BARRIERS:
-        return step  # type: ignore[return-value]
+        return step
     if barrier in BARRIERS:
-        return barrier  # type: ignore[return-value]
+        return barrier
     if barrier == "explicit flush":
         return "explicit flush"
     return "outside barriers"

@@ -9,7 +9,7 @@ a generic flattening of run metadata.  Keeping the arithmetic here means a numbe
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -286,7 +286,7 @@ def headline(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> list[dict[s
     return items
 
 
-def summary(view: Mapping[str, Any], status: list[Mapping[str, Any]]) -> dict[str, Any]:
+def summary(view: Mapping[str, Any], status: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Machine-readable headline for coverage.json (what CI gates on); :func:`headline` shows it."""
     kills = view.get("kill_matrix", [])
     st = states.totals(view)

@@ -148,11 +148,14 @@ def op_append(sim: Simulation, args: dict[str, Any]) -> str:
 
 def op_set_approval_policy(sim: Simulation, args: dict[str, Any]) -> str:
     life = _require_live(sim)
-    if life.runtime.approval is None:
+    if life.live_runtime().approval is None:
         raise StepNotApplicable("no approval service is mounted")
 
     async def change(life: Lifetime) -> None:
-        life.runtime.approval.set_policy(life.agent, args["policy"])
+        approval = life.live_runtime().approval
+        if approval is None:
+            raise RuntimeError("the approval service is no longer mounted")
+        approval.set_policy(life.agent, args["policy"])
 
     return _outcome(life, sim.run(change))
 
@@ -161,7 +164,7 @@ def op_set_sandbox_mode(sim: Simulation, args: dict[str, Any]) -> str:
     life = _require_live(sim)
 
     async def change(life: Lifetime) -> None:
-        life.runtime.hooks.services["sandbox"].set_mode(life.agent, args["mode"])
+        life.live_runtime().hooks.services["sandbox"].set_mode(life.agent, args["mode"])
 
     return _outcome(life, sim.run(change))
 

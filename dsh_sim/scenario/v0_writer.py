@@ -25,7 +25,7 @@ def _delta_kind(event: V0Event) -> str | None:
     if type(data) is not dict or set(data) != {"turn", "step", "chunk"} or type(data["chunk"]) is not dict:
         return None
     chunk = data["chunk"]
-    kind = chunk.get("type")
+    kind: object = chunk.get("type")
     if kind in ("text-delta", "reasoning-delta") and set(chunk) == {"type", "index", "text"}:
         return kind
     if kind == "tool-call-delta" and set(chunk) - {"name"} == {"type", "index", "id", "argumentsDelta"}:

@@ -7,10 +7,12 @@ open would publish).  The document shape is a stable interface, documented in th
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from dsh_sim.errors import InputError
 from dsh_sim.sessionlogs.locate import locate_log
+from runtime.persistence.header import SessionHeader
 from runtime.persistence.layout import generation_filename
 from runtime.persistence.log_format import (
     LogCorruption,
@@ -20,6 +22,7 @@ from runtime.persistence.log_format import (
 )
 from runtime.persistence.migration import MigratedLog, MigrationRefused, migrate_v0
 from runtime.persistence.v0_format import V0_VERSION, V0Log, V0Unsupported, decode_v0
+from runtime.session.events import Event
 from runtime.session.repair import interrupted_turn_closers, verdicts
 from runtime.session.vocabulary import SESSION_FORMAT_VERSION
 
@@ -61,8 +64,8 @@ def inspect_document(
     version: int,
     compression: str,
     data: bytes,
-    header: Any,
-    events: list[Any],
+    header: SessionHeader,
+    events: Sequence[Event],
     *,
     torn: tuple[int, int, int] | None,
     migration: dict[str, Any] | None,

@@ -14,7 +14,7 @@ before another step.  The policy is a plugin beside the loop; the loop works wit
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from runtime.agent.hooks import Next, PluginContext
@@ -24,6 +24,10 @@ from runtime.ports.model import ModelRequest, StreamPart
 from runtime.tools import results as R
 from runtime.tools.registry import ToolExecution
 from runtime.tools.results import ToolResult
+
+# what the rest of each hook chain hands back (see runtime.agent.hooks.Next)
+_NextStream = Callable[[ModelRequest], Awaitable[AsyncIterator[StreamPart]]]
+_NextTool = Callable[[ToolExecution], Awaitable[ToolResult]]
 
 
 class CheckpointPolicy:
@@ -42,7 +46,7 @@ class CheckpointPolicy:
         await self._store.flush(step.agent.session, context.PRE_STEP)
         return await next(step)
 
-    async def _llm_stream(self, request: ModelRequest, next: Next) -> AsyncIterator[StreamPart]:
+    async def _llm_stream(self, request: ModelRequest, next: _NextStream) -> AsyncIterator[StreamPart]:
         if not self._store.is_live(request.session_id):
             return await next(request)
         store = self._store
@@ -61,7 +65,7 @@ class CheckpointPolicy:
 
         return checkpointed()
 
-    async def _tools_execute(self, ex: ToolExecution, next: Next) -> ToolResult:
+    async def _tools_execute(self, ex: ToolExecution, next: _NextTool) -> ToolResult:
         if ex.agent is None or ex.parent is not None:
             return await next(ex)
         await self._store.flush(ex.agent.session, context.TOOLS_EXECUTE)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -29,6 +29,9 @@ from runtime.ports.model import (
 from runtime.session.events import Event
 from runtime.session.session import Session
 from runtime.tools.scheduler import StepTools, ToolCallBlock
+
+if TYPE_CHECKING:
+    from runtime.agent.runtime import Runtime
 
 SURFACE_TYPES = ("system/message", "user/message", "assistant/message", "tool/result")
 
@@ -106,7 +109,7 @@ class _Assembly:
 class Agent:
     """One live session driven by the loop.  Create with :func:`runtime.agent.resume`."""
 
-    def __init__(self, runtime: Any, session: Session, *, system: str | None = None) -> None:
+    def __init__(self, runtime: Runtime, session: Session, *, system: str | None = None) -> None:
         self.runtime = runtime
         self.session = session
         self.ids = runtime.ports.ids

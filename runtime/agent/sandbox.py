@@ -44,9 +44,18 @@ class SandboxUnavailableError(Exception):
         self.message = message
 
 
-def _absolute(instance: Any, attribute: attrs.Attribute, value: str) -> None:
+def _absolute(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
     if type(value) is not str or not value.startswith("/") or "\0" in value:
         raise ValueError(f"{attribute.name} must be an absolute path, got {value!r}")
+
+
+# Typed converters: attrs' mypy plugin cannot infer the item type of a bare ``tuple`` converter.
+def _ints(values: Iterable[int]) -> tuple[int, ...]:
+    return tuple(values)
+
+
+def _strs(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
 
 
 @attrs.frozen
@@ -68,19 +77,23 @@ class RunnerFailureRule:
     runner fails before the command starts, and later lines are the command's own.
     """
 
-    allowed_exit_codes: tuple[int, ...] = attrs.field(converter=tuple)
-    fatal_signatures: tuple[str, ...] = attrs.field(converter=tuple)
-    informational_lines: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    allowed_exit_codes: tuple[int, ...] = attrs.field(converter=_ints)
+    fatal_signatures: tuple[str, ...] = attrs.field(converter=_strs)
+    informational_lines: tuple[str, ...] = attrs.field(converter=_strs, default=())
+
+
+def _rules(values: Iterable[RunnerFailureRule]) -> tuple[RunnerFailureRule, ...]:
+    return tuple(values)
 
 
 @attrs.frozen
 class ConfinedArgv:
     """An enforcing argv: runner, profile, separator, then the original argv."""
 
-    argv: tuple[str, ...] = attrs.field(converter=tuple)
+    argv: tuple[str, ...] = attrs.field(converter=_strs)
     enforcement: Enforcement = attrs.field(validator=attrs.validators.in_(("full", "partial")))
-    denial_signatures: tuple[str, ...] = attrs.field(converter=tuple, default=())
-    runner_failure_rules: tuple[RunnerFailureRule, ...] = attrs.field(converter=tuple, default=())
+    denial_signatures: tuple[str, ...] = attrs.field(converter=_strs, default=())
+    runner_failure_rules: tuple[RunnerFailureRule, ...] = attrs.field(converter=_rules, default=())
 
     def looks_denied(self, stderr: str) -> bool:
         """Whether stderr carries this backend's denial signature (a hint, not a proof)."""

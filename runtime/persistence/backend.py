@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import posixpath
 from collections.abc import Iterator, Sequence
-from typing import Literal
+from typing import Literal, overload
 
 import attrs
 
@@ -150,6 +150,12 @@ class JsonlBackend:
         self._claims[header.id] = handle
         return handle
 
+    @overload
+    async def open(self, session_id: str, access: Literal["read"]) -> ReadHandle: ...
+    @overload
+    async def open(self, session_id: str, access: Literal["write"]) -> WriteHandle: ...
+    @overload
+    async def open(self, session_id: str, access: Literal["read", "write"]) -> ReadHandle | WriteHandle: ...
     async def open(self, session_id: str, access: Literal["read", "write"]) -> ReadHandle | WriteHandle:
         if access == "read":
             claimed = self._claims.get(session_id)

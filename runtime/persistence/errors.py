@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from runtime.session.vocabulary import SESSION_FORMAT_VERSION
 
 
@@ -103,14 +105,16 @@ class SessionSeqMismatchError(SessionPersistenceError, ValueError):
 class AppendRollbackError(ExceptionGroup):
     """An append failed and so did its rollback; both errors are kept (spec §3.6)."""
 
-    def __new__(cls, path: str, original: BaseException, rollback: BaseException) -> AppendRollbackError:
+    def __new__(cls, path: str, original: Exception, rollback: Exception) -> AppendRollbackError:
         self = super().__new__(cls, f'failed to roll back append to "{path}"', [original, rollback])
         return self
 
-    def __init__(self, path: str, original: BaseException, rollback: BaseException) -> None:
+    def __init__(self, path: str, original: Exception, rollback: Exception) -> None:
         super().__init__(f'failed to roll back append to "{path}"', [original, rollback])
 
-    def derive(self, excs):  # type: ignore[override]
+    # override: narrower than the overloaded base (which also accepts BaseExceptions) because an
+    # ExceptionGroup refuses to hold a BaseException, so split/subgroup only ever pass Exceptions
+    def derive(self, excs: Sequence[Exception]) -> ExceptionGroup[Exception]:  # type: ignore[override]
         return ExceptionGroup(self.message, excs)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -356,7 +356,9 @@ def replay_surface(events: Sequence[Event]) -> None:
         if op is None:
             continue
         if op != "append":
-            start, end = op["startSeq"], op["endSeq"]
+            # every event here passed validate_surface: a surfaceOp other than "append" is a replace dict
+            span = cast(dict[str, Any], op)
+            start, end = span["startSeq"], span["endSeq"]
             if start not in surface or end not in surface or surface.index(start) > surface.index(end):
                 raise GenerationMismatch(f"session generation does not replay: seq {event.seq} replaces a span that is not live")
             i, j = surface.index(start), surface.index(end)

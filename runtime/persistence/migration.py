@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -219,7 +220,7 @@ class _Migration:
             if type(op) is not dict or set(op) != {"op", "start", "end"} or op["op"] != "replace":
                 raise self.refuse(event, f"has a surfaceOp {op!r} that is not the v0 spelling")
             op = {"op": "replace", "startSeq": self.map(event, op["start"]), "endSeq": self.map(event, op["end"])}
-        sources = event.source_event_seqs
+        sources: Sequence[int] | None = event.source_event_seqs
         if event.type != "assistant/message" and sources is not None:
             sources = [self.map(event, s) for s in sources]
         return op, sources

@@ -55,7 +55,7 @@ def verify_generation(data: bytes, compression: str, expected: MigratedLog) -> N
 
 
 Verifier = Callable[..., Awaitable[Any]]
-_VERIFIERS: trio.lowlevel.RunVar = trio.lowlevel.RunVar("dsh_migration_verifiers")
+_VERIFIERS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("dsh_migration_verifiers")
 
 
 async def thread_verifier(fn: Callable[..., Any], *args: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from typing import TypeGuard
 
 import attrs
 import trio
@@ -40,7 +41,7 @@ class SessionStore:
         self._probe = probe
         self._bindings: dict[str, Binding] = {}
 
-    def is_live(self, session_id: str | None) -> bool:
+    def is_live(self, session_id: str | None) -> TypeGuard[str]:
         return session_id is not None and session_id in self._bindings
 
     def session_of(self, session_id: str) -> Session:

@@ -16,7 +16,7 @@ historical sources is :func:`dsh_sim.scenario.v0_writer.encode_v0`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 
@@ -173,7 +173,7 @@ class V0Log:
 # -- header ---------------------------------------------------------------------------------
 
 
-def _non_negative(value: Any) -> bool:
+def _non_negative(value: Any) -> TypeGuard[int]:
     return is_safe_integer(value) and value >= 0
 
 

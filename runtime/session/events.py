@@ -17,7 +17,7 @@ from runtime.session.lossless import is_safe_integer, lossless_copy
 from runtime.session.vocabulary import SURFACE_EVENT_TYPES
 
 # 'append' or {"op": "replace", "startSeq": a, "endSeq": b}
-SurfaceOp = str | dict
+SurfaceOp = str | dict[str, Any]
 
 _ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs"})
 

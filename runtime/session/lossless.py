@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 MAX_SAFE_INTEGER = 2**53 - 1
 _MESSAGE = "event data is not losslessly JSON-serializable"
 
 
-def is_safe_integer(value: object) -> bool:
+def is_safe_integer(value: object) -> TypeGuard[int]:
     return type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
 
 

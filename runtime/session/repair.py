@@ -87,7 +87,7 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[Event]:
             else {"name": "ToolNotStartedError", "code": TOOL_NOT_STARTED}
         )
         data = {"turn": open_turn, "step": entry.step, "message": message, "error": error}
-        sources = (entry.call_seq,) if started else None
+        sources = (entry.call_seq,) if started and entry.call_seq is not None else None
         closers.append(Event("tool/result", seq, time, data, False, "append", sources))
         seq += 1
     if open_step is not None:

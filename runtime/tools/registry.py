@@ -218,7 +218,8 @@ class ToolRegistry:
 
     async def _dispatch(self, ex: ToolExecution) -> ToolResult:
         try:
-            return await self._hooks.waterfall("tools/execute", ex, self._body)
+            result: ToolResult = await self._hooks.waterfall("tools/execute", ex, self._body)
+            return result
         except Exception as err:
             return R.from_exception(err, final=True)
 

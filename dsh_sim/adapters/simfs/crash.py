@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import attrs
 
@@ -46,14 +47,14 @@ class PowerCut:
         parts += [f"{'keep' if keep else 'drop'}:{name}" for _, name, keep in self.entries]
         return ",".join(parts) or "clean"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "files": [attrs.asdict(f) for f in self.files],
             "entries": [[d, n, k] for d, n, k in self.entries],
         }
 
     @classmethod
-    def from_json(cls, obj: dict) -> PowerCut:
+    def from_json(cls, obj: dict[str, Any]) -> PowerCut:
         files = tuple(
             TornCut(f["ino"], f.get("keep_ops", 0), f.get("torn_bytes"), tuple(f["subset"]) if f.get("subset") is not None else None)
             for f in obj.get("files", ())
@@ -88,7 +89,7 @@ def _entry_choices(disk: Disk) -> list[tuple[int, str]]:
 
 
 def state_count(disk: Disk, model: str = "prefix", cut_points: CutPoints = every_byte) -> int:
-    total = 2 ** len(_entry_choices(disk))
+    total: int = 2 ** len(_entry_choices(disk))
     for node in disk.iter_files():
         if node.pending:
             total *= len(_file_options(node, model, cut_points))
@@ -115,8 +116,9 @@ def random_state(disk: Disk, rng: random.Random, model: str = "prefix") -> Power
             continue
         k = rng.randint(0, len(node.pending))
         torn = None
-        if k < len(node.pending) and isinstance(node.pending[k], WriteOp) and len(node.pending[k].data) > 1 and rng.random() < 0.7:
-            torn = rng.randint(1, len(node.pending[k].data) - 1)
+        next_op = node.pending[k] if k < len(node.pending) else None
+        if isinstance(next_op, WriteOp) and len(next_op.data) > 1 and rng.random() < 0.7:
+            torn = rng.randint(1, len(next_op.data) - 1)
         files.append(TornCut(node.ino, k, torn))
     entries = tuple((d, n, rng.random() < 0.5) for d, n in _entry_choices(disk))
     return PowerCut(tuple(files), entries)
@@ -164,15 +166,15 @@ def apply_power_cut(disk: Disk, cut: PowerCut) -> None:
                     content = apply_op(content, WriteOp(op.offset, op.data[: choice.torn_bytes]))
         disk.nodes[node.ino] = attrs.evolve(node, volatile=content, durable=content, pending=())
     keep = {(d, n): k for d, n, k in cut.entries}
-    for node in list(disk.iter_dirs()):
-        volatile, durable = dict(node.entries), dict(node.durable)
+    for directory in list(disk.iter_dirs()):
+        volatile, durable = dict(directory.entries), dict(directory.durable)
         result = dict(durable)
-        for name in node.unsynced_names():
-            if keep.get((node.ino, name), False):
+        for name in directory.unsynced_names():
+            if keep.get((directory.ino, name), False):
                 if name in volatile:
                     result[name] = volatile[name]
                 else:
                     result.pop(name, None)
         entries = tuple(sorted(result.items()))
-        disk.nodes[node.ino] = attrs.evolve(node, entries=entries, durable=entries)
+        disk.nodes[directory.ino] = attrs.evolve(directory, entries=entries, durable=entries)
     disk.locks.clear()

@@ -35,7 +35,7 @@ def single(err: BaseException, kind: type[BaseException]) -> BaseException | Non
     if isinstance(err, kind):
         return err
     if isinstance(err, BaseExceptionGroup):
-        matched, _ = err.split(kind)
+        matched: BaseException | None = err.split(kind)[0]
         while isinstance(matched, BaseExceptionGroup) and len(matched.exceptions) == 1:
             matched = matched.exceptions[0]
         return matched if isinstance(matched, kind) else None

@@ -28,15 +28,19 @@ from runtime.persistence.errors import (
     SessionPersistenceError,
 )
 from runtime.tools.files import ReadFileTool, WriteFileTool
+from runtime.tools.registry import Tool
 from runtime.tools.shell import ShellTool
 
 
 def _script(path: str | None) -> dict[str, Any]:
+    script: dict[str, Any]
     try:
         if path is None:
-            return json.loads(resources.files("dsh_sim.examples").joinpath("demo-script.json").read_text())
+            script = json.loads(resources.files("dsh_sim.examples").joinpath("demo-script.json").read_text())
+            return script
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            script = json.load(handle)
+            return script
     except OSError as err:
         raise CliError(f"{path}: cannot read: {err.strerror}") from None
     except ValueError as err:
@@ -46,7 +50,7 @@ def _script(path: str | None) -> dict[str, Any]:
 async def _run(root: str, workspace: str, session_id: str, script: dict[str, Any], prompt: str, compression: str) -> str:
     ports = production_ports()
     model = ScriptModel.from_json(script)
-    tools = [
+    tools: list[Tool] = [
         ReadFileTool(ports.fs, workspace),
         WriteFileTool(ports.fs, workspace),
         ShellTool(SubprocessRunner(), workspace, ports.probe),

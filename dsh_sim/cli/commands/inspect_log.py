@@ -14,7 +14,7 @@ from dsh_sim.sessionlogs.inspect import inspect_path
 
 
 def _summary(event: dict[str, Any]) -> str:
-    data = event.get("data")
+    data: Any = event.get("data")  # JSON of any shape
     kind = event["type"]
     if kind in ("turn/start", "turn/end", "step/start", "step/end"):
         extra = f" reason={data['reason']['kind']}" if kind == "turn/end" else ""

@@ -48,7 +48,7 @@ def run_part(args: Any, seed: int, results_dir: str, tag: str) -> list[str]:
     for path in scenarios:
         loaded.append(load(path))
         rows.append(replay_one(path, scenario=loaded[-1]))
-    replay_doc = {
+    replay_doc: dict[str, Any] = {
         "meta": meta("replay", scenarios=len(rows), seconds=round(time.perf_counter() - started, 3), shard=args.shard),
         # scenarios that expect a violation or switch on a mutant are self-tests of the harness,
         # not coverage of the runtime: their crashes stay out of the matrices

@@ -8,6 +8,7 @@ from hypothesis import event, target
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from dsh_sim.drivers.machines.strategies import crash_specs
+from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.scenario.steps import Step, apply
@@ -15,6 +16,8 @@ from dsh_sim.scenario.steps import Step, apply
 
 class SimulationMachine(RuleBasedStateMachine):
     """Rules call :meth:`do`; every step is recorded so a failure becomes a scenario file."""
+
+    last: SimulationMachine | None  # the latest instance, set on the concrete class
 
     def __init__(self) -> None:
         super().__init__()
@@ -24,6 +27,19 @@ class SimulationMachine(RuleBasedStateMachine):
         self.seed = 0
         self.steps: list[Step] = []
         self.failure: str | None = None
+
+    def _running(self) -> Simulation:
+        """The simulation ``start`` made (every rule and teardown that needs one runs after it)."""
+        if self.sim is None:
+            raise RuntimeError(f"{type(self).__name__} has no simulation: start has not run")
+        return self.sim
+
+    def _current(self) -> Lifetime:
+        """The current process (rules that need one are guarded by ``alive``)."""
+        life = self._running().current
+        if life is None:
+            raise RuntimeError(f"{type(self).__name__}: the simulation has no current process")
+        return life
 
     def do(self, step: Step) -> str:
         assert self.sim is not None

@@ -43,16 +43,17 @@ class DurabilityMachine(SimulationMachine):
 
     def crashed(self) -> None:
         super().crashed()
-        for boundary in sorted(set(self.sim.history.crashes[-1].boundaries.values())):
+        for boundary in sorted(set(self._running().history.crashes[-1].boundaries.values())):
             event(f"crash with a call at boundary {boundary}")
 
     @property
     def alive(self) -> bool:
-        return self.sim is not None and self.sim.alive and self.sim.current.agent is not None
+        life = self.sim.current if self.sim is not None and self.sim.alive else None  # alive: current is set
+        return life is not None and life.agent is not None
 
     @property
     def idle(self) -> bool:
-        return self.alive and not self.sim.current.agent.turn_active
+        return self.alive and not self._current().agent.turn_active
 
     @property
     def quiet(self) -> bool:
@@ -84,7 +85,7 @@ class DurabilityMachine(SimulationMachine):
         if calls:
             step, call_id = data.draw(st.sampled_from(calls[::-1]))  # later calls first: they depend on earlier ones
             event(f"crash aimed at {boundary}")
-            self.do(Step("arm", {"rule": aimed_crash_rule(script, step, call_id, boundary, crash, len(self.sim.lifetimes))}))
+            self.do(Step("arm", {"rule": aimed_crash_rule(script, step, call_id, boundary, crash, len(self._running().lifetimes))}))
         self.do(Step("prompt", script))
 
     @precondition(lambda self: self.alive)
@@ -98,12 +99,12 @@ class DurabilityMachine(SimulationMachine):
     )
     def arm(self, fault: dict[str, Any], hit: int) -> None:
         """A crash at any named point, or an I/O, network, approval, sandbox or model fault."""
-        self.do(Step("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self.sim.lifetimes)}}))
+        self.do(Step("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
 
     @precondition(lambda self: self.dead)
     @rule(point=st.sampled_from(FS_POINTS + ("persist.batch.durable",)), hit=st.integers(1, 3), crash=crash_specs)
     def arm_recovery_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
-        lifetime = len(self.sim.lifetimes) + 1
+        lifetime = len(self._running().lifetimes) + 1
         self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
 
     @precondition(lambda self: self.alive)
@@ -126,7 +127,7 @@ class DurabilityMachine(SimulationMachine):
     def change_policy(self, change: tuple[str, dict[str, Any]]) -> None:
         """An approval-policy or sandbox-mode change by the user."""
         op, args = change
-        if op == "set_approval_policy" and self.sim.current.runtime.approval is None:
+        if op == "set_approval_policy" and self._current().live_runtime().approval is None:
             return
         self.do(Step(op, args))
 
@@ -144,6 +145,8 @@ class DurabilityMachine(SimulationMachine):
     def teardown(self) -> None:
         super().teardown()
         if self.sim is not None:
+            if self.checker is None:
+                raise RuntimeError("DurabilityMachine has a simulation but no checker")
             target(
                 float(sum(n for (code, _), n in self.checker.verdict_counts.items() if code == "TOOL_OUTCOME_UNKNOWN")),
                 label="unknown verdicts",

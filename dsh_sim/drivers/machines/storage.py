@@ -47,7 +47,7 @@ class StorageMachine(SimulationMachine):
     last: StorageMachine | None = None
 
     def crashed(self) -> None:
-        record = self.sim.history.crashes[-1]
+        record = self._running().history.crashes[-1]
         event(f"storage crash {record.label} phase {record.phase}")
 
     @initialize(
@@ -86,16 +86,16 @@ class StorageMachine(SimulationMachine):
     @precondition(lambda self: self.alive)
     @rule(fault=io_faults, hit=st.integers(1, 3))
     def arm_fault(self, fault: dict[str, Any], hit: int) -> None:
-        self.do(Step("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self.sim.lifetimes)}}))
+        self.do(Step("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
 
     @precondition(lambda self: self.alive)
     @rule(point=st.sampled_from(STORAGE_POINTS), hit=st.integers(1, 3), crash=crash_specs)
     def arm_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
-        self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": len(self.sim.lifetimes), "crash": crash}}))
+        lifetime = len(self._running().lifetimes)
+        self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
 
     @precondition(lambda self: self.dead)
     @rule(point=st.sampled_from(STORAGE_POINTS + MIGRATION_POINTS[:4]), hit=st.integers(1, 2), crash=crash_specs)
     def arm_recovery_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
-        self.do(
-            Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": len(self.sim.lifetimes) + 1, "crash": crash}})
-        )
+        lifetime = len(self._running().lifetimes) + 1
+        self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
