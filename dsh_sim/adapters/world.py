@@ -40,6 +40,8 @@ class LedgerEntry:
     note: str  # "applied" | "deduplicated" | "read" | "duplicate-delivery"
     time: float
     lifetime: int
+    args: dict[str, Any] = attrs.field(factory=dict)  # what the request carried
+    response: dict[str, Any] = attrs.field(factory=dict)  # what the service answered
 
 
 class Service:
@@ -181,7 +183,21 @@ class World:
             note = "applied" if applied else ("read" if service.read_only or op in ("lookup", "read") else "deduplicated")
             if delivery:
                 note = "duplicate-delivery"
-            self.ledger.append(LedgerEntry(len(self.ledger), service_name, op, call_id, key, applied, note, now, lifetime))
+            self.ledger.append(
+                LedgerEntry(
+                    len(self.ledger),
+                    service_name,
+                    op,
+                    call_id,
+                    key,
+                    applied,
+                    note,
+                    now,
+                    lifetime,
+                    copy.deepcopy(args),
+                    copy.deepcopy(response),
+                )
+            )
         fault = await gate("world.respond", details)
         await trio.sleep(service.response_latency)
         if fault is not None and fault.action == "response_lost":

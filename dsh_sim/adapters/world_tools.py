@@ -30,6 +30,18 @@ TOOL_KINDS: dict[str, str] = {
     "shell": "sandboxed",
 }
 
+# Each world tool's service and operation: the contract the tools implement and the world
+# agreement oracle (dsh_sim.evidence.oracles.agreement) holds the log to.
+SERVICES: dict[str, tuple[str, str]] = {
+    "pay": ("payments", "charge"),
+    "pay_legacy": ("legacy_payments", "charge"),
+    "send_message": ("messages", "send"),
+    "get_balance": ("balances", "read"),
+    "lookup_payment": ("payments", "lookup"),
+    "write_note": ("workspace", "write"),
+}
+CONCURRENCY_SAFE = frozenset({"get_balance", "lookup_payment"})
+
 if TYPE_CHECKING:
     from dsh_sim.adapters.gate import DomainGate
 
@@ -104,12 +116,5 @@ def world_tools(
     def tool(name: str, service: str, op: str, **kw: Any) -> WorldTool:
         return WorldTool(name, service, op, world, gate, now, lifetime, requires_approval=name in approval_tools, **kw)
 
-    return [
-        tool("pay", "payments", "charge"),
-        tool("pay_legacy", "legacy_payments", "charge"),
-        tool("send_message", "messages", "send"),
-        tool("get_balance", "balances", "read", concurrency_safe=True),
-        tool("lookup_payment", "payments", "lookup", concurrency_safe=True),
-        tool("write_note", "workspace", "write"),
-        BatchPayTool(),
-    ]
+    tools: list[Any] = [tool(name, service, op, concurrency_safe=name in CONCURRENCY_SAFE) for name, (service, op) in SERVICES.items()]
+    return [*tools, BatchPayTool()]

@@ -165,7 +165,10 @@ class Simulation:
         self.point_hits[name] = self.point_hits.get(name, 0) + 1
         self.trace.record("point", life.index, name, public)
         if name == "persist.batch.durable":
-            self.history.acknowledged(life.index, tuple(details.get("_events", ())), self.disk.read_path(self.config.log_path))
+            batch, before, after = tuple(details.get("_events", ())), self.history.acked_bytes, self.disk.read_path(self.config.log_path)
+            self.history.acknowledged(life.index, batch, after)
+            for observer in self.observers:
+                observer.on_acknowledged(life, batch, before, after)
         for observer in self.observers:
             observer.on_point(life, name, details)
         domain: Firing | None = None

@@ -13,11 +13,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
     from dsh_sim.engine.lifetime import Lifetime
+    from runtime.session.events import Event
 
 
 class Observer:
     def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
         """A live process announced a named point (before any fault of the plan is applied)."""
+
+    def on_acknowledged(self, life: Lifetime, batch: tuple[Event, ...], before: bytes, after: bytes | None) -> None:
+        """The runtime acknowledged ``batch`` as durable; the log held ``before`` at the previous
+        acknowledgement (or at open) and holds ``after`` now."""
 
     def on_crash(self, record: CrashRecord) -> None:
         """A process died; ``record`` holds the post-crash disk image and the evidence."""

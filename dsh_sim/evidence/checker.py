@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from dsh_sim.engine.observer import Observer
 from dsh_sim.evidence import invariants as inv
 from dsh_sim.evidence.coverage import case_from_recovery
+from dsh_sim.evidence.invariants import oracles
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
@@ -83,6 +84,9 @@ class Checker(Observer):
 
     # -- hooks -------------------------------------------------------------------------------
 
+    def on_acknowledged(self, life: Lifetime, batch: tuple[Event, ...], before: bytes, after: bytes | None) -> None:
+        oracles.check_acknowledged_bytes(self, batch, before, after)
+
     def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
         if name == "persist.batch.durable":
             inv.check_single_writer(self, life)
@@ -106,6 +110,8 @@ class Checker(Observer):
         inv.check_recovery(self, life, crash)
         inv.check_idempotent_keys(self)
         if crash is not None and crash not in self.recovered_from:
+            if life.crash is None:  # (a boot that crashed itself is judged at the next boot)
+                oracles.check_reference(self, life, crash)
             self.recovered_from.append(crash)
             self.cases.append(
                 case_from_recovery(self.sim, [v.invariant for v in self.violations], crash, life, self.source, self.torn_class)
@@ -116,6 +122,11 @@ class Checker(Observer):
 
     def on_step(self, op: str, outcome: str) -> None:
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
+        life = self.sim.primary
+        if life is not None and life.session is not None and not life.dead and self.sim.kind == "agent":
+            events = tuple(life.session.events)  # (a dead process's memory holds what its unwinding appended)
+            oracles.check_grammar(self, events, closed=False, what="the live log")
+            oracles.check_agreement(self, events)
 
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         if life is not self.sim.primary:
@@ -123,3 +134,5 @@ class Checker(Observer):
         inv.check_eventually_durable(self, life, faults_during)
         if life.session is not None:
             inv.check_fail_closed(self, life.session.events)
+            if self.sim.kind == "agent":
+                oracles.check_agreement(self, tuple(life.session.events))

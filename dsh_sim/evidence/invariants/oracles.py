@@ -1,0 +1,131 @@
+"""The oracles' verdicts as invariants: reference model, log grammar, world agreement, format.
+
+Each function runs one oracle of :mod:`dsh_sim.evidence.oracles` at the moment it concerns
+and reports what it finds through :func:`fail`, so violations read like every other one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.oracles import agreement, reference
+from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
+from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
+from runtime.session.events import Event
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.crash import CrashRecord
+    from dsh_sim.engine.lifetime import Lifetime
+
+FORMAT = "format_conformance"
+REFERENCE = "reference_model"
+GRAMMAR = "log_grammar"
+AGREEMENT = "world_agreement"
+
+
+def _log_bytes(obs: Judge) -> bytes | None:
+    return obs.sim.disk.read_path(obs.sim.config.log_path)
+
+
+def check_acknowledged_bytes(obs: Judge, batch: Sequence[Event], before: bytes, after: bytes | None) -> None:
+    """At every acknowledgement: the file is exactly what the spec says a writer writes, and
+    its last unit (a zstd frame; raw: the last lines) holds exactly the acknowledged batch."""
+    if obs.corruptions or after is None:
+        return  # bytes the harness damaged on purpose are judged by corrupt_frame_refused
+    obs.count(FORMAT)
+    compression = obs.sim.config.compression
+    try:
+        log = check_written(after, compression)
+    except SpecViolation as err:
+        fail(
+            obs,
+            FORMAT,
+            f"the log violates the format after an acknowledged batch: {err}",
+            None,
+            f"{len(after)} bytes, {len(batch)} events acknowledged",
+        )
+        return
+    records = [e.to_record() for e in batch]
+    if compression == "zstd":
+        if not batch and not before and len(log.frames) != 1:
+            fail(obs, FORMAT, f"an empty session was published with {len(log.frames)} frames (the header frame alone expected)")
+            return
+        if batch:
+            count = log.counts[-1] if log.counts else 0
+            if count != len(batch):
+                fail(obs, FORMAT, f"an acknowledged batch of {len(batch)} events is not exactly one frame (the last frame holds {count})")
+                return
+    if batch and list(log.records[-len(batch) :]) != records:
+        fail(obs, FORMAT, "the last records on disk are not the acknowledged batch", None, f"batch seqs {batch[0].seq}..{batch[-1].seq}")
+
+
+def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
+    """After the first boot that follows a crash: the recovery is exactly the reference model's."""
+    from dsh_sim.adapters.simfs.disk import Disk
+
+    sim = obs.sim
+    compression = sim.config.compression
+    if obs.history.seeded is not None and Disk.from_image(crash.image).read_path(sim.config.log_path) is None:
+        return  # the log is still the historical generation: judged by migration_atomic
+    obs.count(REFERENCE)
+    data = Disk.from_image(crash.image).read_path(sim.config.log_path)
+    expected = reference.expected_recovery(data, compression)
+    if obs.corruptions and expected.refused is None:
+        return  # damage the harness injected: corrupt_frame_refused judges refusals
+    acked: tuple[dict[str, Any], ...] = ()
+    if crash.acked_bytes:
+        try:
+            acked = read_recoverable(crash.acked_bytes, compression).records
+        except SpecViolation:
+            acked = ()
+    for problem in reference.history_problems(expected, {r["seq"]: _Rec(r) for r in acked}, crash.in_memory):
+        fail(obs, REFERENCE, problem, None, f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})")
+    report = life.report
+    stored = tuple(report.events) if report is not None else ()
+    closers = tuple(getattr(report, "closers", ())) if report is not None else ()
+    if sim.kind != "agent":
+        expected = reference.Expected(expected.stored, (), expected.refused, expected.torn_start)
+    if report is None and life.boot_error is None and expected.refused is None and expected.stored:
+        fail(
+            obs,
+            REFERENCE,
+            f"recovery started a new session, but the disk holds {len(expected.stored)} events",
+            None,
+            f"crash {crash.label}",
+        )
+        return
+    for difference in reference.compare(expected, life.boot_error, stored, closers):
+        fail(obs, REFERENCE, difference, None, f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})")
+    if sim.kind == "agent" and expected.refused is None:
+        check_grammar(obs, (*expected.stored, *expected.closers), closed=True, what="the repaired log")
+
+
+class _Rec:
+    """An acknowledged record in the shape :func:`reference.history_problems` reads."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self._record = record
+        self.type = record["type"]
+
+    def to_record(self) -> dict[str, Any]:
+        return self._record
+
+
+def check_grammar(obs: Judge, events: Sequence[Any], *, closed: bool, what: str) -> None:
+    obs.count(GRAMMAR)
+    grammar = Grammar()
+    try:
+        grammar.feed_all(events)
+    except GrammarError as err:
+        fail(obs, GRAMMAR, f"{what} is not well formed: {err}")
+        return
+    if closed and not grammar.closed:
+        fail(obs, GRAMMAR, f"{what} ends inside turn {grammar.turn}")
+
+
+def check_agreement(obs: Judge, events: Sequence[Any]) -> None:
+    obs.count(AGREEMENT)
+    for item in agreement.check(events, obs.sim.world.ledger, workspace=obs.sim.config.workspace):
+        fail(obs, AGREEMENT, item.message, item.call_id)

@@ -1,0 +1,177 @@
+"""World agreement: the session log and the world's ledger tell the same story for every call.
+
+The ledger is the ground truth of what reached each service.  For every ``tool/result`` of
+the simulated tools:
+
+* a **success** means the call's own request reached the service it names, with the
+  arguments the model gave and under its own idempotency key; a side effect was applied by
+  it — or, at a keyed idempotent service, by the first request with that key, which must have
+  meant the same effect (a duplicate key never hides a distinct intended effect); and the
+  result carries exactly the response of that request;
+* a result saying the call was **not dispatched** (aborted before dispatch, not started, no
+  sandbox, refused approval) means nothing of it — not even a read — reached any service;
+* nested calls (``batch_pay``), the shell's writes and retries under an earlier key are held
+  to the same rules.
+
+Errors that leave the outcome open (a lost response, a timeout, an injected failure) carry
+no claim, so they are not judged.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from dsh_sim.adapters.world import LedgerEntry
+from dsh_sim.adapters.world_tools import SERVICES
+
+KEYED = frozenset({"payments"})  # services that deduplicate by idempotency key
+READS = frozenset({("balances", "read"), ("payments", "lookup")})
+NOT_DISPATCHED_CODES = frozenset({"ABORTED_BEFORE_DISPATCH", "TOOL_NOT_STARTED", "SANDBOX_UNAVAILABLE"})
+REFUSAL_TEXTS = ("requires approval", "the user rejected", "was cancelled")
+
+
+@attrs.frozen
+class Disagreement:
+    call_id: str
+    message: str
+
+
+def _get(event: Any, field: str) -> Any:
+    return event[field] if type(event) is dict else getattr(event, field)
+
+
+def _result_text(data: dict[str, Any]) -> str:
+    block = data["message"]["content"][0]
+    inner = block.get("content") or [{}]
+    return str(inner[0].get("text", ""))
+
+
+def _is_error(data: dict[str, Any]) -> bool:
+    return bool(data["message"]["content"][0].get("isError"))
+
+
+def check(events: Iterable[Any], ledger: Sequence[LedgerEntry], *, workspace: str) -> list[Disagreement]:
+    """Every disagreement between the log ``events`` (records or runtime events) and ``ledger``."""
+    by_call: dict[str, list[LedgerEntry]] = {}
+    by_key: dict[tuple[str, str], list[LedgerEntry]] = {}
+    for entry in ledger:
+        by_call.setdefault(entry.call_id, []).append(entry)
+        if entry.key is not None:
+            by_key.setdefault((entry.service, entry.key), []).append(entry)
+    blocks: dict[str, tuple[str, Any]] = {}
+    out: list[Disagreement] = []
+    for event in events:
+        kind, data = _get(event, "type"), _get(event, "data")
+        if kind == "assistant/message":
+            for block in data["message"]["content"]:
+                if block.get("type") == "tool-call":
+                    blocks[block["id"]] = (block["name"], _parse(block.get("arguments", "")))
+        elif kind == "tool/result":
+            call_id = data["message"]["source"]["callId"]
+            if call_id not in blocks:
+                continue
+            name, args = blocks[call_id]
+            judge = _judge_refusal if _not_dispatched(data) else _judge_success if not _is_error(data) else None
+            if judge is not None:
+                out.extend(judge(call_id, name, args, data, by_call, by_key, workspace))
+    return out
+
+
+def _parse(raw: str) -> Any:
+    if raw == "":
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _not_dispatched(data: dict[str, Any]) -> bool:
+    code = (data.get("error") or {}).get("code")
+    return code in NOT_DISPATCHED_CODES or (_is_error(data) and any(t in _result_text(data) for t in REFUSAL_TEXTS))
+
+
+def _judge_refusal(
+    call_id: str, name: str, args: Any, data: dict[str, Any], by_call: Any, by_key: Any, workspace: str
+) -> list[Disagreement]:
+    reached = [e for cid, entries in by_call.items() if cid == call_id or cid.startswith(call_id + ":") for e in entries]
+    if not reached:
+        return []
+    code = (data.get("error") or {}).get("code") or _result_text(data)[:60]
+    what = ", ".join(f"{e.service}.{e.op}" + (" (applied)" if e.applied else "") for e in reached)
+    return [Disagreement(call_id, f"the log says the call was not dispatched ({code}), but it reached {what}")]
+
+
+def _judge_success(
+    call_id: str, name: str, args: Any, data: dict[str, Any], by_call: Any, by_key: Any, workspace: str
+) -> list[Disagreement]:
+    if name in SERVICES:
+        return _judge_world_call(call_id, name, args, data, by_call, by_key)
+    if name == "batch_pay":
+        items = args.get("payments", []) if isinstance(args, dict) else []
+        out = []
+        for index, item in enumerate(items):
+            nested = f"{call_id}:nested:{index}"
+            for problem in _effect_problems(nested, "payments", "charge", item, nested, by_call, by_key):
+                out.append(Disagreement(call_id, f"batch item {index}: {problem}"))
+        return out
+    if name == "shell":
+        argv = args.get("argv") if isinstance(args, dict) else None
+        if isinstance(argv, list) and len(argv) == 3 and argv[0] == "write":
+            path = posixpath.normpath(posixpath.join(workspace, argv[1]))
+            return [
+                Disagreement(call_id, p)
+                for p in _effect_problems(call_id, "workspace", "write", {"path": path, "text": argv[2]}, None, by_call, by_key)
+            ]
+        if by_call.get(call_id):
+            return [Disagreement(call_id, f"the shell command {argv!r} reached a service")]
+    return []
+
+
+def _judge_world_call(call_id: str, name: str, args: Any, data: dict[str, Any], by_call: Any, by_key: Any) -> list[Disagreement]:
+    service, op = SERVICES[name]
+    sent = args if isinstance(args, dict) else {}
+    key = str(sent.get("idempotency_key") or call_id) if service in KEYED and (service, op) not in READS else None
+    problems = _effect_problems(call_id, service, op, sent, key, by_call, by_key)
+    entries = by_call.get(call_id, [])
+    if entries:
+        last = entries[-1]
+        expected_text = repr(sorted(last.response.items()))
+        if _result_text(data) != expected_text:
+            problems.append(f"the result does not carry this call's response from {service} ({_result_text(data)[:60]!r})")
+        meta = data.get("meta") or {}
+        if meta.get("key") != (sent.get("idempotency_key") or call_id):
+            problems.append(f"the result names idempotency key {meta.get('key')!r}, not the call's own")
+    return [Disagreement(call_id, p) for p in problems]
+
+
+def _effect_problems(call_id: str, service: str, op: str, sent: Any, key: str | None, by_call: Any, by_key: Any) -> list[str]:
+    """The call's request reached ``service.op`` with ``sent`` (and ``key``), and — for an
+    effectful op — its effect was applied by it or by the first request under that key."""
+    entries = by_call.get(call_id, [])
+    if not entries:
+        return [f"a success result, but no request of this call reached {service}"]
+    wrong = [e for e in entries if (e.service, e.op) != (service, op)]
+    if wrong:
+        return [f"the call reached {wrong[0].service}.{wrong[0].op}, not {service}.{op}"]
+    if any(e.args != sent for e in entries):
+        return [f"the request carried {entries[0].args!r}, not the model's arguments {sent!r}"]
+    if key is not None and any(e.key != key for e in entries):
+        return [f"the request was keyed {entries[0].key!r}, not {key!r}"]
+    if (service, op) in READS or any(e.applied for e in entries):
+        return []
+    if key is not None:
+        first = next((e for e in by_key.get((service, key), ()) if e.applied), None)
+        if first is None:
+            return [f"a success result, but no effect under key {key!r} was ever applied at {service}"]
+        intended = {k: v for k, v in sent.items() if k != "idempotency_key"}
+        original = {k: v for k, v in first.args.items() if k != "idempotency_key"}
+        if intended != original:
+            return [f"key {key!r} was first used for {original!r}; this call's distinct effect {intended!r} was swallowed as a duplicate"]
+        return []
+    return [f"a success result, but {service} applied no effect for it"]

@@ -1,0 +1,174 @@
+"""The grammar of a well-formed session log: a state machine fed one event at a time.
+
+Written from the spec's invariant companion (§1.7), the agent loop's order (§1.6) and repair
+(§2): seqs dense from 0; turn numbers 1, 2, 3 … and step numbers 1, 2, 3 … within each turn;
+a turn contains steps, a step contains the assistant messages, tool calls and results; every
+opened step and turn is closed in order; each tool-call block of a step gets exactly one
+result before the step closes, after its ``tool/call`` (a synthetic ``TOOL_NOT_STARTED`` result
+needs none); calls start and results are committed in the model's order; approval questions and decisions pair up inside their turn.
+
+A log that passes is *well formed*; :attr:`Grammar.closed` also says it ends between turns,
+as a repaired log must.  The machine is incremental, so a checker feeds each new event once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NOT_STARTED = "TOOL_NOT_STARTED"
+_IN_TURN = frozenset({"request/header", "request/context", "todo/write"})  # §1.7
+
+
+class GrammarError(ValueError):
+    """The log is not well formed; the message names the seq and the rule."""
+
+
+class Grammar:
+    def __init__(self) -> None:
+        self.count = 0  # events fed (the next seq)
+        self.turn: int | None = None
+        self.last_turn = 0
+        self.step: int | None = None
+        self.last_step = 0
+        self.blocks: dict[str, int] = {}  # tool-call blocks of the open step -> results seen
+        self.called: set[str] = set()  # tool/call recorded in the open step
+        self.asked: set[str] = set()  # open approval questions of the open turn
+
+    @property
+    def closed(self) -> bool:
+        """No turn is open: what a repaired log (and a finished turn) must leave."""
+        return self.turn is None
+
+    def feed_all(self, events: Any) -> Grammar:
+        for event in events:
+            self.feed(event)
+        return self
+
+    def feed(self, event: Any) -> None:
+        """One event: a stored record (dict) or a runtime ``Event``."""
+        if type(event) is dict:
+            kind, seq, data = event["type"], event["seq"], event["data"]
+        else:
+            kind, seq, data = event.type, event.seq, event.data
+        if seq != self.count:
+            self._fail(seq, f"seq {seq} where {self.count} comes next")
+        self.count += 1
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, seq, data)
+        elif kind in _IN_TURN and self.turn is None:
+            self._fail(seq, f"{kind} outside an open turn")
+
+    def _fail(self, seq: int, why: str) -> None:
+        raise GrammarError(f"seq {seq}: {why}")
+
+    def _in_step(self, seq: int, kind: str, data: Any) -> None:
+        if self.step is None or self.turn is None:
+            self._fail(seq, f"{kind} outside an open step")
+        if data.get("turn") != self.turn or data.get("step") != self.step:
+            self._fail(seq, f"{kind} names turn {data.get('turn')} step {data.get('step')}, but turn {self.turn} step {self.step} is open")
+
+    # -- rules per event type --------------------------------------------------------------
+
+    def _turn_start(self, seq: int, data: Any) -> None:
+        if self.turn is not None:
+            self._fail(seq, f"turn/start while turn {self.turn} is open")
+        if data.get("turn") != self.last_turn + 1:
+            self._fail(seq, f"turn/start {data.get('turn')} where turn {self.last_turn + 1} comes next")
+        self.turn = self.last_turn = data["turn"]
+        self.last_step = 0
+        self.asked = set()
+
+    def _turn_end(self, seq: int, data: Any) -> None:
+        if self.turn is None or data.get("turn") != self.turn:
+            self._fail(seq, f"turn/end {data.get('turn')} but the open turn is {self.turn}")
+        if self.step is not None:
+            self._fail(seq, f"turn/end while step {self.step} is open")
+        if self.asked and data.get("reason", {}).get("kind") != "interrupted":
+            self._fail(seq, f"turn {self.turn} ends with unanswered approvals {sorted(self.asked)}")
+        self.turn = None
+
+    def _step_start(self, seq: int, data: Any) -> None:
+        if self.turn is None or self.step is not None:
+            self._fail(seq, "step/start outside an open turn or inside an open step")
+        if data.get("turn") != self.turn or data.get("step") != self.last_step + 1:
+            self._fail(
+                seq,
+                f"step/start turn {data.get('turn')} step {data.get('step')} where turn {self.turn} step {self.last_step + 1} comes next",
+            )
+        self.step = self.last_step = data["step"]
+        self.blocks, self.called = {}, set()
+
+    def _step_end(self, seq: int, data: Any) -> None:
+        self._in_step(seq, "step/end", data)
+        unanswered = sorted(call for call, results in self.blocks.items() if results == 0)
+        if unanswered:
+            self._fail(seq, f"step {self.step} closes with tool calls that have no result: {unanswered}")
+        self.step = None
+
+    def _assistant(self, seq: int, data: Any) -> None:
+        self._in_step(seq, "assistant/message", data)
+        for block in data["message"]["content"]:
+            if block.get("type") == "tool-call":
+                if block["id"] in self.blocks:
+                    self._fail(seq, f"tool-call id {block['id']} repeats within the step")
+                self.blocks[block["id"]] = 0
+
+    def _tool_call(self, seq: int, data: Any) -> None:
+        self._in_step(seq, "tool/call", data)
+        call = data.get("callId")
+        if call not in self.blocks:
+            self._fail(seq, f"tool/call {call} has no tool-call block in this step")
+        first = next((c for c in self.blocks if c not in self.called), None)
+        if call != first:
+            self._fail(seq, f"tool/call {call} starts before {first}: calls start in the model's order")
+        if call in self.called:
+            self._fail(seq, f"tool/call {call} is recorded twice")
+        if self.blocks[call]:
+            self._fail(seq, f"tool/call {call} comes after its result")
+        self.called.add(call)
+
+    def _tool_result(self, seq: int, data: Any) -> None:
+        self._in_step(seq, "tool/result", data)
+        call = data["message"]["source"]["callId"]
+        synthetic_not_started = (data.get("error") or {}).get("code") == NOT_STARTED
+        if call not in self.blocks:
+            self._fail(seq, f"tool/result for {call}, which no assistant message of this step asked for")
+        if call not in self.called and not synthetic_not_started:
+            self._fail(seq, f"tool/result for {call} without its tool/call")
+        if self.blocks[call]:
+            self._fail(seq, f"a second tool/result for {call}")
+        first = next(c for c, results in self.blocks.items() if not results)
+        if call != first:
+            self._fail(seq, f"tool/result for {call} before the result for {first}: results follow the model's order")
+        self.blocks[call] += 1
+
+    def _asked(self, seq: int, data: Any) -> None:
+        if self.turn is None:
+            self._fail(seq, "approval/asked outside an open turn")
+        if data.get("id") in self.asked:
+            self._fail(seq, f"approval/asked {data.get('id')} repeats an open question")
+        self.asked.add(data.get("id"))
+
+    def _decided(self, seq: int, data: Any) -> None:
+        if self.turn is None or data.get("id") not in self.asked:
+            self._fail(seq, f"approval/decided {data.get('id')} answers no open question")
+        self.asked.discard(data.get("id"))
+
+    def _end_seed(self, seq: int, data: Any) -> None:
+        if self.turn is not None:
+            self._fail(seq, "session/end-seed inside an open turn (the seed was not repaired)")
+
+
+_HANDLERS = {
+    "turn/start": Grammar._turn_start,
+    "turn/end": Grammar._turn_end,
+    "step/start": Grammar._step_start,
+    "step/end": Grammar._step_end,
+    "assistant/message": Grammar._assistant,
+    "tool/call": Grammar._tool_call,
+    "tool/result": Grammar._tool_result,
+    "approval/asked": Grammar._asked,
+    "approval/decided": Grammar._decided,
+    "session/end-seed": Grammar._end_seed,
+}

@@ -1,0 +1,96 @@
+"""The reference model of recovery: what the runtime must recover after a crash, exactly.
+
+From the run's history — the events the crashed process held in memory, the events it had
+acknowledged as durable — and the bytes the crash left on the disk, the spec determines the
+outcome of a recovery completely:
+
+* the **stored prefix**: what a reader recovers from those bytes (:func:`spec_log.read_recoverable`:
+  complete frames, plus the complete records of a torn final frame).  It must lie between
+  "everything acknowledged" and "everything the process wrote": every acknowledged event is
+  in it, unchanged, and every event in it is one the process really had at that seq;
+* the **closers** the spec's interrupted-turn repair appends to it (:mod:`spec_repair`),
+  with their seqs, texts and verdicts.
+
+The runtime's recovery is compared with this event for event (:func:`compare`), not through
+a list of properties: any difference is a finding, whatever caused it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from dsh_sim.evidence.oracles import spec_repair
+from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
+
+
+@attrs.frozen
+class Expected:
+    stored: tuple[dict[str, Any], ...]  # what a reader must recover (records)
+    closers: tuple[dict[str, Any], ...]  # what repair must append
+    refused: str | None = None  # the spec refuses these bytes (damage no crash produces)
+    torn_start: int | None = None
+
+    @property
+    def verdicts(self) -> dict[str, str]:
+        return spec_repair.verdicts(self.closers)
+
+
+def expected_recovery(data: bytes | None, compression: str) -> Expected:
+    """The recovery a crash that left ``data`` (``None``: no log file) must produce."""
+    if data is None:
+        return Expected((), ())
+    try:
+        log = read_recoverable(data, compression)
+    except SpecViolation as err:
+        return Expected((), (), refused=str(err))
+    return Expected(log.records, tuple(spec_repair.closers(log.records)), torn_start=log.torn_start)
+
+
+def history_problems(expected: Expected, acked: Mapping[int, Any], in_memory: Sequence[Any]) -> list[str]:
+    """Where the bytes on disk contradict the history: an acknowledged event missing or
+    changed, or a stored event the process never had at that seq."""
+    problems: list[str] = []
+    stored = expected.stored
+    for seq in sorted(acked):
+        if seq >= len(stored):
+            problems.append(f"acknowledged event seq {seq} ({acked[seq].type}) is not on the disk: the medium holds {len(stored)} events")
+            break
+        if stored[seq] != acked[seq].to_record():
+            problems.append(f"acknowledged event seq {seq} ({acked[seq].type}) is on the disk with other content")
+            break
+    for seq, record in enumerate(stored[: len(in_memory)]):
+        if record != in_memory[seq].to_record():
+            problems.append(f"the disk holds {record['type']} at seq {seq}, but the process had {in_memory[seq].type} there")
+            break
+    return problems
+
+
+def first_difference(label: str, got: Sequence[dict[str, Any]], want: Sequence[dict[str, Any]]) -> str | None:
+    """A sentence naming the first record where ``got`` differs from ``want`` (None: equal)."""
+    for index, (a, b) in enumerate(zip(got, want)):
+        if a != b:
+            keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            return f"{label} differ at position {index} (seq {b.get('seq')}): {a.get('type')} vs expected {b.get('type')}, fields {keys}"
+    if len(got) != len(want):
+        return f"{label}: {len(got)} recovered, {len(want)} expected"
+    return None
+
+
+def compare(expected: Expected, refused: BaseException | None, stored: Sequence[Any], closers: Sequence[Any]) -> list[str]:
+    """Differences between the runtime's recovery (its stored prefix and closers as events,
+    or the error it refused with) and the expected one."""
+    if expected.refused is not None:
+        return [] if refused is not None else [f"recovery accepted a log the spec refuses ({expected.refused})"]
+    if refused is not None:
+        return [f"recovery refused a log the spec recovers ({len(expected.stored)} events): {type(refused).__name__}: {refused}"]
+    out = []
+    diff = first_difference("stored events", [e.to_record() for e in stored], expected.stored)
+    if diff:
+        out.append(diff)
+    diff = first_difference("closers", [e.to_record() for e in closers], expected.closers)
+    if diff:
+        out.append(diff)
+    return out

@@ -1,0 +1,463 @@
+"""An independent reader of the session-log format, written from the spec, not from ``runtime/``.
+
+The runtime's own decoder is the thing under test, so the harness reads every byte it judges
+through this second implementation of the spec (§1.1 envelope, §3.3 lines, §3.4 frames, §3.7
+reading, §10.1 the v3 generation):
+
+* :func:`check_written` — **format conformance**: bytes a writer produced must be exactly what
+  the spec says a writer produces (a checksummed zstd frame per batch holding whole records,
+  strict JSON, the envelope and v3 surface rules, dense seqs).  Any deviation is a finding.
+* :func:`read_recoverable` — **what a reader must recover** from a file a crash may have cut:
+  complete frames (or lines) are strict; a structurally incomplete final frame is the torn
+  tail, whose complete, contiguous records are kept; a raw fragment without its newline is
+  torn.  Damage a crash cannot produce is a refusal.
+
+Decoding is memoised by the bytes of each frame (raw: of each line), so judging thousands of
+crash states of one session decodes each frame once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import OrderedDict
+from typing import Any
+
+import attrs
+import zstandard
+
+MAGIC = b"\x28\xb5\x2f\xfd"
+VERSION = 3
+MAX_SAFE = 2**53 - 1
+ENVELOPE = ("type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs")
+HEADER_KEYS = ("type", "version", "id", "createdAt", "cwd", "parentSession", "isSeeded", "origin", "delegationDepth", "agentPreset")
+SURFACE = frozenset({"user/message", "assistant/message", "tool/result", "system/message"})
+
+
+class SpecViolation(ValueError):
+    """Bytes the spec does not allow (``offset``: where in the file)."""
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        super().__init__(message if offset is None else f"{message} (at byte {offset})")
+        self.offset = offset
+
+
+@attrs.frozen
+class SpecLog:
+    """A log as the spec reads it: header, records (stored JSON objects), where it ends."""
+
+    header: dict[str, Any]
+    records: tuple[dict[str, Any], ...]
+    frames: tuple[tuple[int, int], ...]  # zstd: every complete frame, header frame first; raw: ()
+    counts: tuple[int, ...]  # zstd: records in each body frame (one per batch); raw: ()
+    complete_end: int  # end of the last complete frame (raw: of the last committed line)
+    torn_start: int | None  # where a torn tail starts (None: the file ends cleanly)
+    recovered: int  # records kept from inside the torn tail (zstd only)
+
+
+# -- strict JSON ------------------------------------------------------------------------------
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _int(text: str) -> int:
+    if text == "-0":
+        raise ValueError("-0 is not lossless JSON")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value == 0 and text.lstrip().startswith("-"):
+        raise ValueError("-0 is not lossless JSON")
+    return value
+
+
+def _constant(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")
+
+
+def strict_json(line: bytes) -> Any:
+    """One JSON value as a JavaScript reader sees it losslessly (no NaN, no -0, no duplicate keys)."""
+    text = line.decode("utf-8")  # UnicodeDecodeError is a ValueError
+    return json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_int, parse_float=_float, parse_constant=_constant)
+
+
+def _safe_int(value: Any) -> bool:
+    return type(value) is int and -MAX_SAFE <= value <= MAX_SAFE
+
+
+def _lossless(value: Any, depth: int = 0) -> bool:
+    """Every number a safe integer or a finite float; only JSON types (checked after parsing)."""
+    if depth > 200:
+        return False
+    if value is None or type(value) in (bool, str):
+        return True
+    if type(value) is int:
+        return _safe_int(value)
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is list:
+        return all(_lossless(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return all(_lossless(v, depth + 1) for v in value.values())
+    return False
+
+
+# -- header and records -------------------------------------------------------------------------
+
+
+def check_header(record: Any) -> dict[str, Any]:
+    """The v3 header record, keys in the order the spec writes them (§3.3, §10.1, §12)."""
+    if type(record) is not dict or record.get("type") != "session":
+        raise SpecViolation("first record is not a session header")
+    if record.get("version") != VERSION:
+        raise SpecViolation(f"header version {record.get('version')!r}, expected {VERSION}")
+    keys = list(record)
+    if any(k not in HEADER_KEYS for k in keys):
+        raise SpecViolation(f"header has keys outside the spec: {sorted(set(keys) - set(HEADER_KEYS))}")
+    if keys != [k for k in HEADER_KEYS if k in record]:
+        raise SpecViolation(f"header keys out of the spec's order: {keys}")
+    for required in ("id", "createdAt", "isSeeded", "delegationDepth"):
+        if required not in record:
+            raise SpecViolation(f"header lacks {required}")
+    if type(record["id"]) is not str or not record["id"]:
+        raise SpecViolation("header id is not a non-empty string")
+    for key in ("createdAt", "delegationDepth"):
+        if not _safe_int(record[key]) or record[key] < 0:
+            raise SpecViolation(f"header {key} is not a non-negative safe integer")
+    if type(record["isSeeded"]) is not bool:
+        raise SpecViolation("header isSeeded is not a boolean")
+    if "cwd" in record and (type(record["cwd"]) is not str or not record["cwd"].startswith("/")):
+        raise SpecViolation("header cwd is not an absolute path")
+    if "origin" in record and record["origin"] != "subagent":
+        raise SpecViolation('header origin is not "subagent"')
+    for key in ("parentSession", "agentPreset"):
+        if key in record and type(record[key]) is not str:
+            raise SpecViolation(f"header {key} is not a string")
+    return record
+
+
+def _canonical_ranges(values: list[int]) -> list[Any]:
+    """§10.1: runs of three or more consecutive seqs are stored as [start, end]."""
+    if any(b <= a for a, b in zip(values, values[1:])):
+        return list(values)
+    out: list[Any] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        out.extend([[values[i], values[j]]] if j - i >= 2 else values[i : j + 1])
+        i = j + 1
+    return out
+
+
+def expand_ranges(raw: Any, seq: int) -> list[int]:
+    if type(raw) is not list:
+        raise SpecViolation(f"sourceEventSeqs of seq {seq} is not an array")
+    out: list[int] = []
+    for item in raw:
+        if type(item) is list:
+            if len(item) != 2 or not all(_safe_int(v) and v >= 0 for v in item) or item[1] < item[0]:
+                raise SpecViolation(f"sourceEventSeqs of seq {seq} holds an invalid range {item!r}")
+            out.extend(range(item[0], item[1] + 1))
+        elif _safe_int(item) and item >= 0:
+            out.append(item)
+        else:
+            raise SpecViolation(f"sourceEventSeqs of seq {seq} holds {item!r}")
+    if any(s >= seq for s in out):
+        raise SpecViolation(f"sourceEventSeqs of seq {seq} names a later event")
+    return out
+
+
+def check_record(record: Any, expected_seq: int, *, writer: bool) -> dict[str, Any]:
+    """One stored event record (§1.1, §1.3, §10.1).  ``writer``: also the writer-only rules
+    (key order, canonical range encoding)."""
+    if type(record) is not dict:
+        raise SpecViolation(f"record {expected_seq} is not a JSON object")
+    keys = list(record)
+    if any(k not in ENVELOPE for k in keys):
+        raise SpecViolation(f"record {expected_seq} has keys outside the envelope: {sorted(set(keys) - set(ENVELOPE))}")
+    if keys[:4] != ["type", "seq", "time", "data"]:
+        raise SpecViolation(f"record {expected_seq} does not start with type, seq, time, data: {keys}")
+    kind, seq = record["type"], record["seq"]
+    if type(kind) is not str or not kind:
+        raise SpecViolation(f"record {expected_seq} has no type")
+    if seq != expected_seq or not _safe_int(seq):
+        raise SpecViolation(f"record has seq {seq!r} where {expected_seq} comes next")
+    if not _safe_int(record["time"]):
+        raise SpecViolation(f"{kind} {seq}: time is not a safe integer")
+    if not _lossless(record["data"]):
+        raise SpecViolation(f"{kind} {seq}: data is not lossless JSON")
+    if "ignorable" in record and record["ignorable"] is not True:
+        raise SpecViolation(f"{kind} {seq}: ignorable may only be true")
+    op = record.get("surfaceOp")
+    sources = record.get("sourceEventSeqs")
+    if kind in SURFACE:
+        if op is None:
+            raise SpecViolation(f"{kind} {seq}: a surface event without surfaceOp")
+        if op != "append" and not (
+            type(op) is dict
+            and list(op) == ["op", "startSeq", "endSeq"]
+            and op["op"] == "replace"
+            and _safe_int(op["startSeq"])
+            and _safe_int(op["endSeq"])
+            and 0 <= op["startSeq"] <= op["endSeq"] < seq
+        ):
+            raise SpecViolation(f"{kind} {seq}: invalid surfaceOp {op!r}")
+        if kind == "assistant/message" and sources is not None:
+            raise SpecViolation(f"{kind} {seq}: an assistant message embeds its stream and carries no sourceEventSeqs")
+        if kind == "tool/result":
+            data = record["data"]
+            error = data.get("error") if type(data) is dict else None
+            blocks = data.get("message", {}).get("content") if type(data) is dict and type(data.get("message")) is dict else None
+            if error is not None and not (type(blocks) is list and blocks and type(blocks[0]) is dict and blocks[0].get("isError") is True):
+                raise SpecViolation(f"tool/result {seq}: error metadata on a result that is not an error")
+    elif op is not None or sources is not None:
+        raise SpecViolation(f"{kind} {seq}: a log-only event carries surface metadata")
+    if sources is not None:
+        expanded = expand_ranges(sources, seq)
+        if writer and sources != _canonical_ranges(expanded):
+            raise SpecViolation(f"{kind} {seq}: sourceEventSeqs {sources!r} are not in canonical range form")
+    return record
+
+
+# -- frames ------------------------------------------------------------------------------------
+
+
+def _frame_end(data: bytes, start: int) -> int | None:
+    """End of the zstd frame at ``start`` by its structure (RFC 8878); None if cut short."""
+    n, o = len(data), start
+    if n - o < 4:
+        return None
+    if data[o : o + 4] != MAGIC:
+        raise SpecViolation("not a zstd frame magic", o)
+    o += 4
+    if o >= n:
+        return None
+    d = data[o]
+    if d & 0x18:
+        raise SpecViolation("reserved frame-header bits set", o)
+    fcs_code, single, dict_code = d >> 6, bool(d & 0x20), d & 0x03
+    fcs_size = (1 if single else 0) if fcs_code == 0 else (2, 4, 8)[fcs_code - 1]
+    o += 1 + (0 if single else 1) + (0, 1, 2, 4)[dict_code] + fcs_size
+    if o > n:
+        return None
+    while True:
+        if n - o < 3:
+            return None
+        block = data[o] | data[o + 1] << 8 | data[o + 2] << 16
+        kind, size = (block >> 1) & 3, block >> 3
+        if kind == 3:
+            raise SpecViolation("reserved block type", o)
+        o += 3 + (1 if kind == 1 else size)
+        if o > n:
+            return None
+        if block & 1:
+            break
+    if d & 0x04:
+        o += 4
+        if o > n:
+            return None
+    return o
+
+
+def _frame_plaintext(frame: bytes, start: int, *, writer: bool) -> bytes:
+    descriptor = frame[4]
+    if writer and not descriptor & 0x04:
+        raise SpecViolation("a frame without its content checksum", start)
+    if writer and descriptor & 0x03:
+        raise SpecViolation("a frame that needs a dictionary", start)
+    decoder = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        plain = decoder.decompress(frame)
+    except zstandard.ZstdError as err:
+        raise SpecViolation(f"a complete frame does not decode ({err})", start) from None
+    if not decoder.eof or decoder.unused_data:
+        raise SpecViolation("a complete frame does not end where its structure ends", start)
+    return plain
+
+
+class _Memo:
+    """Bounded memo of decoded frames (or lines) keyed by their bytes."""
+
+    def __init__(self, size: int = 8192) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[bytes, int, bool], Any] = OrderedDict()
+
+    def get(self, key: tuple[bytes, int, bool]) -> Any:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: tuple[bytes, int, bool], value: Any) -> None:
+        self._items[key] = value
+        if len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+
+_FRAMES = _Memo()
+_LINES = _Memo()
+
+
+def _lines_of(plain: bytes, where: int) -> list[bytes]:
+    if not plain.endswith(b"\n"):
+        raise SpecViolation("a complete frame ends inside a record", where)
+    lines = plain[:-1].split(b"\n")
+    if any(not line for line in lines):
+        raise SpecViolation("an empty line", where)
+    return lines
+
+
+def _records_of_frame(frame: bytes, start: int, first_seq: int, *, writer: bool) -> tuple[dict[str, Any], ...]:
+    key = (frame, first_seq, writer)
+    cached = _FRAMES.get(key)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    out = []
+    for index, line in enumerate(_lines_of(_frame_plaintext(frame, start, writer=writer), start)):
+        out.append(_record_of_line(line, first_seq + index, start, writer=writer))
+    records = tuple(out)
+    _FRAMES.put(key, records)
+    return records
+
+
+def _record_of_line(line: bytes, seq: int, where: int, *, writer: bool) -> dict[str, Any]:
+    key = (line, seq, writer)
+    cached = _LINES.get(key)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    try:
+        parsed = strict_json(line)
+    except ValueError as err:
+        raise SpecViolation(f"record {seq} is not strict JSON ({err})", where) from None
+    record = check_record(parsed, seq, writer=writer)
+    _LINES.put(key, record)
+    return record
+
+
+def _header_of(line: bytes, where: int) -> dict[str, Any]:
+    try:
+        return check_header(strict_json(line))
+    except ValueError as err:
+        raise SpecViolation(f"the header line is not strict JSON ({err})", where) from None
+
+
+# -- whole files -------------------------------------------------------------------------------
+
+
+def check_written(data: bytes, compression: str) -> SpecLog:
+    """Format conformance of a whole file a writer produced (no torn tail allowed)."""
+    log = _read(data, compression, writer=True)
+    if log.torn_start is not None:
+        raise SpecViolation("the file ends inside a frame or record", log.torn_start)
+    return log
+
+
+def read_recoverable(data: bytes, compression: str) -> SpecLog:
+    """What a reader must recover from ``data``; :class:`SpecViolation` means refuse."""
+    return _read(data, compression, writer=False)
+
+
+def _read(data: bytes, compression: str, *, writer: bool) -> SpecLog:
+    if compression == "zstd":
+        return _read_zstd(data, writer=writer)
+    if compression == "none":
+        return _read_raw(data, writer=writer)
+    raise ValueError(f"unknown compression {compression!r}")
+
+
+def _read_zstd(data: bytes, *, writer: bool) -> SpecLog:
+    frames: list[tuple[int, int]] = []
+    o = 0
+    torn: int | None = None
+    while o < len(data):
+        end = _frame_end(data, o)
+        if end is None:
+            torn = o
+            break
+        frames.append((o, end))
+        o = end
+    if not frames:
+        raise SpecViolation("no complete header frame")
+    head_start, head_end = frames[0]
+    head = _frame_plaintext(data[head_start:head_end], head_start, writer=writer)
+    if not head.endswith(b"\n") or head.count(b"\n") != 1:
+        raise SpecViolation("the first frame is not exactly one header line", 0)
+    header = _header_of(head[:-1], 0)
+    records: list[dict[str, Any]] = []
+    counts: list[int] = []
+    for start, end in frames[1:]:
+        batch = _records_of_frame(data[start:end], start, len(records), writer=writer)
+        if writer and not batch:
+            raise SpecViolation("an empty batch frame", start)
+        records.extend(batch)
+        counts.append(len(batch))
+    recovered = 0
+    if torn is not None:
+        for record in _torn_records(data[torn:], len(records)):
+            records.append(record)
+            recovered += 1
+    complete_end = frames[-1][1]
+    return SpecLog(header, tuple(records), tuple(frames), tuple(counts), complete_end, torn, recovered)
+
+
+def _torn_records(fragment: bytes, first_seq: int) -> list[dict[str, Any]]:
+    """§3.7 step 4: the complete, newline-terminated records a torn frame's partial plaintext
+    holds are kept (a decoder error keeps none); they must continue the seqs."""
+    try:
+        plain = zstandard.ZstdDecompressor().decompressobj().decompress(fragment)
+    except zstandard.ZstdError:
+        return []
+    out: list[dict[str, Any]] = []
+    for line in plain[: plain.rfind(b"\n") + 1].split(b"\n")[:-1]:
+        try:
+            out.append(check_record(strict_json(line), first_seq + len(out), writer=False))
+        except (ValueError, SpecViolation):
+            break
+    return out
+
+
+def _read_raw(data: bytes, *, writer: bool) -> SpecLog:
+    """§3.7 raw scanner: only newline-terminated records count; an unparsable or seq-gapped
+    line starts a tolerated crash tail unless a later record is a turn/end (then refuse)."""
+    nl = data.find(b"\n")
+    if nl < 0:
+        raise SpecViolation("no complete header line")
+    header = _header_of(data[:nl], 0)
+    records: list[dict[str, Any]] = []
+    committed = pos = nl + 1
+    issue: str | None = None
+    while True:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break
+        line, where, pos = data[pos:nl], pos, nl + 1
+        if issue is None:
+            try:
+                record = _record_of_line(line, len(records), where, writer=writer)
+            except SpecViolation as err:
+                if writer:
+                    raise
+                issue = str(err)
+                continue
+            records.append(record)
+            committed = pos
+        else:
+            try:
+                later = strict_json(line)
+            except ValueError:
+                continue
+            if type(later) is dict and later.get("type") == "turn/end":
+                raise SpecViolation(f"damage inside the committed region: {issue}", where)
+    torn = committed if committed < len(data) else None
+    return SpecLog(header, tuple(records), (), (), committed, torn, 0)
