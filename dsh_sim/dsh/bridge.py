@@ -59,7 +59,7 @@ class Bridge:
         self.install = install
         self.fs = fs
         self._rid = 0
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 -- lives as long as the bridge; closed in close()
         read_fd, write_fd = os.pipe()
         args = [install.node.node, os.path.join(js_dir(), "bridge.mjs"), install.home] + (["--simfs"] if fs is not None else [])
         env = dict(os.environ, DSH_SIM_BRIDGE_FD=str(write_fd))

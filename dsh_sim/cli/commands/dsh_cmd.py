@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.dsh.install import DSH_VERSION, InstallError, Installation, default_home, installation, setup
+from dsh_sim.dsh.install import DSH_VERSION, Installation, InstallError, default_home, installation, setup
 from dsh_sim.dsh.node import NodeMissing
 
 
