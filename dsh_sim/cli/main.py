@@ -76,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--found-dir", default="scenarios/found", help="where scenarios replaying violations are saved")
     p.add_argument("--results", default=None, help="write a results document here (one per scenario: suffix added)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--runtime",
+        choices=("dsh-sim", "dsh"),
+        default="dsh-sim",
+        help="dsh: crash the published DSH writer (Node, on SimFS) at every filesystem operation of the scenario's session shape",
+    )
     p.set_defaults(func=_lazy("explore_cmd"))
 
     p = sub.add_parser("report", help="write coverage.json/.md/.html from result documents")

@@ -13,7 +13,9 @@ from typing import Any
 from dsh_sim.dsh.findings import FINDINGS
 
 
-def write_findings(path: str, *, diffs: Sequence[Any] = (), explore: Sequence[dict[str, Any]] = ()) -> str:
+def write_findings(
+    path: str, *, diffs: Sequence[Any] = (), explore: Sequence[dict[str, Any]] = (), explore_summary: Sequence[dict[str, Any]] = ()
+) -> str:
     lines = ["# DSH findings", "", "Differences between the published DSH (0.1.0-rc.8) and dsh-sim, as found by this run.", ""]
     lines += ["| finding | who is right | why |", "|---|---|---|"]
     lines += [f"| **{f.id}** {f.title} | {f.right} | {f.why} |" for f in FINDINGS]
@@ -31,6 +33,18 @@ def write_findings(path: str, *, diffs: Sequence[Any] = (), explore: Sequence[di
         found = occurrences.get(finding.id, [])
         lines += [f"### {finding.id}: {finding.title} ({len(found)})", ""]
         lines += [f"* {e}" for e in found[:50]] + ([f"* … {len(found) - 50} more"] if len(found) > 50 else []) + [""]
+    if explore_summary:
+        lines += [
+            "## DSH writer explored on SimFS (coverage)",
+            "",
+            "| shape | compression | crash points | states | recoveries | violations |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {s['shape']} | {s['compression']} | {s['crash_points']} | {s['states']} | {s['recoveries_run']} | {len(s['violations'])} |"
+            for s in explore_summary
+        ]
+        lines += [""]
     if unexplained:
         lines += ["### Unexplained", ""] + [f"* {e}" for e in unexplained] + [""]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -149,3 +149,32 @@ def shape(name: str, session_id: str, *, turns: int = 2, pad: int = 0) -> Log:
 
 
 SHAPES = ("balanced", "interrupted", "not-started", "outcome-unknown", "mixed")
+
+
+def shape_of(steps: list[dict[str, Any]], session_id: str) -> Log:
+    """The session shape of a scenario: each ``prompt`` step one turn, each scripted response
+    one step (its tool calls each logged message → ``tool/call`` → ``tool/result``), in the
+    batches a checkpointing agent appends.  Crashes and faults of the scenario are not part
+    of the shape: the DSH explorer puts its own crash at every filesystem operation."""
+    log = Log(session_id)
+    for step in steps:
+        if step.get("op") != "prompt":
+            continue
+        args = step.get("args", {})
+        log.start_turn(str(args.get("text", "")))
+        log.cut()
+        responses = args.get("responses") or [{"text": ""}]
+        for n, response in enumerate(responses):
+            if n:
+                log.start_step()
+            calls = tuple(str(c.get("id", f"c{i}")) for i, c in enumerate(response.get("tool_calls") or []))
+            log.answer(str(response.get("text", "")), calls)
+            log.cut()
+            for call in calls:
+                seq = log.call(call)
+                log.cut()
+                log.result(call, seq)
+            log.end_step()
+        log.end_turn()
+        log.cut()
+    return log

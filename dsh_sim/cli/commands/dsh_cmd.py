@@ -37,7 +37,13 @@ def _setup(args: Any) -> int:
         raise CliError(str(err)) from None
     except InstallError as err:
         raise CliError(f"dsh setup: {err}") from None
-    doc = {"home": install.home, "node": install.node.node, "node_version": install.node.version_text, "dsh": DSH_VERSION, "installed_now": now}
+    doc = {
+        "home": install.home,
+        "node": install.node.node,
+        "node_version": install.node.version_text,
+        "dsh": DSH_VERSION,
+        "installed_now": now,
+    }
     if args.json:
         emit_json(doc)
     else:
