@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_sim.dsh.install import InstallError, Installation, setup
+from dsh_sim.dsh.install import Installation, InstallError, setup
 from dsh_sim.dsh.node import NodeMissing
 
 

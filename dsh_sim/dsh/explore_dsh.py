@@ -92,20 +92,21 @@ def record(install: Installation, log: Log, compression: str, seed: str) -> list
     disk.mkdirs_durable("/sim")
     path = log_path(log, compression)
     points: list[DshPoint] = []
-    state = {"acked": 0, "bytes": b""}
+    acked = [0]
+    acked_bytes = [b""]
 
     def before(op: str, args: dict[str, Any]) -> None:
         target = str(args.get("path", args.get("dst", "")))
-        points.append(DshPoint(len(points), op, target, disk.image(), state["acked"], state["bytes"]))  # type: ignore[arg-type]
+        points.append(DshPoint(len(points), op, target, disk.image(), acked[0], acked_bytes[0]))
 
     server = SimFsServer(disk, 1, seed, before)
     with Bridge(install, fs=server) as bridge:
         bridge.request("create", key="w", root=ROOT, compression=compression, meta=log.meta()).unwrap()
         for batch in log.batches:
             bridge.request("append", key="w", root=ROOT, compression=compression, session=log.id, events=batch).unwrap()
-            state["acked"] += 1
-            state["bytes"] = disk.read_path(path) or b""
-    points.append(DshPoint(len(points), "end", path, disk.image(), state["acked"], state["bytes"]))  # type: ignore[arg-type]
+            acked[0] += 1
+            acked_bytes[0] = disk.read_path(path) or b""
+    points.append(DshPoint(len(points), "end", path, disk.image(), acked[0], acked_bytes[0]))
     return points
 
 

@@ -132,7 +132,7 @@ def _zstd_damage(corpus: Corpus, sid: str, data: bytes, sizes: list[int], base: 
 def _header_cases(corpus: Corpus, compression: str, turns: int) -> None:
     sid = "h-base"
     data, _ = corpus.write(f"{compression}/base-header", shape("interrupted", sid, turns=turns), compression)
-    for name, changes in {
+    header_changes: dict[str, dict[str, object]] = {
         "version-99": {"version": 99},
         "version-minus-1": {"version": -1},
         "version-3": {"version": 3},
@@ -140,7 +140,8 @@ def _header_cases(corpus: Corpus, compression: str, turns: int) -> None:
         "no-delegation-depth": {"delegationDepth": None},
         "relative-cwd": {"cwd": "work/proj"},
         "other-id": {"id": "someone-else"},
-    }.items():
+    }
+    for name, changes in header_changes.items():
         corpus.variant(f"{compression}/header-{name}", "header", compression, sid, damage.rewrite_header(data, compression, **changes))
     body = data.split(b"\n", 1)[1] if compression == "none" else data[scan_frames(data).frames[0][1] :]
     not_json = b"{not json\n"

@@ -151,7 +151,7 @@ class SimFsServer:
 
     def op_realpath(self, args: dict[str, Any]) -> str:
         _run(self.view.stat, args["path"])  # ENOENT like the real call
-        return posixpath.normpath(args["path"])
+        return posixpath.normpath(str(args["path"]))
 
     def op_close(self, args: dict[str, Any]) -> None:
         self.fds.pop(args["fd"], None)
