@@ -162,19 +162,29 @@ def test_zstd_torn_final_frame_keeps_its_complete_records() -> None:
     assert decode_v0(head + last[: len(last) - 2], "zstd").torn.recovered == 3  # type: ignore[union-attr]
 
 
-def test_malformed_packed_row_is_a_crash_tail_unless_a_turn_end_follows(mode: str) -> None:
+def test_malformed_packed_row_is_a_crash_tail_only_as_the_last_record(mode: str) -> None:
     broken = BATCH_2[1].replace('"dt":[1,-1]', '"dt":[1]')
-    batches = [BATCH_1, [BATCH_2[0], broken] + BATCH_2[2:]]
-    assert [e.seq for e in decode_v0(reference_file(mode, batches), mode).events] == list(range(6))
+    last = [BATCH_1, [BATCH_2[0], broken]]
+    if mode == "zstd":  # inside a complete frame nothing is a crash tail
+        with pytest.raises(LogCorruption, match="complete frame contains a torn JSONL record"):
+            decode_v0(reference_file(mode, last), mode)
+        return
+    assert [e.seq for e in decode_v0(reference_file(mode, last), mode).events] == list(range(6))
+    with pytest.raises(LogCorruption, match="unparsable committed event"):  # whole records follow it
+        decode_v0(reference_file(mode, [BATCH_1, [BATCH_2[0], broken] + BATCH_2[2:]]), mode)
     with pytest.raises(LogCorruption, match="unparsable committed event"):
-        decode_v0(reference_file(mode, batches + [BATCH_3]), mode)
+        decode_v0(reference_file(mode, [BATCH_1, [BATCH_2[0], broken] + BATCH_2[2:], BATCH_3]), mode)
 
 
-def test_seq_gap_is_tolerated_unless_a_turn_end_follows(mode: str) -> None:
-    gapped = [BATCH_1[:2] + BATCH_1[3:]]
-    assert len(decode_v0(reference_file(mode, gapped), mode).events) == 2
+def test_seq_gap_is_a_crash_tail_only_as_the_last_record() -> None:
+    gapped = [BATCH_1[:2] + BATCH_1[3:4]]
+    assert len(decode_v0(reference_file("none", gapped), "none").events) == 2
     with pytest.raises(LogCorruption, match=r"seq gap in committed region at line 4 \(expected 2, got 3\)"):
-        decode_v0(reference_file(mode, gapped + [BATCH_3[2:]]), mode)
+        decode_v0(reference_file("none", [BATCH_1[:2] + BATCH_1[3:]]), "none")  # whole records follow the gap
+    with pytest.raises(LogCorruption, match=r"seq gap in committed region at line 4 \(expected 2, got 3\)"):
+        decode_v0(reference_file("none", [BATCH_1[:2] + BATCH_1[3:]] + [BATCH_3[2:]]), "none")
+    with pytest.raises(LogCorruption, match="complete frame contains a torn JSONL record"):
+        decode_v0(reference_file("zstd", gapped), "zstd")
 
 
 def test_corrupt_complete_frame_is_refused() -> None:

@@ -77,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--found-dir", default="scenarios/found", help="where scenarios replaying violations are saved")
     p.add_argument("--results", default=None, help="write a results document here (one per scenario: suffix added)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--runtime",
+        choices=("dsh-sim", "dsh"),
+        default="dsh-sim",
+        help="dsh: crash the published DSH writer (Node, on SimFS) at every filesystem operation of the scenario's session shape",
+    )
     p.set_defaults(func=_lazy("explore_cmd"))
 
     p = sub.add_parser("report", help="write coverage.json/.md/.html from result documents")
@@ -117,6 +123,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", default="Write a note and read it back.")
     p.add_argument("--compression", choices=("zstd", "none"), default="zstd")
     p.set_defaults(func=_lazy("demo"))
+
+    p = sub.add_parser("dsh", help="differential mode: the published DSH packages side by side with dsh-sim")
+    dsh = p.add_subparsers(dest="dsh_command", required=True, metavar="DSH_COMMAND")
+    q = dsh.add_parser("setup", help="install the pinned DSH npm packages into the cache (once)")
+    q.add_argument("--force", action="store_true", help="reinstall even if the cache is complete")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q = dsh.add_parser("diff", help="read logs with the real DSH and with dsh-sim; print every difference")
+    q.add_argument("paths", nargs="+", metavar="PATH", help="log files, session directories, or directories holding them")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.add_argument("--findings", default="reports/dsh-findings.md", help="where the findings report goes (default reports/dsh-findings.md)")
+    q = dsh.add_parser("generate", help="write a corpus of logs written and damaged by the real DSH")
+    q.add_argument("out", metavar="DIR")
+    q.add_argument("--seed", type=int, default=1, help="seed of the damage choices (default 1)")
+    q.add_argument("--held-out", action="store_true", help="the held-out variant (other sizes, cuts and seeds)")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    for q in dsh.choices.values():
+        q.add_argument("--home", default=None, help="install directory (default $DSH_SIM_DSH_HOME or ~/.cache/dsh-sim/dsh-<version>)")
+    p.set_defaults(func=_lazy("dsh_cmd"))
 
     p = sub.add_parser("points", help="list the named points (where faults and crashes can be injected)")
     p.add_argument("--json", action="store_true", help="machine-readable output")

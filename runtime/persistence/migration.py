@@ -45,6 +45,7 @@ from runtime.session.events import EnvelopeError, Event
 SYSTEM_PLUGIN = "@deepseek-ai/dsh-system-prompt"
 _SURFACE = ("user/message", "assistant/message", "tool/result")  # v0 surface types
 _RENAMED = {"tool/code-dispatch": "tool/ptc-dispatch", "tool/code-dispatch-start": "tool/ptc-dispatch-start"}
+_LEGACY = ("request/header-delta", "mode/set")
 _SETTLES_ATTEMPT = frozenset({"assistant/message", "llm/retry", "llm/retry-started", "step/end", "turn/end"})
 
 
@@ -119,6 +120,10 @@ class _Migration:
         """Vocabulary, chunk claims, unclaimed attempts and message ids, before any output."""
         attempt: list[V0Event] = []
         for event in self.events:
+            if event.type in _LEGACY:  # the reference names retired shapes before the vocabulary
+                raise MigrationRefused(f"contains unsupported legacy {event.type} event at seq {event.seq}")
+            if event.type == "request/header" and type(event.data) is dict and event.data.get("reason") == "fallback":
+                raise MigrationRefused(f'contains unsupported legacy request/header reason "fallback" at seq {event.seq}')
             if event.type not in V0_EVENT_TYPES:
                 why = (
                     "is marked ignorable but is not part of the v0 vocabulary, so its payload cannot be renumbered"

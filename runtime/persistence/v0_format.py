@@ -4,9 +4,12 @@ A v0 generation is ``session.jsonl[.zstd]``: a header line with ``version: 0`` a
 ``seedLength``, then one storage record per line — an event verbatim, or a *packed row*
 (``text-chunks`` / ``reasoning-chunks`` / ``tool-call-chunks``) standing for a run of
 ``assistant/chunk`` events.  Reading is layout-blind: packed and unpacked files decode to the
-same events.  Torn tails follow the reference scanner: an unparsable record (a malformed
-packed row counts as one) or a seq gap starts a tolerated crash tail unless a later record is
-a ``turn/end``; a torn final zstd frame keeps the complete records of its partial plaintext.
+same events.  Torn tails follow the reference scanner where it is safe: an unparsable record
+(a malformed packed row counts as one) or a seq gap as the *last* line is a tolerated crash
+tail, but a whole record after it proves committed damage and is refused (the reference keeps
+reading unless that record is a ``turn/end``, and drops committed records); a torn final zstd frame keeps the complete records of its partial plaintext.
+Inside complete zstd frames there is no crash tail: such a record is refused, as the reference
+refuses it (found by the differential against the published DSH, ``dsh-sim dsh diff``).
 
 This module only decodes to v0 events (:class:`V0Event`, whose ``surfaceOp`` keeps the v0
 spelling); :mod:`runtime.persistence.migration` turns them into current events.  The runtime
@@ -316,10 +319,11 @@ def _records(line: bytes) -> list[V0Event]:
 class _Scanner:
     """The reference ``SessionLogScanner``: contiguous prefix, tolerated crash tail."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, raw: bool) -> None:
         self.events: list[V0Event] = []
         self.issue: str | None = None
         self.line = 1
+        self.raw = raw  # in zstd, damage inside complete frames is refused once they are all read
 
     def feed(self, line: bytes) -> bool:
         """Scan one record; ``True`` when it joined the committed prefix."""
@@ -337,9 +341,17 @@ class _Scanner:
             self.issue = (
                 f"corrupt session log: seq gap in committed region at line {self.line} (expected {len(self.events)}, got {members[0].seq})"
             )
-        if self.issue is not None:
             if any(m.type == "turn/end" for m in members):
-                raise LogCorruption(self.issue)  # a later turn/end: the damage is committed
+                raise LogCorruption(self.issue)  # a turn/end at a gapped seq: the damage is committed
+            return False
+        if self.issue is not None:
+            # A whole record after the damage proves it is not a torn tail: a crash tears only
+            # the last write, and an fsynced append never follows unrepaired damage.  The
+            # reference tolerates this unless the record is a turn/end, and its repair then
+            # truncates the later committed records away; dsh-sim refuses instead (finding
+            # DSH-1 of the differential, README "Differential mode").
+            if self.raw or any(m.type == "turn/end" for m in members):
+                raise LogCorruption(self.issue)
             return False
         self.events.extend(members)
         return True
@@ -358,7 +370,7 @@ def _decode_raw(data: bytes) -> V0Log:
     if end < 0:
         raise LogCorruption("empty or header-less session log")
     header = parse_v0_header(data[:end])
-    scanner = _Scanner()
+    scanner = _Scanner(raw=True)
     committed = pos = end + 1
     while (nl := data.find(b"\n", pos)) >= 0:
         if scanner.feed(data[pos:nl]):
@@ -376,10 +388,15 @@ def _decode_zstd(data: bytes) -> V0Log:
             raise LogCorruption("empty or header-less Zstandard session log")
         head = decode_frame(data[: scan.frames[0][1]], 0, decompressor)
         header = parse_v0_header(one_header_line(head))
-        scanner = _Scanner()
+        scanner = _Scanner(raw=False)
         for start, end in scan.frames[1:]:
-            for line in frame_lines(decode_frame(data[start:end], start, decompressor)):
+            plaintext = decode_frame(data[start:end], start, decompressor)
+            for line in frame_lines(plaintext) if plaintext else ():  # an empty frame holds no record
                 scanner.feed(line)
+        if scanner.issue is not None:
+            # a checksummed frame is whole: an unparsable or out-of-sequence record inside one was
+            # written that way, not torn by a crash (the reference refuses it the same way)
+            raise LogCorruption("corrupt Zstandard session log: complete frame contains a torn JSONL record")
     except FrameFormatError as err:
         raise LogCorruption(str(err)) from None
     torn = None

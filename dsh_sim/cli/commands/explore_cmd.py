@@ -43,6 +43,10 @@ def summary(result: ExploreResult) -> dict[str, Any]:
 
 
 def main(args: Any) -> int:
+    if getattr(args, "runtime", "dsh-sim") == "dsh":  # extension point: the published DSH's writer on SimFS
+        from dsh_sim.dsh.explore_cli import run_explore_dsh
+
+        return run_explore_dsh(args, list(expand(args.files)))
     out = []
     docs = []
     for path in expand(args.files):
