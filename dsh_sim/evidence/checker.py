@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from dsh_sim.engine.observer import Observer
 from dsh_sim.evidence import invariants as inv
 from dsh_sim.evidence.coverage import case_from_recovery
 from dsh_sim.evidence.invariants import oracles
+from dsh_sim.evidence.oracles import agreement
+from dsh_sim.evidence.oracles.grammar import Grammar
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
@@ -22,6 +26,20 @@ if TYPE_CHECKING:
     from dsh_sim.engine.lifetime import Lifetime
     from dsh_sim.engine.machine import Simulation
     from runtime.session.events import Event
+
+
+@attrs.define
+class _Watch:
+    grammar: Grammar
+    tracker: agreement.Tracker
+    fed: int  # events of the live log judged so far
+
+
+def _last_turn(events: Any) -> int:
+    for event in reversed(events):
+        if event.type == "turn/start":
+            return int(event.data["turn"])
+    return 0
 
 
 class Checker(Observer):
@@ -35,6 +53,7 @@ class Checker(Observer):
         self.verdict_counts: dict[tuple[str, bool], int] = {}
         self.recovered_from: list[CrashRecord] = []
         self.cases: list[dict[str, Any]] = []  # coverage cases (one per crash + recovery)
+        self._live: dict[int, _Watch] = {}  # per lifetime: the live log's incremental judges
 
     @classmethod
     def attach(cls, sim: Simulation, **kw: Any) -> Checker:
@@ -123,10 +142,26 @@ class Checker(Observer):
     def on_step(self, op: str, outcome: str) -> None:
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
         life = self.sim.primary
-        if life is not None and life.session is not None and not life.dead and self.sim.kind == "agent":
-            events = tuple(life.session.events)  # (a dead process's memory holds what its unwinding appended)
-            oracles.check_grammar(self, events, closed=False, what="the live log")
-            oracles.check_agreement(self, events)
+        if life is not None and not life.dead and self.sim.kind == "agent":  # (a dead process's memory holds its unwinding)
+            self._judge_live(life)
+
+    def _judge_live(self, life: Lifetime) -> None:
+        """Feed what the live log gained since the last step to its grammar and agreement."""
+        if life.session is None:
+            return
+        watch = self._live.get(life.index)
+        if watch is None:
+            report = life.report
+            recovered = (*report.events, *getattr(report, "closers", ())) if report is not None else ()
+            grammar = Grammar()  # a resumed log is judged from its recovered (closed) end on
+            grammar.count, grammar.last_turn = len(recovered), _last_turn(recovered)
+            watch = self._live[life.index] = _Watch(grammar, agreement.Tracker(workspace=self.sim.config.workspace), len(recovered))
+        events = life.session.events
+        fresh = tuple(events[watch.fed :])
+        watch.fed = len(events)
+        if fresh:
+            oracles.check_grammar(self, fresh, closed=False, what="the live log", grammar=watch.grammar)
+            oracles.check_agreement(self, fresh, watch.tracker)
 
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         if life is not self.sim.primary:
@@ -135,4 +170,5 @@ class Checker(Observer):
         if life.session is not None:
             inv.check_fail_closed(self, life.session.events)
             if self.sim.kind == "agent":
-                oracles.check_agreement(self, tuple(life.session.events))
+                self._judge_live(life)
+                oracles.recheck_refusals(self, self._live[life.index].tracker)

@@ -99,7 +99,12 @@ def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
     for difference in reference.compare(expected, life.boot_error, stored, closers):
         fail(obs, REFERENCE, difference, None, f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})")
     if sim.kind == "agent" and expected.refused is None:
-        check_grammar(obs, (*expected.stored, *expected.closers), closed=True, what="the repaired log")
+        # the turns before the last were judged when they were live; the last one was cut by the
+        # crash (its latest events never reached a live check), so it is judged here with the closers
+        grammar, start = Grammar.after(expected.stored)
+        tail = (*expected.stored[start:], *expected.closers)
+        check_grammar(obs, tail, closed=True, what="the repaired log", grammar=grammar)
+        check_agreement(obs, tail)
 
 
 class _Rec:
@@ -113,9 +118,10 @@ class _Rec:
         return self._record
 
 
-def check_grammar(obs: Judge, events: Sequence[Any], *, closed: bool, what: str) -> None:
+def check_grammar(obs: Judge, events: Sequence[Any], *, closed: bool, what: str, grammar: Grammar | None = None) -> None:
+    """Feed ``events`` to ``grammar`` (a fresh one by default); ``closed``: it must end between turns."""
     obs.count(GRAMMAR)
-    grammar = Grammar()
+    grammar = grammar if grammar is not None else Grammar()
     try:
         grammar.feed_all(events)
     except GrammarError as err:
@@ -125,7 +131,16 @@ def check_grammar(obs: Judge, events: Sequence[Any], *, closed: bool, what: str)
         fail(obs, GRAMMAR, f"{what} ends inside turn {grammar.turn}")
 
 
-def check_agreement(obs: Judge, events: Sequence[Any]) -> None:
+def check_agreement(obs: Judge, events: Sequence[Any], tracker: agreement.Tracker | None = None) -> None:
+    """Judge ``events`` (fed to ``tracker``, which remembers the log so far) against the ledger."""
     obs.count(AGREEMENT)
-    for item in agreement.check(events, obs.sim.world.ledger, workspace=obs.sim.config.workspace):
+    tracker = tracker if tracker is not None else agreement.Tracker(workspace=obs.sim.config.workspace)
+    for item in tracker.feed(events, obs.sim.world.ledger):
+        fail(obs, AGREEMENT, item.message, item.call_id)
+
+
+def recheck_refusals(obs: Judge, tracker: agreement.Tracker) -> None:
+    """At the end: nothing the log refused reached a service later either."""
+    obs.count(AGREEMENT)
+    for item in tracker.recheck_refusals(obs.sim.world.ledger):
         fail(obs, AGREEMENT, item.message, item.call_id)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.invariants.storage import check_migration_atomic
+from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
 from runtime.persistence.errors import SessionPersistenceCorruptionError
 from runtime.session.events import Event
 from runtime.session.repair import (
@@ -83,21 +84,15 @@ def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> Non
     )
 
 
-def read_back(obs: Judge) -> tuple[Event, ...] | None:
-    """The repaired log as the disk holds it now (what a bug would corrupt), if it decodes."""
-    from runtime.persistence.log_format import (
-        LogCorruption,
-        LogUnknownEventType,
-        LogVersionUnsupported,
-        decode_log,
-    )
-
+def read_back(obs: Judge) -> tuple[Any, ...] | None:
+    """The repaired log as the disk holds it now (what a bug would corrupt), read by the spec
+    reader (records), if it reads at all."""
     data = obs.sim.disk.read_path(obs.sim.config.log_path)
     if data is None:
         return None
     try:
-        return decode_log(data, obs.sim.config.compression).events
-    except (LogCorruption, LogUnknownEventType, LogVersionUnsupported):
+        return read_recoverable(data, obs.sim.config.compression).records
+    except SpecViolation:
         return None
 
 
@@ -121,16 +116,28 @@ def check_recovery_maximal(obs: Judge, crash: CrashRecord, stored: Sequence[Even
         )
 
 
-def check_seq_dense(obs: Judge, events: Sequence[Event]) -> None:
+def _kind(event: Any) -> str:
+    return str(event["type"] if type(event) is dict else event.type)
+
+
+def _seq(event: Any) -> int:
+    return int(event["seq"] if type(event) is dict else event.seq)
+
+
+def _data(event: Any) -> Any:
+    return event["data"] if type(event) is dict else event.data
+
+
+def check_seq_dense(obs: Judge, events: Sequence[Any]) -> None:
     obs.count("seq_dense")
     for index, event in enumerate(events):
-        if event.seq != index:
+        if _seq(event) != index:
             fail(
                 obs,
                 "seq_dense",
-                f"event {index} has seq {event.seq}",
+                f"event {index} has seq {_seq(event)}",
                 None,
-                f"types around: {[e.type for e in events[max(0, index - 2) : index + 2]]}",
+                f"types around: {[_kind(e) for e in events[max(0, index - 2) : index + 2]]}",
             )
             return
 
@@ -166,15 +173,16 @@ def check_committed_bytes(obs: Judge, crash: CrashRecord) -> None:
         )
 
 
-def check_one_result_per_call(obs: Judge, events: Sequence[Event]) -> None:
+def check_one_result_per_call(obs: Judge, events: Sequence[Any]) -> None:
     obs.count("one_result_per_call")
     blocks: list[str] = []
     results: dict[str, int] = {}
     for event in events:
-        if event.type == "assistant/message":
-            blocks += [b["id"] for b in event.data["message"]["content"] if b.get("type") == "tool-call"]
-        elif event.type == "tool/result":
-            call_id = event.data["message"]["source"]["callId"]
+        kind, data = _kind(event), _data(event)
+        if kind == "assistant/message":
+            blocks += [b["id"] for b in data["message"]["content"] if b.get("type") == "tool-call"]
+        elif kind == "tool/result":
+            call_id = data["message"]["source"]["callId"]
             results[call_id] = results.get(call_id, 0) + 1
     for call_id in blocks:
         if results.get(call_id, 0) != 1:

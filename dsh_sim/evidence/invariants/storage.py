@@ -8,13 +8,8 @@ import attrs
 
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracle import readable_records
+from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
 from runtime.persistence.errors import SessionAlreadyOwnedError
-from runtime.persistence.log_format import (
-    LogCorruption,
-    LogUnknownEventType,
-    LogVersionUnsupported,
-    decode_log,
-)
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
@@ -189,8 +184,8 @@ def check_eventually_durable(obs: Judge, life: Lifetime, faults_during_shutdown:
         fail(obs, "eventually_durable", f"the session has {len(events)} events but no log was published")
         return
     try:
-        stored = [e.to_record() for e in decode_log(data, obs.sim.config.compression).events]
-    except (LogCorruption, LogUnknownEventType, LogVersionUnsupported) as err:
+        stored = list(read_recoverable(data, obs.sim.config.compression).records)
+    except SpecViolation as err:
         fail(obs, "eventually_durable", f"the log written by a clean shutdown does not read back: {err}")
         return
     if stored != events:

@@ -55,31 +55,59 @@ def _is_error(data: dict[str, Any]) -> bool:
     return bool(data["message"]["content"][0].get("isError"))
 
 
+class Tracker:
+    """Judges a log incrementally: feed it new events as they appear, with the ledger as it is.
+
+    A result is judged once, when it is first fed; refusals are judged again against the
+    final ledger by :meth:`recheck_refusals` (a request that arrives late still counts).
+    """
+
+    def __init__(self, *, workspace: str) -> None:
+        self.workspace = workspace
+        self.blocks: dict[str, tuple[str, Any]] = {}
+        self.by_call: dict[str, list[LedgerEntry]] = {}
+        self.by_key: dict[tuple[str, str], list[LedgerEntry]] = {}
+        self._indexed = 0
+        self._refusals: list[tuple[str, dict[str, Any]]] = []
+
+    def _index(self, ledger: Sequence[LedgerEntry]) -> None:
+        for entry in ledger[self._indexed :]:
+            self.by_call.setdefault(entry.call_id, []).append(entry)
+            if entry.key is not None:
+                self.by_key.setdefault((entry.service, entry.key), []).append(entry)
+        self._indexed = len(ledger)
+
+    def feed(self, events: Iterable[Any], ledger: Sequence[LedgerEntry]) -> list[Disagreement]:
+        self._index(ledger)
+        out: list[Disagreement] = []
+        for event in events:
+            kind, data = _get(event, "type"), _get(event, "data")
+            if kind == "assistant/message":
+                for block in data["message"]["content"]:
+                    if block.get("type") == "tool-call":
+                        self.blocks[block["id"]] = (block["name"], _parse(block.get("arguments", "")))
+            elif kind == "tool/result":
+                out.extend(self._judge(data))
+        return out
+
+    def _judge(self, data: dict[str, Any]) -> list[Disagreement]:
+        call_id = data["message"]["source"]["callId"]
+        if _not_dispatched(data):
+            self._refusals.append((call_id, data))
+            return _judge_refusal(call_id, data, self.by_call)
+        if call_id not in self.blocks or _is_error(data):
+            return []
+        name, args = self.blocks[call_id]
+        return _judge_success(call_id, name, args, data, self.by_call, self.by_key, self.workspace)
+
+    def recheck_refusals(self, ledger: Sequence[LedgerEntry]) -> list[Disagreement]:
+        self._index(ledger)
+        return [d for call_id, data in self._refusals for d in _judge_refusal(call_id, data, self.by_call)]
+
+
 def check(events: Iterable[Any], ledger: Sequence[LedgerEntry], *, workspace: str) -> list[Disagreement]:
     """Every disagreement between the log ``events`` (records or runtime events) and ``ledger``."""
-    by_call: dict[str, list[LedgerEntry]] = {}
-    by_key: dict[tuple[str, str], list[LedgerEntry]] = {}
-    for entry in ledger:
-        by_call.setdefault(entry.call_id, []).append(entry)
-        if entry.key is not None:
-            by_key.setdefault((entry.service, entry.key), []).append(entry)
-    blocks: dict[str, tuple[str, Any]] = {}
-    out: list[Disagreement] = []
-    for event in events:
-        kind, data = _get(event, "type"), _get(event, "data")
-        if kind == "assistant/message":
-            for block in data["message"]["content"]:
-                if block.get("type") == "tool-call":
-                    blocks[block["id"]] = (block["name"], _parse(block.get("arguments", "")))
-        elif kind == "tool/result":
-            call_id = data["message"]["source"]["callId"]
-            if call_id not in blocks:
-                continue
-            name, args = blocks[call_id]
-            judge = _judge_refusal if _not_dispatched(data) else _judge_success if not _is_error(data) else None
-            if judge is not None:
-                out.extend(judge(call_id, name, args, data, by_call, by_key, workspace))
-    return out
+    return Tracker(workspace=workspace).feed(events, ledger)
 
 
 def _parse(raw: str) -> Any:
@@ -96,10 +124,10 @@ def _not_dispatched(data: dict[str, Any]) -> bool:
     return code in NOT_DISPATCHED_CODES or (_is_error(data) and any(t in _result_text(data) for t in REFUSAL_TEXTS))
 
 
-def _judge_refusal(
-    call_id: str, name: str, args: Any, data: dict[str, Any], by_call: Any, by_key: Any, workspace: str
-) -> list[Disagreement]:
-    reached = [e for cid, entries in by_call.items() if cid == call_id or cid.startswith(call_id + ":") for e in entries]
+def _judge_refusal(call_id: str, data: dict[str, Any], by_call: dict[str, list[LedgerEntry]]) -> list[Disagreement]:
+    """Nothing of a call the log says was not dispatched reached any service (nested calls included)."""
+    prefix = call_id + ":"
+    reached = list(by_call.get(call_id, ())) + [e for cid, entries in by_call.items() if cid.startswith(prefix) for e in entries]
     if not reached:
         return []
     code = (data.get("error") or {}).get("code") or _result_text(data)[:60]

@@ -34,6 +34,24 @@ class Grammar:
         self.called: set[str] = set()  # tool/call recorded in the open step
         self.asked: set[str] = set()  # open approval questions of the open turn
 
+    @classmethod
+    def after(cls, events: Any) -> tuple[Grammar, int]:
+        """A machine positioned at the start of the last turn of ``events`` (the part before it
+        was judged when it was live), and that position: judging a resumed log's tail then
+        costs the tail, not the session."""
+        grammar = cls()
+        start = 0
+        for index in range(len(events) - 1, -1, -1):
+            event = events[index]
+            kind = event["type"] if type(event) is dict else event.type
+            if kind == "turn/start":
+                data = event["data"] if type(event) is dict else event.data
+                start = index
+                grammar.last_turn = data["turn"] - 1 if type(data.get("turn")) is int else 0
+                break
+        grammar.count = start
+        return grammar, start
+
     @property
     def closed(self) -> bool:
         """No turn is open: what a repaired log (and a finished turn) must leave."""
