@@ -257,10 +257,13 @@ def _turn(turn: int, seq: int, calls: list[str], *, results: list[str] | None = 
     blocks = [{"type": "tool-call", "id": c, "name": "pay", "arguments": "{}"} for c in calls]
     out = [_rec(seq, "turn/start", {"turn": turn}), _rec(seq + 1, "step/start", {"turn": turn, "step": 1})]
     out.append(_rec(seq + 2, "assistant/message", {"turn": turn, "step": 1, "message": {"content": blocks}}))
+    call_seqs = {}
     for c in started if started is not None else calls:
+        call_seqs[c] = len(out) + seq
         out.append(_rec(len(out) + seq, "tool/call", {"turn": turn, "step": 1, "callId": c}))
     for c in results if results is not None else calls:
-        out.append(_rec(len(out) + seq, "tool/result", {"turn": turn, "step": 1, "message": {"source": {"callId": c}}}))
+        cites = {"sourceEventSeqs": [call_seqs[c]]} if c in call_seqs else {}
+        out.append(_rec(len(out) + seq, "tool/result", {"turn": turn, "step": 1, "message": {"source": {"callId": c}}}, **cites))
     out.append(_rec(len(out) + seq, "step/end", {"turn": turn, "step": 1}))
     out.append(_rec(len(out) + seq, "turn/end", {"turn": turn, "reason": {"kind": "completed"}}))
     return out
@@ -290,6 +293,13 @@ def test_the_grammar_accepts_a_well_formed_log():
 )
 def test_the_grammar_names_each_broken_rule(log, rule):
     with pytest.raises(GrammarError, match=rule):
+        Grammar().feed_all(log)
+
+
+def test_a_result_must_cite_its_own_tool_call():
+    log = _turn(1, 0, ["a", "b"])
+    log[5]["sourceEventSeqs"] = [4]  # b's result cites a's tool/call
+    with pytest.raises(GrammarError, match="not its tool/call"):
         Grammar().feed_all(log)
 
 

@@ -25,13 +25,14 @@ class GrammarError(ValueError):
 
 class Grammar:
     def __init__(self) -> None:
+        self._sources: list[int] | None = None  # sourceEventSeqs of the event being fed
         self.count = 0  # events fed (the next seq)
         self.turn: int | None = None
         self.last_turn = 0
         self.step: int | None = None
         self.last_step = 0
         self.blocks: dict[str, int] = {}  # tool-call blocks of the open step -> results seen
-        self.called: set[str] = set()  # tool/call recorded in the open step
+        self.called: dict[str, int] = {}  # tool/call recorded in the open step -> its seq
         self.asked: set[str] = set()  # open approval questions of the open turn
 
     @classmethod
@@ -66,8 +67,10 @@ class Grammar:
         """One event: a stored record (dict) or a runtime ``Event``."""
         if type(event) is dict:
             kind, seq, data = event["type"], event["seq"], event["data"]
+            self._sources = event.get("sourceEventSeqs")
         else:
             kind, seq, data = event.type, event.seq, event.data
+            self._sources = list(event.source_event_seqs) if event.source_event_seqs is not None else None
         if seq != self.count:
             self._fail(seq, f"seq {seq} where {self.count} comes next")
         self.count += 1
@@ -115,7 +118,7 @@ class Grammar:
                 f"step/start turn {data.get('turn')} step {data.get('step')} where turn {self.turn} step {self.last_step + 1} comes next",
             )
         self.step = self.last_step = data["step"]
-        self.blocks, self.called = {}, set()
+        self.blocks, self.called = {}, {}
 
     def _step_end(self, seq: int, data: Any) -> None:
         self._in_step(seq, "step/end", data)
@@ -144,7 +147,7 @@ class Grammar:
             self._fail(seq, f"tool/call {call} is recorded twice")
         if self.blocks[call]:
             self._fail(seq, f"tool/call {call} comes after its result")
-        self.called.add(call)
+        self.called[call] = seq
 
     def _tool_result(self, seq: int, data: Any) -> None:
         self._in_step(seq, "tool/result", data)
@@ -156,6 +159,9 @@ class Grammar:
             self._fail(seq, f"tool/result for {call} without its tool/call")
         if self.blocks[call]:
             self._fail(seq, f"a second tool/result for {call}")
+        cites = [self.called[call]] if call in self.called else None
+        if self._sources != cites:
+            self._fail(seq, f"tool/result for {call} cites {self._sources}, not its tool/call {cites}")
         first = next(c for c, results in self.blocks.items() if not results)
         if call != first:
             self._fail(seq, f"tool/result for {call} before the result for {first}: results follow the model's order")
