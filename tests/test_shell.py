@@ -35,7 +35,7 @@ class Recorder:
 
 class Wrapping:
     def confine(self, argv: Sequence[str], policy: SandboxPolicy) -> ConfinedArgv:
-        return ConfinedArgv(argv=("box", policy.mode, "--", *argv), enforcement="partial")
+        return ConfinedArgv(argv=("box", policy.mode, "--", *argv), enforcement="partial", unconfined=("network",))
 
 
 class Agent:
@@ -69,7 +69,7 @@ def test_the_provider_confines_and_the_result_says_how():
     tool, registry, runner, _ = setup(Wrapping())
     result = execute(tool, registry, Agent())
     assert runner.ran == [["box", "workspace-write", "--", "ls"]]
-    assert result.meta == {"sandbox": "workspace-write", "enforcement": "partial"}
+    assert result.meta == {"sandbox": "workspace-write", "enforcement": "partial", "unconfined": ["network"]}
 
 
 def test_danger_full_access_is_an_explicit_bypass_recorded_as_such():
