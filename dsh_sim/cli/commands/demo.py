@@ -19,6 +19,7 @@ from typing import Any
 import trio
 
 from dsh_sim.cli.commands.common import CliError, single
+from dsh_sim.outputs import check_output_dir, ensure_output_dir
 from runtime.adapters import production_ports
 from runtime.adapters.local_sandbox import LocalSandboxProvider
 from runtime.adapters.process import SubprocessRunner
@@ -91,9 +92,9 @@ async def _run(root: str, workspace: str, session_id: str, script: dict[str, Any
 
 
 def main(args: Any) -> int:
+    check_output_dir(args.root)  # a linked --root (or a link on its relative path) is refused
     root = os.path.abspath(args.root)
-    workspace = os.path.abspath(args.workspace or os.path.join(root, "workspace"))
-    os.makedirs(workspace, exist_ok=True)
+    workspace = ensure_output_dir(os.path.abspath(args.workspace or os.path.join(root, "workspace")))
     try:
         session_dir = trio.run(_run, root, workspace, args.session, _script(args.script), args.prompt, args.compression)
     except BaseException as err:

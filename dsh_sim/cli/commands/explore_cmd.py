@@ -11,6 +11,7 @@ from dsh_sim.cli.commands.replay_cmd import expand
 from dsh_sim.drivers.explore import ExploreResult, explore
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.evidence.results import explore_document, write
+from dsh_sim.outputs import check_output_dir
 from dsh_sim.scenario.model import Scenario, ScenarioError, dumps, load, save
 
 
@@ -43,6 +44,7 @@ def summary(result: ExploreResult) -> dict[str, Any]:
 
 
 def main(args: Any) -> int:
+    check_output_dir(args.found_dir)  # refused now, not after minutes of fuzzing
     out = []
     docs = []
     for path in expand(args.files):
