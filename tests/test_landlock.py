@@ -196,3 +196,14 @@ def test_the_demo_says_when_the_shell_call_was_refused() -> None:
     assert len(lines) == 2
     assert lines[0].startswith("shell call c1 was REFUSED: no sandbox backend") and "nothing ran" in lines[0]
     assert lines[1] == "shell call c2 ran confined (workspace-write, enforcement partial; not confined: System V IPC)"
+
+
+def test_the_demo_run_says_refused_when_no_backend_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dsh_sim.cli.main import main
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # neither bwrap nor env can be found
+    assert main(["demo", "--root", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "shell call call-3 was REFUSED" in out and "nothing ran" in out and "bwrap executable not found" in out

@@ -26,6 +26,7 @@ from runtime.agent.sandbox import (
     detect_runner_failure,
     effective_sandbox_mode,
     sandbox_mode_event_data,
+    unsafe_workspace,
 )
 from runtime.session.events import Event
 
@@ -286,3 +287,25 @@ def test_setup_failure_raises_but_command_failure_returns(bwrap: BubblewrapProvi
     missing_command = bwrap.run(["dsh-no-such-command"], policy("read-only", tmp_path), timeout=30)
     assert missing_command.exit_code != 0 and "execvp" in missing_command.stderr
     assert subprocess_runner(["/nonexistent/x"]).exit_code == 127
+
+
+@pytest.mark.parametrize(
+    ("workspace", "why"),
+    [
+        ("/", "filesystem root"),
+        ("/home/agent", "the home directory"),
+        ("/home", "ancestor of the home directory"),
+        ("/usr/local/src", "system directory /usr"),
+        ("/proc/1/root", "system directory /proc"),
+        ("/tmp", "shared directory /tmp"),
+        ("/srv/other", "outside the configured root /srv/ws"),
+    ],
+)
+def test_unsafe_workspaces(workspace: str, why: str) -> None:
+    got = unsafe_workspace(workspace, homes=("/home/agent",), allowed_root="/srv/ws")
+    assert got is not None and why in got
+
+
+@pytest.mark.parametrize("workspace", ["/srv/ws", "/srv/ws/project", "/home/agent/project"])
+def test_safe_workspaces(workspace: str) -> None:
+    assert unsafe_workspace(workspace, homes=("/home/agent",), allowed_root=None if "home" in workspace else "/srv/ws") is None

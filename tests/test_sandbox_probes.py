@@ -258,7 +258,21 @@ def _unsafe(tmp_path: Path) -> list[str]:
     to_root, to_home = tmp_path / "to-root", tmp_path / "to-home"
     to_root.symlink_to("/")
     to_home.symlink_to(home)
-    return ["/", home, os.path.dirname(home), "/usr", "/etc", "/proc", "/usr/lib", str(to_root), str(to_home), "/tmp/.."]
+    return [
+        "/",
+        home,
+        os.path.dirname(home),
+        "/usr",
+        "/etc",
+        "/proc",
+        "/usr/lib",
+        str(to_root),
+        str(to_home),
+        "/tmp/..",
+        "/tmp",
+        "/home",
+        "/var",
+    ]
 
 
 def test_unsafe_workspaces_are_refused_before_anything_runs(box: object, tmp_path: Path) -> None:

@@ -98,6 +98,11 @@ class UnsafeWorkspaceError(Exception):
 SYSTEM_DIRS: tuple[str, ...] = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sbin", "/sys", "/usr")
 
 
+# Shared top-level directories: fine to work below, never to be the workspace itself (in
+# workspace-write, every user's files there would become writable).
+SHARED_DIRS: tuple[str, ...] = ("/home", "/media", "/mnt", "/opt", "/root", "/run", "/srv", "/tmp", "/var")
+
+
 def _within(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip("/") + "/")
 
@@ -116,6 +121,8 @@ def unsafe_workspace(resolved: str, *, homes: Iterable[str] = (), allowed_root: 
     for system in SYSTEM_DIRS:
         if _within(path, system):
             return f"it lies in the system directory {system}"
+    if path in SHARED_DIRS:
+        return f"it is the shared directory {path} itself (use a directory below it)"
     if allowed_root is not None and not _within(path, posixpath.normpath(allowed_root)):
         return f"it is outside the configured root {allowed_root}"
     return None

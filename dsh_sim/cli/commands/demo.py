@@ -47,6 +47,12 @@ def _script(path: str | None) -> dict[str, Any]:
         raise CliError(f"{path}: not valid JSON: {err}") from None
 
 
+def _result_text(data: dict[str, Any]) -> str:
+    blocks = data.get("message", {}).get("content", [])
+    inner = [part for block in blocks for part in block.get("content", []) if isinstance(block, dict)]
+    return " ".join(part.get("text", "") for part in inner if isinstance(part, dict))
+
+
 def shell_lines(events: Any) -> list[str]:
     """One line per shell call: how it was confined, or that it was refused and nothing ran."""
     shell_calls = {e.data["callId"] for e in events if e.type == "tool/call" and e.data.get("name") == "shell"}
@@ -60,7 +66,11 @@ def shell_lines(events: Any) -> list[str]:
         error = event.data.get("error") or {}
         meta = event.data.get("meta") or {}
         if error.get("code") == SANDBOX_UNAVAILABLE:
-            lines.append(f"shell call {call_id} was REFUSED: no sandbox backend (bubblewrap, Landlock) works on this host; nothing ran")
+            why = _result_text(event.data).partition("Runner failure: ")[2].strip()
+            lines.append(
+                f"shell call {call_id} was REFUSED: no sandbox backend (bubblewrap, Landlock) works on this host; nothing ran"
+                + (f" ({why})" if why else "")
+            )
         elif error:
             lines.append(f"shell call {call_id} was refused: {error.get('code')}")
         elif meta:
@@ -77,7 +87,7 @@ async def _run(root: str, workspace: str, session_id: str, script: dict[str, Any
         WriteFileTool(ports.fs, workspace),
         ShellTool(SubprocessRunner(), workspace, ports.probe),
     ]
-    sandbox = SandboxService(LocalSandboxProvider(), workspace, default_mode="workspace-write")
+    sandbox = SandboxService(LocalSandboxProvider(allowed_root=workspace), workspace, default_mode="workspace-write")
     config = RuntimeConfig(root=root, compression=compression, system="You are the dsh-sim demo agent.")
     async with open_runtime(ports, config, model, tools, plugins=[sandbox]) as rt:
         agent = await rt.create_agent(session_id, cwd=workspace)
