@@ -312,3 +312,23 @@ def test_bwrap_has_its_own_ipc_uts_and_net_namespaces(dirs: tuple[Path, Path]) -
     assert len(inside) == len(kinds), result
     for kind, seen in zip(kinds, inside):
         assert seen != os.readlink(f"/proc/self/ns/{kind}"), kind
+
+
+def test_landlock_reports_the_unix_socket_gap_it_has(dirs: tuple[Path, Path]) -> None:
+    """Measured, not assumed: a Landlock-confined command reaches a host unix socket by path,
+    and the provider says so in ``unconfined``; bubblewrap does not show the socket at all."""
+    landlock = _landlock()
+    host_dir = Path(tempfile.mkdtemp(prefix="dsh-probe-", dir="/var/tmp"))
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(host_dir / "s.sock"))
+        server.listen(1)
+        script = f"python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{host_dir}/s.sock\")'"
+        policy = SandboxPolicy(mode="read-only", workspace_root=str(dirs[0]))
+        assert landlock.run(["sh", "-c", script], policy, timeout=60).exit_code == 0
+        assert any("unix sockets by path" in gap for gap in landlock.confine(["true"], policy).unconfined)
+        if shutil.which("bwrap") is not None and BubblewrapProvider().probe() is None:
+            assert BubblewrapProvider().run(["sh", "-c", script], policy, timeout=60).exit_code != 0
+    finally:
+        server.close()
+        shutil.rmtree(host_dir)

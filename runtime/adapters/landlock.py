@@ -13,8 +13,9 @@ private temp directory in ``workspace-write``; ``/dev/null`` and friends always)
 bind/connect (ABI v4+), abstract unix sockets and signals to processes outside the sandbox
 (ABI v6+), ptrace of outside processes, setuid gains (``no_new_privs``), the environment.
 What it does not, and so reports as ``partial``: no PID, IPC or UTS namespace (host processes
-exist for it, System V IPC is shared), no UDP or other non-TCP network control, and whatever
-the kernel's ABI lacks from the list above.
+exist for it, System V IPC is shared), no control over connecting to a unix socket by its path
+(a host service listening on one stays reachable), no UDP or other non-TCP network control,
+and whatever the kernel's ABI lacks from the list above.
 """
 
 from __future__ import annotations
@@ -54,7 +55,12 @@ LANDLOCK_FAILURE_RULES: tuple[RunnerFailureRule, ...] = (RunnerFailureRule(allow
 
 def unconfined_by(abi: int, network: bool) -> tuple[str, ...]:
     """What a Landlock sandbox of ABI ``abi`` leaves open: said in every confinement."""
-    gaps = ["processes (no PID namespace: host processes are visible)", "System V IPC", "hostname (no UTS namespace)"]
+    gaps = [
+        "processes (no PID namespace: host processes are visible)",
+        "System V IPC",
+        "hostname (no UTS namespace)",
+        "unix sockets by path (connecting to one is not a Landlock right)",
+    ]
     if not network:
         gaps.append("network (all of it)" if abi < 4 else "non-TCP network (UDP, ICMP)")
     if abi < 6:
