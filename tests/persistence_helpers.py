@@ -214,6 +214,10 @@ class FaultFS:
         self._hook("stat", path)
         return await self.inner.stat(path)
 
+    async def lstat(self, path: str) -> StatResult:
+        self._hook("lstat", path)
+        return await self.inner.lstat(path)
+
     async def fstat(self, fd: int) -> StatResult:
         return await self.inner.fstat(fd)
 

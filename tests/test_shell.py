@@ -8,7 +8,7 @@ import pytest
 import trio
 
 from runtime.agent.hooks import Hooks, mount
-from runtime.agent.sandbox import ConfinedArgv, SandboxPolicy, UnavailableProvider
+from runtime.agent.sandbox import ConfinedArgv, SandboxPolicy, UnavailableProvider, UnsafeWorkspaceError
 from runtime.agent.sandbox_service import SandboxService
 from runtime.agent.signal import AbortSignal
 from runtime.ports.probe import NULL_PROBE
@@ -35,7 +35,7 @@ class Recorder:
 
 class Wrapping:
     def confine(self, argv: Sequence[str], policy: SandboxPolicy) -> ConfinedArgv:
-        return ConfinedArgv(argv=("box", policy.mode, "--", *argv), enforcement="partial")
+        return ConfinedArgv(argv=("box", policy.mode, "--", *argv), enforcement="partial", unconfined=("network",))
 
 
 class Agent:
@@ -69,7 +69,7 @@ def test_the_provider_confines_and_the_result_says_how():
     tool, registry, runner, _ = setup(Wrapping())
     result = execute(tool, registry, Agent())
     assert runner.ran == [["box", "workspace-write", "--", "ls"]]
-    assert result.meta == {"sandbox": "workspace-write", "enforcement": "partial"}
+    assert result.meta == {"sandbox": "workspace-write", "enforcement": "partial", "unconfined": ["network"]}
 
 
 def test_danger_full_access_is_an_explicit_bypass_recorded_as_such():
@@ -100,3 +100,15 @@ def test_disposing_the_plugin_withdraws_the_service():
     assert registry.service("sandbox") is None
     with pytest.raises(HarnessError):
         execute(tool, registry, Agent())
+
+
+class Unsafe:
+    def confine(self, argv: Sequence[str], policy: SandboxPolicy) -> ConfinedArgv:
+        raise UnsafeWorkspaceError(policy.workspace_root, "it is the filesystem root")
+
+
+def test_an_unsafe_workspace_is_refused_and_nothing_runs():
+    tool, registry, runner, _ = setup(Unsafe())
+    with pytest.raises(HarnessError) as err:
+        execute(tool, registry, Agent())
+    assert err.value.code == "UNSAFE_WORKSPACE" and "filesystem root" in str(err.value) and runner.ran == []

@@ -2,11 +2,15 @@
 
 The production adapter over a real temporary directory is the oracle.  Descriptors are
 compared symbolically (the k-th successful open), inode numbers by identity (which paths
-name the same file), directory sizes not at all.
+name the same file), directory sizes and link counts not at all.  Symbolic links (relative
+targets, dangling ones, loops, links to directories and out of the root) are planted by the
+sequence itself, so ``O_NOFOLLOW``, ``lstat`` and ``realpath`` are compared on them too.
 """
 
 from __future__ import annotations
 
+import os
+import posixpath
 import tempfile
 
 import trio
@@ -17,8 +21,13 @@ from dsh_sim.adapters.simfs import Disk, ProcessView
 from runtime.adapters.os_fs import OsFileSystem
 from runtime.ports.fs import OpenFlags as F
 
-NAMES = ("a", "b", "d", "d/a", "a/x")
+NAMES = ("a", "b", "d", "d/a", "a/x", "l", "d/l", "l/a")
+TARGETS = ("a", "d", "d/a", "nowhere", "..", "l", "d/l", "../d", "d/../b")
 FLAG_SETS = (
+    F.READ | F.NOFOLLOW,
+    F.WRITE | F.CREATE | F.NOFOLLOW,
+    F.WRITE | F.CREATE | F.EXCLUSIVE | F.NOFOLLOW,
+    F.WRITE | F.APPEND | F.NOFOLLOW,
     F.READ,
     F.WRITE | F.CREATE,
     F.WRITE | F.CREATE | F.EXCLUSIVE,
@@ -39,7 +48,10 @@ ops = st.one_of(
     st.tuples(st.just("close"), st.integers(0, 4)),
     st.tuples(st.just("truncate"), st.sampled_from(NAMES), st.integers(0, 20)),
     st.tuples(st.just("stat"), st.sampled_from(NAMES + ("",))),
-    st.tuples(st.just("listdir"), st.sampled_from(("", "d", "a"))),
+    st.tuples(st.just("lstat"), st.sampled_from(NAMES)),
+    st.tuples(st.just("realpath"), st.sampled_from(NAMES)),
+    st.tuples(st.just("symlink"), st.sampled_from(TARGETS), st.sampled_from(NAMES)),
+    st.tuples(st.just("listdir"), st.sampled_from(("", "d", "a", "l"))),
     st.tuples(st.just("mkdir"), st.sampled_from(NAMES)),
     st.tuples(st.just("link"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
     st.tuples(st.just("unlink"), st.sampled_from(NAMES)),
@@ -69,10 +81,16 @@ async def apply(fs, root: str, fds: list, inos: dict, op: tuple) -> object:
             return await getattr(fs, kind)(fd(op[1]))
         if kind == "ftruncate":
             return await fs.ftruncate(fd(op[1]), op[2])
-        if kind in ("fstat", "stat"):
-            st_ = await (fs.fstat(fd(op[1])) if kind == "fstat" else fs.stat(path(op[1])))
+        if kind in ("fstat", "stat", "lstat"):
+            st_ = await (fs.fstat(fd(op[1])) if kind == "fstat" else getattr(fs, kind)(path(op[1])))
             ident = inos.setdefault(st_.ino, len(inos))
-            return ("stat", ident, st_.is_dir, None if st_.is_dir else st_.size)
+            return ("stat", ident, st_.is_dir, st_.kind, None if st_.is_dir else st_.size, None if st_.is_dir else st_.nlink)
+        if kind == "realpath":
+            return posixpath.relpath(await fs.realpath(path(op[1])), root)
+        if kind == "symlink":
+            if isinstance(fs, OsFileSystem):
+                return os.symlink(op[1], path(op[2]))
+            return await fs.symlink(op[1], path(op[2]))
         if kind == "truncate":
             return await fs.truncate(path(op[1]), op[2])
         if kind == "listdir":
@@ -90,11 +108,28 @@ async def apply(fs, root: str, fds: list, inos: dict, op: tuple) -> object:
     raise AssertionError(kind)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(ops, min_size=1, max_size=25))
 @example([("open", "a", F.WRITE | F.CREATE), ("close", 0), ("open", "b", F.WRITE | F.CREATE), ("write", 0, b"x"), ("stat", "b")])
+@example(
+    [
+        ("symlink", "a", "l"),
+        ("open", "l", F.WRITE | F.CREATE | F.NOFOLLOW),
+        ("open", "l", F.WRITE | F.CREATE),
+        ("lstat", "l"),
+        ("stat", "a"),
+    ]
+)
+@example(
+    [("mkdir", "d"), ("symlink", "d", "l"), ("open", "l/a", F.WRITE | F.CREATE), ("stat", "d/a"), ("realpath", "l/a"), ("unlink", "l")]
+)
+@example([("symlink", "l", "l"), ("open", "l", F.READ), ("realpath", "l"), ("symlink", "..", "d/l"), ("mkdir", "d")])
+@example([("open", "a", F.WRITE | F.CREATE), ("link", "a", "b"), ("stat", "a"), ("symlink", "b", "l"), ("link", "l", "d"), ("lstat", "d")])
 def test_simfs_matches_the_real_os(sequence):
-    with tempfile.TemporaryDirectory() as real_root:
+    with tempfile.TemporaryDirectory() as real_top:
+        # the root one level down, like /sim/root: a link to ".." sees an empty sibling set
+        real_root = os.path.join(os.path.realpath(real_top), "root")
+        os.mkdir(real_root)
         disk = Disk()
         disk.mkdirs_durable("/sim/root")
         sim = ProcessView(disk, 1)

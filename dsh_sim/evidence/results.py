@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dsh_sim import __version__
+from dsh_sim.outputs import write_replacing
 
 RESULTS_FORMAT = "dsh-sim-results"
 
@@ -67,10 +68,8 @@ def explore_document(result: Any, scenario_path: str, seconds: float) -> dict[st
 
 
 def write(doc: dict[str, Any], path: str) -> str:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(doc, handle, indent=1, sort_keys=True)
-        handle.write("\n")
+    """Write a results document (replacing it; never through a symbolic link)."""
+    write_replacing(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return path
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsh_sim.evidence.coverage import requirement_status
+from dsh_sim.outputs import ensure_output_dir, write_replacing
 from dsh_sim.report import model
 from dsh_sim.report.markdown import render_markdown
 from dsh_sim.report.page import render_html
@@ -47,8 +48,7 @@ def to_json(document: Mapping[str, Any]) -> str:
 
 
 def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
+    write_replacing(path, text)  # never through a symbolic link planted at the report's name
 
 
 def write_report(view: dict[str, Any], out_dir: str) -> dict[str, str]:
@@ -63,7 +63,7 @@ def write_report(view: dict[str, Any], out_dir: str) -> dict[str, str]:
 def write_coverage(view: dict[str, Any], out_dir: str) -> tuple[dict[str, Any], dict[str, str]]:
     """:func:`write_report`, also returning the coverage.json document it wrote, so a caller
     reads the requirement status and summary there instead of deriving them again."""
-    os.makedirs(out_dir, exist_ok=True)
+    ensure_output_dir(out_dir)
     document = coverage_document(view)
     status = document["requirements"]
     paths = {fmt: os.path.join(out_dir, f"coverage.{fmt}") for fmt in ("json", "md", "html")}

@@ -31,6 +31,7 @@ import attrs
 
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.faults import FaultRule
+from dsh_sim.outputs import write_new, write_replacing
 
 FORMAT = "dsh-sim-scenario"
 VERSION = 1
@@ -189,11 +190,12 @@ def dumps(scenario: Scenario) -> str:
 
 
 def save(scenario: Scenario, path: str, *, overwrite: bool = False) -> str:
-    """Write a scenario file; never overwrites an existing file unless asked."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    mode = "w" if overwrite else "x"
-    with open(path, mode, encoding="utf-8") as handle:
-        handle.write(dumps(scenario))
+    """Write a scenario file; never overwrites an existing file unless asked, never writes
+    through a symbolic link (:mod:`dsh_sim.outputs`)."""
+    if overwrite:
+        write_replacing(path, dumps(scenario))
+    else:
+        write_new(path, dumps(scenario))
     return path
 
 

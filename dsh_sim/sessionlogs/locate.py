@@ -4,14 +4,34 @@ directory, or a persistence root that holds exactly one session."""
 from __future__ import annotations
 
 import os
+import stat
 
 from dsh_sim.errors import InputError
 from runtime.persistence.layout import parse_generation_filename
 from runtime.session.vocabulary import SESSION_FORMAT_VERSION
 
 
+def _checked(log: str) -> str:
+    """A session log must be a regular file named as itself: a symbolic link (or a FIFO, whose
+    read would block) is refused, as the runtime refuses it."""
+    try:
+        mode = os.lstat(log).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{log}: no such file or directory") from None
+    if stat.S_ISLNK(mode):
+        raise InputError(f"{log}: refusing a session log that is a symbolic link; dsh-sim never follows links to session files")
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{log}: refusing a session log that is not a regular file")
+    return log
+
+
 def locate_log(path: str) -> tuple[str, int, str]:
     """(log file, version, compression) for a session directory or a log file path."""
+    log, version, compression = _locate(path)
+    return _checked(log), version, compression
+
+
+def _locate(path: str) -> tuple[str, int, str]:
     if os.path.isdir(path):
         found = []
         for name in sorted(os.listdir(path)):
@@ -21,14 +41,14 @@ def locate_log(path: str) -> tuple[str, int, str]:
         if not found:
             sessions = sessions_under(path)
             if len(sessions) == 1:
-                return locate_log(sessions[0])
+                return _locate(sessions[0])
             if sessions:
                 listed = ", ".join(sessions[:5]) + (" ..." if len(sessions) > 5 else "")
                 raise InputError(f"{path}: holds {len(sessions)} sessions; name one: {listed}")
             raise InputError(f"{path}: no session log (session[.vN].jsonl[.zstd]) in this directory or the root below it")
         version, name, compression = max(found)
         return os.path.join(path, name), version, compression
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         raise InputError(f"{path}: no such file or directory")
     parsed = parse_generation_filename(os.path.basename(path))
     if parsed is None:

@@ -1,30 +1,52 @@
 """The local sandbox backend: bubblewrap (``bwrap``), spec §7.
 
 ``bwrap`` being installed proves nothing (user namespaces may be off, a container may
-forbid mounts), so the provider runs one trivial confined command before trusting it and
-caches the answer; when that fails, :meth:`BubblewrapProvider.confine` refuses with the
-probe's failure rather than returning the command unconfined.
+forbid mounts or network namespaces), so the provider runs one trivial confined command with
+the same isolation flags before trusting it and caches the answer; when that fails,
+:meth:`BubblewrapProvider.confine` refuses with the probe's failure rather than returning the
+command unconfined (the provider chain then tries Landlock).
 
-Flags beyond the filesystem view are there because without them writes escape:
+Deny by default, flag by flag, because each one closed an escape:
 
-* ``--cap-drop ALL`` and ``--unshare-user-try``: bwrap run by root (not setuid) keeps every
-  capability inside, so the command could ``mount -o remount,rw /``.
-* ``--unshare-pid``: with the host's pids in ``/proc``, ``/proc/<pid>/root`` of a process
-  of the same user (bwrap's own parent, say) leads back into the host's writable tree.
-* ``--new-session``: no ``TIOCSTI`` keystroke injection into the caller's terminal.
+* ``--unshare-all`` (user where possible, IPC, PID, network, UTS, cgroup where possible):
+  without a network namespace the host's interfaces, its loopback listeners and its abstract
+  unix sockets are all reachable; ``--share-net`` only when the policy asks for the network.
+* ``--cap-drop ALL``: bwrap run by root (not setuid) keeps every capability inside, so the
+  command could ``mount -o remount,rw /``.
+* ``env -i`` before ``bwrap`` and ``--clearenv`` with an allow-list
+  (:func:`~runtime.adapters.sandbox_host.sandbox_env`) after it: the parent's secrets were
+  visible in the command's environment, and with ``--clearenv`` alone still in
+  ``/proc/1/environ`` (bwrap's own process, inside the sandbox's PID namespace).
+* Minimal read-only binds (``/usr``, ``/bin``, ``/lib*``, selected ``/etc`` files) instead of
+  ``--ro-bind / /``, which showed ``/etc/shadow`` and ``/root`` to the command.
+* A private PID namespace and ``/proc``: ``/proc/<pid>/root`` of a host process led back
+  into the host's writable tree.
+* ``--new-session`` (no ``TIOCSTI`` into the caller's terminal), ``--die-with-parent``.
+* The workspace is refused when it is ``/``, the home directory, an ancestor of either, a
+  system directory, or outside the configured root (``--bind / /`` made everything writable).
 
 Nothing runs at import time; the OS is reached only through the injectable runner.
 """
 
 from __future__ import annotations
 
-import posixpath
+import os
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
 
+from runtime.adapters.sandbox_host import (
+    ETC_NETWORK,
+    ETC_READ,
+    SANDBOX_TMP,
+    HostView,
+    default_homes,
+    host_view,
+    resolve_workspace,
+    sandbox_env,
+)
 from runtime.agent.sandbox import (
     ConfinableMode,
     ConfinedArgv,
@@ -35,7 +57,7 @@ from runtime.agent.sandbox import (
 )
 
 PROBE_TIMEOUT_S = 10.0
-PRIVATE_TMP = "/tmp"
+PRIVATE_TMP = SANDBOX_TMP
 
 BWRAP_DENIAL_SIGNATURES: tuple[str, ...] = ("read-only file system", "operation not permitted")
 
@@ -95,30 +117,39 @@ def subprocess_runner(argv: Sequence[str], timeout: float | None = None) -> RunR
     )
 
 
-def bwrap_profile(mode: ConfinableMode, workspace_root: str) -> list[str]:
-    """The bwrap options for ``mode``; order matters, later mounts cover earlier ones."""
-    root = posixpath.normpath(workspace_root)
-    profile = [
-        "--unshare-user-try",
-        "--unshare-pid",
-        "--cap-drop",
-        "ALL",
-        "--new-session",
-        "--die-with-parent",
-        "--ro-bind",
-        "/",
-        "/",
-        # The backend temp area: private, discarded when the command ends.
-        "--tmpfs",
-        PRIVATE_TMP,
-    ]
-    if mode == "workspace-write":
-        profile += ["--bind", root, root]
-    elif root != "/":
-        # Re-expose the workspace (read-only) in case it lies under the private /tmp.
-        profile += ["--ro-bind-try", root, root]
-    # After the workspace, so that even a workspace of "/" cannot cover them.
-    profile += ["--dev", "/dev", "--proc", "/proc", "--setenv", "TMPDIR", PRIVATE_TMP]
+def bwrap_profile(
+    mode: ConfinableMode | None,
+    workspace: str | None,
+    *,
+    network: bool = False,
+    host: HostView,
+    env: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The bwrap options; order matters, later mounts cover earlier ones.
+
+    ``workspace`` must already be resolved and checked (:func:`resolve_workspace`); ``None``
+    (the probe) shows no workspace at all.
+    """
+    profile = ["--unshare-all"]
+    if network:
+        profile.append("--share-net")
+    profile += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+    for name, value in sorted((env if env is not None else sandbox_env({}, workspace)).items()):
+        profile += ["--setenv", name, value]
+    for directory in host.binds:
+        profile += ["--ro-bind", directory, directory]
+    for target, link in host.symlinks:
+        profile += ["--symlink", target, link]
+    for path in ETC_READ + (ETC_NETWORK if network else ()):
+        profile += ["--ro-bind-try", path, path]
+    # The backend temp area: private, discarded when the command ends (before the workspace,
+    # which may lie under /tmp and must then stay visible).
+    profile += ["--tmpfs", PRIVATE_TMP]
+    if workspace is not None:
+        profile += ["--bind" if mode == "workspace-write" else "--ro-bind", workspace, workspace, "--chdir", workspace]
+    # Last: the skeleton bwrap builds (its root, /etc, the mount points) becomes read-only, so
+    # the only writable places are the workspace in workspace-write and the private /tmp.
+    profile += ["--dev", "/dev", "--proc", "/proc", "--remount-ro", "/"]
     return profile
 
 
@@ -126,7 +157,12 @@ _UNPROBED = object()
 
 
 class BubblewrapProvider:
-    """A :class:`~runtime.agent.sandbox.SandboxProvider` over a working ``bwrap``."""
+    """A :class:`~runtime.agent.sandbox.SandboxProvider` over a working ``bwrap``.
+
+    ``allowed_root``, when given, is the directory every workspace must lie in.
+    """
+
+    name = "bwrap"
 
     def __init__(
         self,
@@ -135,13 +171,29 @@ class BubblewrapProvider:
         runner: Runner = subprocess_runner,
         which: Callable[[str], str | None] = shutil.which,
         probe_timeout_s: float = PROBE_TIMEOUT_S,
+        environ: Mapping[str, str] | None = None,
+        realpath: Callable[[str], str] = os.path.realpath,
+        homes: Iterable[str] | None = None,
+        allowed_root: str | None = None,
+        host: HostView | None = None,
     ) -> None:
         self._bwrap = bwrap
         self._runner = runner
         self._which = which
         self._probe_timeout_s = probe_timeout_s
+        self._environ = environ
+        self._realpath = realpath
+        self._homes = tuple(homes) if homes is not None else None
+        self._allowed_root = allowed_root
+        self._host = host
         self._probed: object = _UNPROBED
         self._path: str | None = None
+        self._env_path: str | None = None
+
+    def _host_view(self) -> HostView:
+        if self._host is None:
+            self._host = host_view()
+        return self._host
 
     def probe(self) -> str | None:
         """None when bwrap works here, else why not.  Runs once per provider."""
@@ -153,7 +205,10 @@ class BubblewrapProvider:
         path = self._which(self._bwrap)
         if path is None:
             return f"bwrap executable not found: {self._bwrap}"
-        argv = [path, *bwrap_profile("read-only", "/"), "--", "true"]
+        env_path = self._which("env")
+        if env_path is None:
+            return "env executable not found (needed to start bwrap with an empty environment)"
+        argv = [env_path, "-i", path, *bwrap_profile(None, None, host=self._host_view()), "--", "true"]
         try:
             result = self._runner(argv, self._probe_timeout_s)
         except Exception as err:  # an injected runner's crash must also mean "unusable"
@@ -161,16 +216,20 @@ class BubblewrapProvider:
         if result.exit_code != 0:
             said = " ".join(result.stderr.split()) or "no stderr"
             return f"bwrap probe `true` exited with {result.exit_code}: {said}"
-        self._path = path
+        self._path, self._env_path = path, env_path
         return None
 
     def confine(self, argv: Sequence[str], policy: SandboxPolicy) -> ConfinedArgv:
         mode = check_confinable(argv, policy)
+        homes = self._homes if self._homes is not None else default_homes()
+        workspace = resolve_workspace(policy.workspace_root, realpath=self._realpath, homes=homes, allowed_root=self._allowed_root)
         failure = self.probe()
-        if failure is not None or self._path is None:
+        if failure is not None or self._path is None or self._env_path is None:
             raise SandboxUnavailableError(mode, failure or "bwrap probe did not succeed")
+        env = sandbox_env(os.environ if self._environ is None else self._environ, workspace)
+        profile = bwrap_profile(mode, workspace, network=policy.network, host=self._host_view(), env=env)
         return ConfinedArgv(
-            argv=(self._path, *bwrap_profile(mode, policy.workspace_root), "--", *argv),
+            argv=(self._env_path, "-i", self._path, *profile, "--", *argv),
             enforcement="full",
             denial_signatures=BWRAP_DENIAL_SIGNATURES,
             runner_failure_rules=BWRAP_FAILURE_RULES,

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import trio
 
-from runtime.ports.fs import OpenFlags, StatResult
+from runtime.ports.fs import FileKind, OpenFlags, StatResult
 
 T = TypeVar("T")
 
@@ -40,6 +40,16 @@ def os_open_flags(flags: OpenFlags) -> int:
     return bits | getattr(os, "O_CLOEXEC", 0)
 
 
+def _kind(mode: int) -> FileKind:
+    if stat_module.S_ISREG(mode):
+        return "file"
+    if stat_module.S_ISDIR(mode):
+        return "dir"
+    if stat_module.S_ISLNK(mode):
+        return "symlink"
+    return "other"
+
+
 def _stat_result(st: os.stat_result) -> StatResult:
     return StatResult(
         dev=st.st_dev,
@@ -48,6 +58,8 @@ def _stat_result(st: os.stat_result) -> StatResult:
         mtime_ns=st.st_mtime_ns,
         ctime_ns=st.st_ctime_ns,
         is_dir=stat_module.S_ISDIR(st.st_mode),
+        kind=_kind(st.st_mode),
+        nlink=st.st_nlink,
     )
 
 
@@ -106,6 +118,9 @@ class OsFileSystem:
 
     async def stat(self, path: str) -> StatResult:
         return _stat_result(await self._run(os.stat, path))
+
+    async def lstat(self, path: str) -> StatResult:
+        return _stat_result(await self._run(os.lstat, path))
 
     async def fstat(self, fd: int) -> StatResult:
         return _stat_result(await self._run(os.fstat, fd))

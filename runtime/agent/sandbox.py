@@ -10,6 +10,7 @@ This module is pure (no ``os``/``subprocess``): OS backends live in :mod:`runtim
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
 
@@ -44,27 +45,87 @@ class SandboxUnavailableError(Exception):
         self.message = message
 
 
-def _absolute(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
-    if type(value) is not str or not value.startswith("/") or "\0" in value:
-        raise ValueError(f"{attribute.name} must be an absolute path, got {value!r}")
+def _strings(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
 
 
-# Typed converters: attrs' mypy plugin cannot infer the item type of a bare ``tuple`` converter.
 def _ints(values: Iterable[int]) -> tuple[int, ...]:
     return tuple(values)
 
 
-def _strs(values: Iterable[str]) -> tuple[str, ...]:
+def _rules(values: Iterable[RunnerFailureRule]) -> tuple[RunnerFailureRule, ...]:
     return tuple(values)
+
+
+def _absolute(instance: Any, attribute: attrs.Attribute[str], value: str) -> None:
+    if type(value) is not str or not value.startswith("/") or "\0" in value:
+        raise ValueError(f"{attribute.name} must be an absolute path, got {value!r}")
 
 
 @attrs.frozen
 class SandboxPolicy:
-    """What one call may touch.  Passed per call, never stored in a provider."""
+    """What one call may touch.  Passed per call, never stored in a provider.
+
+    ``network`` is off unless a policy asks for it: a confined command that could reach the
+    network could hand the workspace to anyone, whatever the filesystem rules say.
+    """
 
     mode: SandboxMode = attrs.field(validator=attrs.validators.in_(SANDBOX_MODES))
     workspace_root: str = attrs.field(validator=_absolute)
     session_id: str | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str)))
+    network: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+
+
+class UnsafeWorkspaceError(Exception):
+    """The workspace would expose too much: ``/``, the home directory, an ancestor of either,
+    a system directory, or a directory outside the configured root.
+
+    Refused before anything runs: ``workspace-write`` on ``/`` would make the whole host
+    writable, and a read-only bind of the home directory would hand its secrets to the command.
+    """
+
+    name = "UnsafeWorkspaceError"
+    code = "UNSAFE_WORKSPACE"
+
+    def __init__(self, workspace: str, why: str) -> None:
+        super().__init__(f'refusing to confine a command to workspace "{workspace}": {why}')
+        self.workspace = workspace
+        self.why = why
+
+
+# Host directories a workspace may never be, nor lie inside: binding one writable (or even
+# readable, for /proc and /sys) gives away the host.
+SYSTEM_DIRS: tuple[str, ...] = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sbin", "/sys", "/usr")
+
+
+# Shared top-level directories: fine to work below, never to be the workspace itself (in
+# workspace-write, every user's files there would become writable).
+SHARED_DIRS: tuple[str, ...] = ("/home", "/media", "/mnt", "/opt", "/root", "/run", "/srv", "/tmp", "/var")
+
+
+def _within(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def unsafe_workspace(resolved: str, *, homes: Iterable[str] = (), allowed_root: str | None = None) -> str | None:
+    """Why ``resolved`` (a workspace with every symlink resolved) must be refused, else None.
+
+    Pure: the OS adapters resolve the path and find the home directories, then ask here.
+    """
+    path = posixpath.normpath(resolved)
+    if path == "/":
+        return "it is the filesystem root"
+    for home in (posixpath.normpath(h) for h in homes):
+        if home != "/" and _within(home, path):
+            return "it is the home directory" if home == path else f"it is an ancestor of the home directory {home}"
+    for system in SYSTEM_DIRS:
+        if _within(path, system):
+            return f"it lies in the system directory {system}"
+    if path in SHARED_DIRS:
+        return f"it is the shared directory {path} itself (use a directory below it)"
+    if allowed_root is not None and not _within(path, posixpath.normpath(allowed_root)):
+        return f"it is outside the configured root {allowed_root}"
+    return None
 
 
 @attrs.frozen
@@ -78,22 +139,24 @@ class RunnerFailureRule:
     """
 
     allowed_exit_codes: tuple[int, ...] = attrs.field(converter=_ints)
-    fatal_signatures: tuple[str, ...] = attrs.field(converter=_strs)
-    informational_lines: tuple[str, ...] = attrs.field(converter=_strs, default=())
-
-
-def _rules(values: Iterable[RunnerFailureRule]) -> tuple[RunnerFailureRule, ...]:
-    return tuple(values)
+    fatal_signatures: tuple[str, ...] = attrs.field(converter=_strings)
+    informational_lines: tuple[str, ...] = attrs.field(converter=_strings, default=())
 
 
 @attrs.frozen
 class ConfinedArgv:
     """An enforcing argv: runner, profile, separator, then the original argv."""
 
-    argv: tuple[str, ...] = attrs.field(converter=_strs)
+    argv: tuple[str, ...] = attrs.field(converter=_strings)
     enforcement: Enforcement = attrs.field(validator=attrs.validators.in_(("full", "partial")))
-    denial_signatures: tuple[str, ...] = attrs.field(converter=_strs, default=())
+    denial_signatures: tuple[str, ...] = attrs.field(converter=_strings, default=())
     runner_failure_rules: tuple[RunnerFailureRule, ...] = attrs.field(converter=_rules, default=())
+    # What this backend leaves unconfined for this call (empty with "full"): said, not hidden.
+    unconfined: tuple[str, ...] = attrs.field(converter=_strings, default=())
+
+    def __attrs_post_init__(self) -> None:
+        if self.enforcement == "partial" and not self.unconfined:
+            raise ValueError("a partial confinement must say what it leaves unconfined")
 
     def looks_denied(self, stderr: str) -> bool:
         """Whether stderr carries this backend's denial signature (a hint, not a proof)."""

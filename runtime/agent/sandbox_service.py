@@ -30,6 +30,7 @@ class Confinement:
     argv: tuple[str, ...]
     mode: str
     enforcement: str  # "full" | "partial" | "bypassed" (danger-full-access)
+    unconfined: tuple[str, ...] = ()  # what the backend says it leaves unconfined
 
 
 class SandboxService:
@@ -60,4 +61,4 @@ class SandboxService:
             return Confinement(tuple(argv), mode, "bypassed")
         policy = SandboxPolicy(mode=mode, workspace_root=self.workspace, session_id=getattr(agent, "id", None))  # type: ignore[arg-type]
         confined = self._provider.confine(argv, policy)
-        return Confinement(tuple(confined.argv), mode, confined.enforcement)
+        return Confinement(tuple(confined.argv), mode, confined.enforcement, confined.unconfined)

@@ -38,6 +38,7 @@ from runtime.persistence.errors import (
     SessionHandleClosedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceNotFoundError,
+    UnsafeSessionPathError,
     header_version_refusal,
 )
 from runtime.persistence.handles import ReadHandle, WriteHandle
@@ -48,6 +49,7 @@ from runtime.persistence.locate import (
     Located,
     flat_layout_error,
     generation_in,
+    is_real_dir,
     locate,
     paths_of,
     remove_stale_temps,
@@ -75,6 +77,7 @@ from runtime.persistence.publication import (
     publish,
     thread_verifier,
 )
+from runtime.persistence.safe_paths import require_regular
 from runtime.persistence.v0_format import (
     V0_VERSION,
     V0Unsupported,
@@ -257,11 +260,11 @@ class JsonlBackend:
         if await exists(self.fs, self.root):
             for project in await self.fs.listdir(self.root):
                 project_dir = f"{self.root}/{project}"
-                if not (await self.fs.stat(project_dir)).is_dir:
+                if not await is_real_dir(self.fs, project_dir):
                     continue
                 for entry in await self.fs.listdir(project_dir):
                     path = f"{project_dir}/{entry}"
-                    if not (await self.fs.stat(path)).is_dir:
+                    if not await is_real_dir(self.fs, path):
                         if ".jsonl" in entry:
                             raise flat_layout_error(path)
                         continue
@@ -282,9 +285,9 @@ class JsonlBackend:
             raise SessionFormatUnsupportedError.version(label, located.version, located.log)
         complete = _has_newline if self.compression == "none" else _has_first_frame
         for _ in range(2):
-            before = await self.fs.stat(located.log)
+            before = require_regular(await self.fs.lstat(located.log), located.log)
             data = await read_prefix(self.fs, located.log, complete)
-            after = await self.fs.stat(located.log)
+            after = await self.fs.lstat(located.log)
             if before.revision() == after.revision():
                 break
         with _refusals(label, located):
@@ -321,7 +324,11 @@ class JsonlBackend:
         return decoded.header, decoded.events, decoded.torn.torn_bytes if decoded.torn else 0, st
 
     async def _decode(self, session_id: str, located: Located) -> DecodedLog:
-        data, _ = await read_stable(self.fs, located.log)
+        """The log a write open builds on: it must have no second name (hard link) through
+        which a writer in another root could reach it without this session's lock."""
+        data, st = await read_stable(self.fs, located.log)
+        if st.nlink != 1:
+            raise UnsafeSessionPathError.hard_linked(located.log, st.nlink)
         return self._decode_bytes(session_id, located, data)
 
     def _decode_bytes(self, session_id: str, located: Located, data: bytes) -> DecodedLog:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import trio
 
 from runtime.persistence.errors import AppendRollbackError
+from runtime.persistence.safe_paths import open_nofollow, require_directory, require_regular
 from runtime.ports.fs import FileSystem, OpenFlags, StatResult
 
 READ_CHUNK = 1 << 20
@@ -39,7 +40,7 @@ async def close_after_error(fs: FileSystem, fd: int) -> None:
 
 
 async def read_all(fs: FileSystem, path: str) -> bytes:
-    fd = await fs.open(path, OpenFlags.READ)
+    fd = await open_nofollow(fs, path, OpenFlags.READ)
     parts: list[bytes] = []
     try:
         while True:
@@ -55,15 +56,18 @@ async def read_all(fs: FileSystem, path: str) -> bytes:
 
 
 async def read_stable(fs: FileSystem, path: str) -> tuple[bytes, StatResult]:
-    """stat → read → stat until both stats agree (one retry, then trust the first size)."""
-    first = await fs.stat(path)
+    """stat → read → stat until both stats agree (one retry, then trust the first size).
+
+    ``lstat``, and only a regular file: a link or a FIFO in place of a log is refused.
+    """
+    first = require_regular(await fs.lstat(path), path)
     data = await read_all(fs, path)
-    after = await fs.stat(path)
+    after = await fs.lstat(path)
     if first.revision() == after.revision():
         return data, after
-    first = after
+    first = require_regular(after, path)
     data = await read_all(fs, path)
-    after = await fs.stat(path)
+    after = await fs.lstat(path)
     if first.revision() == after.revision():
         return data, after
     return data[: first.size], first
@@ -97,7 +101,8 @@ async def ensure_dir_durable(fs: FileSystem, path: str, base: str) -> None:
         try:
             await fs.mkdir(directory, 0o700)
         except FileExistsError:
-            pass
+            if directory != base:  # below the root: a real directory, never a link to one
+                await require_directory(fs, directory)
         await fs.fsync_dir(posixpath.dirname(directory))
 
 
@@ -120,7 +125,7 @@ async def write_new_synced(fs: FileSystem, path: str, data: bytes) -> None:
     A failed write or fsync removes the file again (it is ours); a failed exclusive open
     removes nothing (the name belongs to someone else).
     """
-    fd = await fs.open(path, OpenFlags.WRITE | OpenFlags.CREATE | OpenFlags.EXCLUSIVE, 0o600)
+    fd = await open_nofollow(fs, path, OpenFlags.WRITE | OpenFlags.CREATE | OpenFlags.EXCLUSIVE, 0o600)
     try:
         await fs.write(fd, data)
         await fs.fsync(fd)
@@ -163,7 +168,7 @@ async def unlink_quietly(fs: FileSystem, path: str) -> None:
 
 
 async def truncate_durable(fs: FileSystem, path: str, size: int) -> None:
-    fd = await fs.open(path, OpenFlags.READ | OpenFlags.WRITE)
+    fd = await open_nofollow(fs, path, OpenFlags.READ | OpenFlags.WRITE)
     try:
         await fs.ftruncate(fd, size)
         await fs.fsync(fd)
@@ -180,9 +185,9 @@ async def append_durable(fs: FileSystem, path: str, data: bytes, expected_size: 
     append whose rollback failed) are removed durably first, so a retry can never leave the
     same records twice in the file.
     """
-    fd = await fs.open(path, OpenFlags.WRITE | OpenFlags.APPEND)
+    fd = await open_nofollow(fs, path, OpenFlags.WRITE | OpenFlags.APPEND)
     try:
-        size = (await fs.fstat(fd)).size
+        size = require_regular(await fs.fstat(fd), path).size
     except BaseException:
         await close_after_error(fs, fd)
         raise
@@ -212,7 +217,7 @@ async def append_durable(fs: FileSystem, path: str, data: bytes, expected_size: 
 
 async def read_prefix(fs: FileSystem, path: str, complete: Callable[[bytes], bool], chunk: int = 8192) -> bytes:
     """Read from the start until ``complete(prefix)`` holds or EOF (header-only reads)."""
-    fd = await fs.open(path, OpenFlags.READ)
+    fd = await open_nofollow(fs, path, OpenFlags.READ)
     data = b""
     try:
         while True:
@@ -231,7 +236,8 @@ async def read_prefix(fs: FileSystem, path: str, complete: Callable[[bytes], boo
 
 
 async def fsync_path(fs: FileSystem, path: str) -> None:
-    fd = await fs.open(path, OpenFlags.READ)
+    require_regular(await fs.lstat(path), path)  # opening a FIFO planted there would block
+    fd = await open_nofollow(fs, path, OpenFlags.READ)
     try:
         await fs.fsync(fd)
     except BaseException:

@@ -130,3 +130,35 @@ class GenerationSourceChangedError(SessionPersistenceError):
 class GenerationTargetConflictError(SessionPersistenceError):
     def __init__(self, path: str, detail: str = "target bytes differ from the migrated generation") -> None:
         super().__init__(f'current session generation already exists at "{path}": {detail}')
+
+
+class UnsafeSessionPathError(SessionPersistenceError):
+    """A session path that is not what its name promises: refused, never followed.
+
+    A symbolic link (or a second hard link) in place of a log, temp file, lock file or
+    session directory would let a writer truncate and append to a file outside the session
+    directory, or write to another session's log without holding its lock.
+    """
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f'refusing session path "{path}": {why}')
+        self.path = path
+        self.why = why
+
+    @classmethod
+    def symlink(cls, path: str) -> UnsafeSessionPathError:
+        return cls(path, "it is a symbolic link; session files and directories are never followed through links")
+
+    @classmethod
+    def not_regular(cls, path: str, kind: str) -> UnsafeSessionPathError:
+        what = "a directory" if kind == "dir" else "a symbolic link" if kind == "symlink" else "not a regular file"
+        return cls(path, f"it is {what}, not a regular file")
+
+    @classmethod
+    def not_directory(cls, path: str, kind: str) -> UnsafeSessionPathError:
+        what = "a symbolic link" if kind == "symlink" else "not a directory"
+        return cls(path, f"it is {what}; session directories are never followed through links")
+
+    @classmethod
+    def hard_linked(cls, path: str, links: int) -> UnsafeSessionPathError:
+        return cls(path, f"it has {links} hard links; another name could reach the log without holding its lock")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from runtime.persistence.durable import close_after_error, close_shielded
 from runtime.persistence.errors import SessionAlreadyOwnedError
+from runtime.persistence.safe_paths import open_nofollow, require_regular
 from runtime.ports.fs import FileSystem, OpenFlags
 
 ATTEMPTS = 3
@@ -17,13 +18,18 @@ ATTEMPTS = 3
 async def acquire_lock(fs: FileSystem, lock_path: str, session_id: str) -> int:
     """Return the descriptor holding the lock; ``SessionAlreadyOwnedError`` if another holds it."""
     for _ in range(ATTEMPTS):
-        fd = await fs.open(lock_path, OpenFlags.WRITE | OpenFlags.CREATE, 0o600)
+        try:  # a FIFO planted at the lock's name would block the open below forever
+            require_regular(await fs.lstat(lock_path), lock_path)
+        except FileNotFoundError:
+            pass
+        # NOFOLLOW: a linked lock file would be followed and create (and lock) its target
+        fd = await open_nofollow(fs, lock_path, OpenFlags.WRITE | OpenFlags.CREATE, 0o600)
         try:
             try:
                 await fs.flock(fd)
             except BlockingIOError:
                 raise SessionAlreadyOwnedError(session_id) from None
-            held = await fs.fstat(fd)
+            held = require_regular(await fs.fstat(fd), lock_path)
             try:
                 at_path = await fs.stat(lock_path)
             except FileNotFoundError:

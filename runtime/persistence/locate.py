@@ -13,7 +13,7 @@ import posixpath
 import attrs
 
 from runtime.persistence.durable import exists
-from runtime.persistence.errors import LayoutError
+from runtime.persistence.errors import LayoutError, UnsafeSessionPathError
 from runtime.persistence.layout import (
     LOCK_FILENAME,
     SessionPaths,
@@ -52,14 +52,14 @@ async def locate(fs: FileSystem, root: str, compression: str, session_id: str) -
     found: list[Located] = []
     for project in await fs.listdir(root):
         project_dir = f"{root}/{project}"
-        if not (await fs.stat(project_dir)).is_dir:
+        if not await is_real_dir(fs, project_dir):
             continue  # a stray file in the root is not a project directory
         for suffix in (".jsonl", ".jsonl.zstd"):
             if await exists(fs, f"{project_dir}/{encoded}{suffix}"):
                 raise flat_layout_error(f"{project_dir}/{encoded}{suffix}")
         candidate = f"{project_dir}/{encoded}"
         try:
-            if not (await fs.stat(candidate)).is_dir:
+            if not await is_real_dir(fs, candidate):
                 continue
         except (FileNotFoundError, NotADirectoryError):
             continue
@@ -69,6 +69,18 @@ async def locate(fs: FileSystem, root: str, compression: str, session_id: str) -
     if len(found) > 1:
         raise LayoutError(f'duplicate JSONL session id "{session_id}" appears in multiple project directories')
     return found[0] if found else None
+
+
+async def is_real_dir(fs: FileSystem, path: str) -> bool:
+    """Whether ``path`` is a directory (``lstat``); a symbolic link in its place is refused.
+
+    A linked project or session directory would take every read and write of the session,
+    lock file included, outside the root.
+    """
+    st = await fs.lstat(path)
+    if st.kind == "symlink":
+        raise UnsafeSessionPathError.not_directory(path, st.kind)
+    return st.is_dir
 
 
 async def generation_in(fs: FileSystem, session_dir: str, compression: str) -> Located | None:

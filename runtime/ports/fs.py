@@ -9,7 +9,7 @@ operation by operation.
 from __future__ import annotations
 
 import enum
-from typing import Protocol
+from typing import Literal, Protocol
 
 import attrs
 
@@ -26,9 +26,21 @@ class OpenFlags(enum.Flag):
     NOFOLLOW = enum.auto()  # refuse (ELOOP) when the final component is a symbolic link
 
 
+FileKind = Literal["file", "dir", "symlink", "other"]
+
+
+def _kind_default(stat: StatResult) -> FileKind:
+    return "dir" if stat.is_dir else "file"
+
+
 @attrs.frozen
 class StatResult:
-    """The identity and size facts the backend uses for revisions and lock checks."""
+    """The identity and size facts the backend uses for revisions and lock checks.
+
+    ``kind`` and ``nlink`` let the backend refuse a session file that is not what its name
+    promises: a symbolic link (seen only by :meth:`FileSystem.lstat`), a FIFO or device, or a
+    log with a second hard link through which another writer could reach it unlocked.
+    """
 
     dev: int
     ino: int
@@ -36,6 +48,8 @@ class StatResult:
     mtime_ns: int
     ctime_ns: int
     is_dir: bool = False
+    kind: FileKind = attrs.field(default=attrs.Factory(_kind_default, takes_self=True))
+    nlink: int = 1
 
     def revision(self) -> str:
         """A change token: equal tokens mean an unchanged file (spec §3.7)."""
@@ -70,6 +84,10 @@ class FileSystem(Protocol):
     async def ftruncate(self, fd: int, size: int) -> None: ...
 
     async def stat(self, path: str) -> StatResult: ...
+
+    async def lstat(self, path: str) -> StatResult:
+        """Like :meth:`stat`, but a final symbolic link is described, not followed."""
+        ...
 
     async def fstat(self, fd: int) -> StatResult: ...
 

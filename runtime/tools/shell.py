@@ -1,15 +1,17 @@
 """The built-in shell tool: runs an argv through the mounted sandbox service.
 
 No sandbox mounted, or no backend able to enforce the session's mode: the call fails with
-``SANDBOX_UNAVAILABLE`` and nothing runs.  The result records the mode and how completely it
-was enforced (``full``, ``partial``, or ``bypassed`` for danger-full-access).
+``SANDBOX_UNAVAILABLE`` and nothing runs; an unsafe workspace (``/``, the home directory...)
+fails with ``UNSAFE_WORKSPACE``.  The result records the mode and how completely it was
+enforced (``full``, ``partial`` with the list of what stayed unconfined, or ``bypassed`` for
+danger-full-access).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from runtime.agent.sandbox import SANDBOX_UNAVAILABLE, SandboxUnavailableError
+from runtime.agent.sandbox import SANDBOX_UNAVAILABLE, SandboxUnavailableError, UnsafeWorkspaceError
 from runtime.ports.probe import Probe
 from runtime.ports.process import ProcessRunner
 from runtime.tools.registry import ToolExecution
@@ -45,11 +47,13 @@ class ShellTool:
             await self._probe.at("sandbox.confine", call_id=ex.call_id, mode=mode)
         try:
             confined = sandbox.confine(argv, ex.agent)
-        except SandboxUnavailableError as err:
+        except (SandboxUnavailableError, UnsafeWorkspaceError) as err:
             raise HarnessError(str(err), name=err.name, code=err.code) from None
         done = await self._runner.run(list(confined.argv), cwd=self._workspace, call_id=ex.call_id)
         text = done.stdout + (f"\n[stderr]\n{done.stderr}" if done.stderr else "")
-        meta = {"sandbox": confined.mode, "enforcement": confined.enforcement}
+        meta: dict[str, Any] = {"sandbox": confined.mode, "enforcement": confined.enforcement}
+        if confined.unconfined:
+            meta["unconfined"] = list(confined.unconfined)
         if done.exit_code != 0:
             failed = ToolResult.failure(f"command exited with {done.exit_code}: {text.strip()}")
             return ToolResult(failed.content, True, failed.error, meta)

@@ -87,7 +87,21 @@ class DirNode:
         return sorted(n for n in set(vol) | set(dur) if vol.get(n) != dur.get(n))
 
 
-Node = FileNode | DirNode
+@attrs.frozen
+class SymlinkNode:
+    """A symbolic link: a name for a path, resolved at each lookup (as Linux does).
+
+    Its target never changes after creation; a crash model has nothing to tear in it, so it
+    is durable as soon as its directory entry is.
+    """
+
+    ino: int
+    target: str
+    mtime_ns: int = 0
+    ctime_ns: int = 0
+
+
+Node = FileNode | DirNode | SymlinkNode
 
 
 @attrs.frozen

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import errno
 import os
-import posixpath
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -23,15 +22,16 @@ import attrs
 import trio
 
 from dsh_sim.adapters.simfs.disk import (
-    ROOT_INO,
     DirNode,
     Disk,
     FidelityError,
     FileNode,
+    SymlinkNode,
     TruncateOp,
     WriteOp,
     apply_op,
 )
+from dsh_sim.adapters.simfs.paths import existing, lookup, os_error, realpath
 from runtime.ports.fs import OpenFlags, StatResult
 
 
@@ -58,8 +58,7 @@ class NoGate:
         return None
 
 
-def _err(code: int, path: str | None = None) -> OSError:
-    return OSError(code, os.strerror(code), path) if path is not None else OSError(code, os.strerror(code))
+_err = os_error
 
 
 @attrs.define
@@ -112,36 +111,6 @@ class ProcessView:
             raise _err(errno.EBADF)
         return entry
 
-    def _split(self, path: str) -> tuple[int, str]:
-        """(parent directory inode, final name) for an absolute path."""
-        norm = posixpath.normpath(path)
-        if not norm.startswith("/"):
-            raise _err(errno.ENOENT, path)
-        parts = [p for p in norm.split("/") if p]
-        if not parts:
-            return ROOT_INO, ""
-        ino = ROOT_INO
-        for part in parts[:-1]:
-            node = self.disk.nodes[ino]
-            if not isinstance(node, DirNode):
-                raise _err(errno.ENOTDIR, path)
-            child = node.lookup(part)
-            if child is None:
-                raise _err(errno.ENOENT, path)
-            ino = child
-        if not isinstance(self.disk.nodes[ino], DirNode):
-            raise _err(errno.ENOTDIR, path)
-        return ino, parts[-1]
-
-    def _resolve(self, path: str) -> int:
-        parent, name = self._split(path)
-        if name == "":
-            return ROOT_INO
-        child = self.disk.dir(parent).lookup(name)
-        if child is None:
-            raise _err(errno.ENOENT, path)
-        return child
-
     def _set_entries(self, dir_ino: int, name: str, ino: int | None) -> None:
         node = self.disk.dir(dir_ino)
         entries = [(n, i) for n, i in node.entries if n != name]
@@ -159,9 +128,14 @@ class ProcessView:
 
     def _stat(self, ino: int) -> StatResult:
         node = self.disk.nodes[ino]
-        if isinstance(node, FileNode):
-            return StatResult(self.disk.dev, ino, len(node.volatile), node.mtime_ns, node.ctime_ns, False)
-        return StatResult(self.disk.dev, ino, 4096, node.mtime_ns, node.ctime_ns, True)
+        dev = self.disk.dev
+        if not isinstance(node, DirNode):
+            links = sum(1 for d in self.disk.nodes.values() if isinstance(d, DirNode) for _, child in d.entries if child == ino)
+            if isinstance(node, SymlinkNode):
+                return StatResult(dev, ino, len(node.target.encode()), node.mtime_ns, node.ctime_ns, False, "symlink", links)
+            return StatResult(dev, ino, len(node.volatile), node.mtime_ns, node.ctime_ns, False, "file", links)
+        subdirs = sum(1 for _, child in node.entries if isinstance(self.disk.nodes[child], DirNode))
+        return StatResult(dev, ino, 4096, node.mtime_ns, node.ctime_ns, True, "dir", 2 + subdirs)
 
     # -- the port --------------------------------------------------------------------------
 
@@ -170,12 +144,15 @@ class ProcessView:
         if fault is not None:
             self._done("open", path, f"errno:{fault.errno}")
             raise _err(fault.errno, path)
-        parent, name = self._split(path)
-        ino = ROOT_INO if name == "" else self.disk.dir(parent).lookup(name)
+        exclusive = OpenFlags.CREATE in flags and OpenFlags.EXCLUSIVE in flags
+        found = lookup(self.disk, path, follow=not exclusive and OpenFlags.NOFOLLOW not in flags)
+        parent, name, ino = found.parent, found.name, found.ino
         writing = OpenFlags.WRITE in flags
         if ino is not None:
-            if OpenFlags.CREATE in flags and OpenFlags.EXCLUSIVE in flags:
+            if exclusive:
                 raise _err(errno.EEXIST, path)
+            if isinstance(self.disk.nodes[ino], SymlinkNode):  # only reached with NOFOLLOW
+                raise _err(errno.ELOOP, path)
             if isinstance(self.disk.nodes[ino], DirNode) and writing:
                 raise _err(errno.EISDIR, path)
             if writing and OpenFlags.TRUNCATE in flags and self.disk.file(ino).volatile:
@@ -205,6 +182,7 @@ class ProcessView:
         node = self.disk.nodes[entry.ino]
         if isinstance(node, DirNode):
             raise _err(errno.EISDIR)
+        assert isinstance(node, FileNode)  # open never hands out a descriptor of a link
         data = node.volatile[entry.pos : entry.pos + size]
         entry.pos += len(data)
         return data
@@ -250,7 +228,7 @@ class ProcessView:
         if fault is not None:
             self._done("fsync_dir", path, f"errno:{fault.errno}")
             raise _err(fault.errno, path)
-        ino = self._resolve(path)
+        ino = existing(self.disk, path, follow=True)
         node = self.disk.nodes[ino]
         if not isinstance(node, DirNode):
             raise _err(errno.ENOTDIR, path)
@@ -262,9 +240,10 @@ class ProcessView:
         if fault is not None:
             self._done("link", dst, f"errno:{fault.errno}")
             raise _err(fault.errno, dst)
-        ino = self._resolve(src)
-        parent, name = self._split(dst)
-        if name == "" or self.disk.dir(parent).lookup(name) is not None:  # Linux checks the target first
+        ino = existing(self.disk, src, follow=False)  # link(2) on Linux links a symbolic link itself
+        target = lookup(self.disk, dst, follow=False)
+        parent, name = target.parent, target.name
+        if target.ino is not None:  # Linux checks the target first
             raise _err(errno.EEXIST, dst)
         if isinstance(self.disk.nodes[ino], DirNode):
             raise _err(errno.EPERM, src)
@@ -276,11 +255,12 @@ class ProcessView:
         if fault is not None:
             self._done("unlink", path, f"errno:{fault.errno}")
             raise _err(fault.errno, path)
-        ino = self._resolve(path)
-        if isinstance(self.disk.nodes[ino], DirNode):
+        found = lookup(self.disk, path, follow=False)  # removes a symbolic link, not its target
+        if found.ino is None:
+            raise _err(errno.ENOENT, path)
+        if isinstance(self.disk.nodes[found.ino], DirNode):
             raise _err(errno.EISDIR, path)
-        parent, name = self._split(path)
-        self._set_entries(parent, name, None)
+        self._set_entries(found.parent, found.name, None)
         self._done("unlink", path)
 
     async def truncate(self, path: str, size: int) -> None:
@@ -288,7 +268,7 @@ class ProcessView:
         if fault is not None:
             self._done("truncate", path, f"errno:{fault.errno}")
             raise _err(fault.errno, path)
-        ino = self._resolve(path)
+        ino = existing(self.disk, path, follow=True)
         if isinstance(self.disk.nodes[ino], DirNode):
             raise _err(errno.EISDIR, path)
         self._apply(ino, TruncateOp(size))
@@ -309,7 +289,12 @@ class ProcessView:
 
     async def stat(self, path: str) -> StatResult:
         await self._enter("stat", path)
-        return self._stat(self._resolve(path))
+        return self._stat(existing(self.disk, path, follow=True))
+
+    async def lstat(self, path: str) -> StatResult:
+        """Announced as ``fs.stat`` (the same kind of question; no fault targets it)."""
+        await self._enter("stat", path)
+        return self._stat(existing(self.disk, path, follow=False))
 
     async def fstat(self, fd: int) -> StatResult:
         entry = self._fd(fd) if self.alive else None
@@ -318,7 +303,7 @@ class ProcessView:
 
     async def listdir(self, path: str) -> list[str]:
         await self._enter("listdir", path)
-        node = self.disk.nodes[self._resolve(path)]
+        node = self.disk.nodes[existing(self.disk, path, follow=True)]
         if not isinstance(node, DirNode):
             raise _err(errno.ENOTDIR, path)
         return [name for name, _ in node.entries]
@@ -328,19 +313,38 @@ class ProcessView:
         if fault is not None:
             self._done("mkdir", path, f"errno:{fault.errno}")
             raise _err(fault.errno, path)
-        parent, name = self._split(path)
-        if name == "" or self.disk.dir(parent).lookup(name) is not None:
+        found = lookup(self.disk, path, follow=False)
+        if found.ino is not None:
             raise _err(errno.EEXIST, path)
         ino = self.disk.new_ino()
         stamp = self.disk.stamp(self._now_ns())
         self.disk.nodes[ino] = DirNode(ino, mtime_ns=stamp, ctime_ns=stamp)
-        self._set_entries(parent, name, ino)
+        self._set_entries(found.parent, found.name, ino)
         self._done("mkdir", path)
 
+    async def symlink(self, target: str, path: str) -> None:
+        """Create a symbolic link (not a port operation: the runtime never makes one).
+
+        What another program sharing the disk does — a user, an attacker — so that tests can
+        plant links where the runtime will look.  Announced as ``fs.link`` (a new name).
+        """
+        fault = await self._enter("link", path, target=target)
+        if fault is not None:
+            self._done("link", path, f"errno:{fault.errno}")
+            raise _err(fault.errno, path)
+        found = lookup(self.disk, path, follow=False)
+        if found.ino is not None:
+            raise _err(errno.EEXIST, path)
+        ino = self.disk.new_ino()
+        stamp = self.disk.stamp(self._now_ns())
+        self.disk.nodes[ino] = SymlinkNode(ino, target, mtime_ns=stamp, ctime_ns=stamp)
+        self._set_entries(found.parent, found.name, ino)
+        self._done("link", path, "symlink")
+
     async def realpath(self, path: str) -> str:
-        """SimFS has no symbolic links: the resolved path is the normalized one."""
+        """``path`` with every symbolic link resolved, as ``os.path.realpath`` does it."""
         await self._enter("stat", path)
-        return posixpath.normpath(path)
+        return realpath(self.disk, path)
 
     async def flock(self, fd: int) -> None:
         entry = self._fd(fd) if self.alive else None

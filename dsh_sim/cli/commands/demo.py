@@ -1,8 +1,10 @@
 """``dsh-sim demo``: one scripted agent session on the real filesystem.
 
 The real runtime with production ports: the JSONL + zstd backend under ``--root``, the
-checkpoint policy, file tools confined to ``--workspace``, and the shell tool confined by
-bubblewrap when it works here (otherwise the call fails closed with SANDBOX_UNAVAILABLE).
+checkpoint policy, file tools confined to ``--workspace``, and the shell tool confined by the
+local sandbox chain — bubblewrap, else Landlock — when one works here; otherwise the call
+fails closed with SANDBOX_UNAVAILABLE, and the demo says so rather than leave it to be found
+in the log.
 The model is the deterministic script adapter, reading ``--script`` (a packaged example by
 default).
 """
@@ -17,11 +19,13 @@ from typing import Any
 import trio
 
 from dsh_sim.cli.commands.common import CliError, single
+from dsh_sim.outputs import check_output_dir, ensure_output_dir
 from runtime.adapters import production_ports
-from runtime.adapters.bwrap import BubblewrapProvider
+from runtime.adapters.local_sandbox import LocalSandboxProvider
 from runtime.adapters.process import SubprocessRunner
 from runtime.adapters.script_model import ScriptModel
 from runtime.agent.runtime import RuntimeConfig, open_runtime
+from runtime.agent.sandbox import SANDBOX_UNAVAILABLE
 from runtime.agent.sandbox_service import SandboxService
 from runtime.persistence.errors import (
     SessionAlreadyExistsError,
@@ -47,6 +51,38 @@ def _script(path: str | None) -> dict[str, Any]:
         raise CliError(f"{path}: not valid JSON: {err}") from None
 
 
+def _result_text(data: dict[str, Any]) -> str:
+    blocks = data.get("message", {}).get("content", [])
+    inner = [part for block in blocks for part in block.get("content", []) if isinstance(block, dict)]
+    return " ".join(part.get("text", "") for part in inner if isinstance(part, dict))
+
+
+def shell_lines(events: Any) -> list[str]:
+    """One line per shell call: how it was confined, or that it was refused and nothing ran."""
+    shell_calls = {e.data["callId"] for e in events if e.type == "tool/call" and e.data.get("name") == "shell"}
+    lines = []
+    for event in events:
+        if event.type != "tool/result":
+            continue
+        call_id = event.data["message"]["source"]["callId"]
+        if call_id not in shell_calls:
+            continue
+        error = event.data.get("error") or {}
+        meta = event.data.get("meta") or {}
+        if error.get("code") == SANDBOX_UNAVAILABLE:
+            why = _result_text(event.data).partition("Runner failure: ")[2].strip()
+            lines.append(
+                f"shell call {call_id} was REFUSED: no sandbox backend (bubblewrap, Landlock) works on this host; nothing ran"
+                + (f" ({why})" if why else "")
+            )
+        elif error:
+            lines.append(f"shell call {call_id} was refused: {error.get('code')}")
+        elif meta:
+            gaps = f"; not confined: {', '.join(meta['unconfined'])}" if meta.get("unconfined") else ""
+            lines.append(f"shell call {call_id} ran confined ({meta.get('sandbox')}, enforcement {meta.get('enforcement')}{gaps})")
+    return lines
+
+
 async def _run(root: str, workspace: str, session_id: str, script: dict[str, Any], prompt: str, compression: str) -> str:
     ports = production_ports()
     model = ScriptModel.from_json(script)
@@ -55,21 +91,24 @@ async def _run(root: str, workspace: str, session_id: str, script: dict[str, Any
         WriteFileTool(ports.fs, workspace),
         ShellTool(SubprocessRunner(), workspace, ports.probe),
     ]
-    sandbox = SandboxService(BubblewrapProvider(), workspace, default_mode="workspace-write")
+    sandbox = SandboxService(LocalSandboxProvider(allowed_root=workspace), workspace, default_mode="workspace-write")
     config = RuntimeConfig(root=root, compression=compression, system="You are the dsh-sim demo agent.")
     async with open_runtime(ports, config, model, tools, plugins=[sandbox]) as rt:
         agent = await rt.create_agent(session_id, cwd=workspace)
         outcome = await agent.run_turn(prompt)
+        events = list(agent.session.events)
         await rt.close_agent(agent)
         stat = await rt.backend.stat(session_id)
     print(f"turn {outcome.turn}: {outcome.reason['kind']} after {outcome.steps} step(s)")
+    for line in shell_lines(events):
+        print(line)
     return os.path.dirname(stat.path)
 
 
 def main(args: Any) -> int:
+    check_output_dir(args.root)  # a linked --root (or a link on its relative path) is refused
     root = os.path.abspath(args.root)
-    workspace = os.path.abspath(args.workspace or os.path.join(root, "workspace"))
-    os.makedirs(workspace, exist_ok=True)
+    workspace = ensure_output_dir(os.path.abspath(args.workspace or os.path.join(root, "workspace")))
     try:
         session_dir = trio.run(_run, root, workspace, args.session, _script(args.script), args.prompt, args.compression)
     except BaseException as err:

@@ -11,6 +11,7 @@ from dsh_sim.cli.commands.replay_cmd import expand
 from dsh_sim.drivers.explore import ExploreResult, explore
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.evidence.results import explore_document, write
+from dsh_sim.outputs import check_output_dir
 from dsh_sim.scenario.model import Scenario, ScenarioError, dumps, load, save
 
 
@@ -47,6 +48,7 @@ def main(args: Any) -> int:
         from dsh_sim.dsh.explore_cli import run_explore_dsh
 
         return run_explore_dsh(args, list(expand(args.files)))
+    check_output_dir(args.found_dir)  # refused now, not after minutes of fuzzing
     out = []
     docs = []
     for path in expand(args.files):

@@ -11,6 +11,7 @@ from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.evidence.results import meta, write
 from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.outputs import check_output_dir
 
 
 def _progress(budget: float) -> Any:
@@ -27,6 +28,7 @@ def _progress(budget: float) -> Any:
 
 
 def main(args: Any) -> int:
+    check_output_dir(args.found_dir)  # refused now, not after minutes of fuzzing
     unknown = [m for m in args.mutant if m not in CATALOGUE]
     if unknown:
         raise CliError(f"unknown mutant(s) {', '.join(unknown)}; see dsh-sim mutants --list")

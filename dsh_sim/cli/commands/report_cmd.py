@@ -8,6 +8,7 @@ from typing import Any
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError
 from dsh_sim.evidence.coverage import aggregate
 from dsh_sim.evidence.results import read
+from dsh_sim.outputs import check_output_dir
 
 
 def render(docs: list[dict[str, Any]], out: str) -> tuple[dict[str, Any], dict[str, str], list[dict[str, Any]]]:
@@ -72,6 +73,7 @@ def report_and_judge(docs: list[dict[str, Any]], out: str) -> int:
 
 
 def main(args: Any) -> int:
+    check_output_dir(args.out)
     inputs = args.inputs if args.inputs else [os.path.join(args.out, "results")]
     docs = read_documents(inputs)
     if not docs:

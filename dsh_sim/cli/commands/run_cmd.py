@@ -26,9 +26,11 @@ from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.selftest import run_mutants, summary
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.evidence.results import explore_document, meta, write
+from dsh_sim.outputs import check_output_dir, ensure_output_dir
 from dsh_sim.scenario.model import Scenario, discover, load
 
 DETERMINISM_SAMPLES = 2
+FOUND_DIR = "scenarios/found"  # where fuzz (its default) and explore save what they find
 
 
 def _shard(items: list[str], shard: str | None) -> list[str]:
@@ -89,7 +91,7 @@ def run_part(args: Any, seed: int, results_dir: str, tag: str) -> list[str]:
             skipped.append(path)  # a self-test of the harness (expects a violation): replayed, not explored
             continue
         with capture_runtime_logs():
-            result = explore(scenario, bound=args.bound, on_violation=saver("scenarios/found"), cache=shared_cache)
+            result = explore(scenario, bound=args.bound, on_violation=saver(FOUND_DIR), cache=shared_cache)
         written.append(write(explore_document(result, path, result.seconds), os.path.join(results_dir, f"explore{tag}-{index:03d}.json")))
         print(
             f"explored {path}: {sum(result.explored.values())}/{sum(result.possible.values())} states, {len(result.violations)} violation(s), {result.seconds:.1f}s",
@@ -138,13 +140,13 @@ def main(args: Any) -> int:
     if args.workers < 1:
         raise CliError("--workers must be at least 1")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
-    results_dir = os.path.join(args.out, "results")
-    os.makedirs(results_dir, exist_ok=True)
+    results_dir = ensure_output_dir(os.path.join(args.out, "results"))
+    check_output_dir(FOUND_DIR)
     if args.shard:  # a worker of a parallel run: do the share, write results, no report
         run_part(args, seed, results_dir, f"-shard{args.shard.replace('/', 'of')}")
         return EXIT_OK
     for stale in discover(results_dir):  # this run's results replace the previous run's
-        os.remove(stale)
+        os.remove(stale)  # removes a link itself, never its target
     print(f"dsh-sim run: seed {seed}, fuzz budget {args.budget:.0f}s, {args.workers} worker(s)", flush=True)
     if args.workers == 1:
         run_part(args, seed, results_dir, "")

@@ -1,0 +1,81 @@
+"""Writing dsh-sim's own outputs (found scenarios, reports, results) without being redirected.
+
+A symbolic link planted at ``scenarios/found`` (or ``reports/``, or one of their files) sent
+findings wherever it pointed.  Output directories are therefore checked with ``lstat`` — the
+directory itself and, for a relative path, every component below the working directory —
+and files are written without following links: a new file with ``O_CREAT | O_EXCL |
+O_NOFOLLOW``, a replaced one through a temp file renamed over the name (a rename replaces a
+link, it never writes through it).  A refusal is an :class:`~dsh_sim.errors.InputError`:
+one line on stderr, exit status 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+
+from dsh_sim.errors import InputError
+
+
+def _components(path: str) -> list[str]:
+    """The components to check: all of a relative path, only the last of an absolute one
+    (directories above an absolute output path are the user's choice, not ours)."""
+    norm = os.path.normpath(path)
+    if os.path.isabs(norm):
+        return [norm]
+    parts = [p for p in norm.split(os.sep) if p not in ("", ".")]
+    return [os.path.join(*parts[: i + 1]) for i in range(len(parts))] if ".." not in parts else [norm]
+
+
+def check_output_dir(path: str) -> None:
+    """Refuse an output directory that is (or passes through) a symbolic link; it may be absent."""
+    for component in _components(path):
+        try:
+            mode = os.lstat(component).st_mode
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(mode):
+            raise InputError(f"{component}: refusing to write output through a symbolic link")
+        if not stat.S_ISDIR(mode):
+            raise InputError(f"{component}: refusing to write output here: not a directory")
+
+
+def ensure_output_dir(path: str) -> str:
+    """Create ``path`` (and missing parents) after :func:`check_output_dir`; returns it."""
+    check_output_dir(path)
+    os.makedirs(path, exist_ok=True)
+    check_output_dir(path)  # nothing was planted while the directories were made
+    return path
+
+
+def write_new(path: str, text: str) -> None:
+    """Create ``path`` with ``text``; ``FileExistsError`` if the name exists (a link included)."""
+    ensure_output_dir(os.path.dirname(path) or ".")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        if os.path.islink(path):
+            raise InputError(f"{path}: refusing to write output through a symbolic link") from None
+        raise
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+
+
+def write_replacing(path: str, text: str) -> None:
+    """Write ``path`` atomically: a temp file beside it, renamed over the name (never followed)."""
+    directory = ensure_output_dir(os.path.dirname(path) or ".")
+    if os.path.islink(path):
+        raise InputError(f"{path}: refusing to write output through a symbolic link")
+    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise

@@ -1,0 +1,191 @@
+"""The command line refuses links planted where it reads session logs or writes its outputs.
+
+Each refusal is one line on stderr, exit status 2, no traceback, and the link's target left
+untouched.  Where the old code is simple to restate (``open(path, "x")`` after
+``os.makedirs``), the probe is shown escaping through it first.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dsh_sim.cli.commands.common import EXIT_USAGE
+from dsh_sim.cli.main import main
+from dsh_sim.errors import InputError
+from dsh_sim.evidence.coverage import aggregate
+from dsh_sim.evidence.results import write
+from dsh_sim.outputs import check_output_dir, write_new, write_replacing
+from dsh_sim.report import write_coverage
+from dsh_sim.scenario.model import load, save
+from runtime.persistence.layout import SessionPaths
+from runtime.session.events import Event
+from tests.persistence_helpers import backend, meta, run
+from tests.test_cli import PASSING
+
+SID = "victim"
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(err: str, *needles: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dsh-sim: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> tuple[str, str, bytes]:
+    """Root A holds a session with an open turn (repair would append closers); returns
+    (root B whose log is a link to A's log, A's log, A's bytes)."""
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+
+    async def main_() -> None:
+        handle = await backend(a, "none").create(meta(SID))
+        await handle.append([Event("turn/start", 0, 1, {"turn": 1})])
+        await handle.close()
+
+    run(main_)
+    log_a = SessionPaths.of(a, None, SID, "none").log
+    link = SessionPaths.of(b, None, SID, "none")
+    os.makedirs(link.session_dir)
+    os.symlink(log_a, link.log)
+    return b, log_a, Path(log_a).read_bytes()
+
+
+@pytest.mark.parametrize("what", ["root", "session_dir", "log"])
+def test_repair_refuses_a_linked_log(victim: tuple[str, str, bytes], capsys: pytest.CaptureFixture[str], what: str) -> None:
+    root_b, log_a, before = victim
+    paths = SessionPaths.of(root_b, None, SID, "none")
+    target = {"root": root_b, "session_dir": paths.session_dir, "log": paths.log}[what]
+    code, _, err = cli(capsys, "repair", target)
+    assert code == EXIT_USAGE
+    one_line(err, "symbolic link")
+    assert Path(log_a).read_bytes() == before
+
+
+def test_repair_refuses_a_linked_session_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = str(tmp_path / "a")
+
+    async def main_() -> None:
+        handle = await backend(a, "none").create(meta(SID))
+        await handle.append([Event("turn/start", 0, 1, {"turn": 1})])
+        await handle.close()
+
+    run(main_)
+    real = SessionPaths.of(a, None, SID, "none")
+    linked = SessionPaths.of(str(tmp_path / "b"), None, SID, "none")
+    os.makedirs(os.path.dirname(linked.session_dir))
+    os.symlink(real.session_dir, linked.session_dir)
+    before = Path(real.log).read_bytes()
+    code, _, err = cli(capsys, "repair", linked.session_dir)
+    assert code == EXIT_USAGE
+    one_line(err, "symbolic link")
+    assert Path(real.log).read_bytes() == before
+
+
+# --------------------------------------------------------------------- found scenarios
+
+
+def _old_save(text: str, path: str) -> None:
+    """What ``save`` did before: makedirs + open(path, "x"), both following links."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "x", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def test_a_linked_found_directory_sends_findings_elsewhere_no_more(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    found = tmp_path / "scenarios" / "found"
+    found.parent.mkdir()
+    found.symlink_to(elsewhere)
+    _old_save("{}", str(found / "old.json"))
+    assert (elsewhere / "old.json").exists()  # the probe escapes through the old code
+    with pytest.raises(InputError, match="symbolic link"):
+        save(load(PASSING), str(found / "new.json"))
+    assert sorted(os.listdir(elsewhere)) == ["old.json"]
+
+
+def test_a_linked_scenario_file_is_not_written_through(tmp_path: Path) -> None:
+    target = tmp_path / "target.txt"
+    target.write_text("keep\n")
+    (tmp_path / "found").mkdir()
+    link = tmp_path / "found" / "x.json"
+    link.symlink_to(target)
+    for overwrite in (False, True):
+        with pytest.raises(InputError, match="symbolic link"):
+            save(load(PASSING), str(link), overwrite=overwrite)
+    assert target.read_text() == "keep\n" and link.is_symlink()
+
+
+@pytest.mark.parametrize("command", ["fuzz", "explore"])
+def test_fuzz_and_explore_refuse_a_linked_found_dir_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    os.makedirs("scenarios")
+    os.symlink(tmp_path / "elsewhere", "scenarios/found")
+    extra = ["--budget", "1"] if command == "fuzz" else [PASSING]
+    code, _, err = cli(capsys, command, *extra)
+    assert code == EXIT_USAGE
+    one_line(err, "scenarios/found", "symbolic link")
+    assert os.listdir(tmp_path / "elsewhere") == []
+
+
+# ------------------------------------------------------------------------- reports
+
+
+def test_report_outputs_are_not_written_through_links(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "reports").symlink_to(elsewhere)
+    code, _, err = cli(capsys, "report", "--out", str(tmp_path / "reports"))
+    assert code == EXIT_USAGE
+    one_line(err, "symbolic link")
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.html"
+    victim.write_text("keep\n")
+    (out / "coverage.html").symlink_to(victim)
+    with pytest.raises(InputError, match="symbolic link"):
+        write_coverage(aggregate([]), str(out))
+    with pytest.raises(InputError, match="symbolic link"):
+        write({"meta": {}}, str(out / "coverage.html"))
+    assert victim.read_text() == "keep\n"
+
+
+def test_demo_refuses_a_linked_root(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "root").symlink_to(tmp_path / "elsewhere")
+    code, _, err = cli(capsys, "demo", "--root", str(tmp_path / "root"))
+    assert code == EXIT_USAGE
+    one_line(err, "symbolic link")
+    assert os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_output_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_new("a/b/new.txt", "x")
+    with pytest.raises(FileExistsError):
+        write_new("a/b/new.txt", "y")
+    write_replacing("a/b/new.txt", "z")
+    assert Path("a/b/new.txt").read_text() == "z" and sorted(os.listdir("a/b")) == ["new.txt"]
+    os.symlink(tmp_path / "a", "l")
+    with pytest.raises(InputError, match="l: refusing"):
+        check_output_dir("l/b")  # a relative path: every component is checked
+    Path("f").write_text("")
+    with pytest.raises(InputError, match="not a directory"):
+        check_output_dir("f")
+    check_output_dir(str(tmp_path / "l" / "b"))  # absolute: the user's path above the last component
+    with pytest.raises(InputError):
+        check_output_dir(str(tmp_path / "l"))
