@@ -105,6 +105,7 @@ class Checker(Observer):
 
     def on_acknowledged(self, life: Lifetime, batch: tuple[Event, ...], before: bytes, after: bytes | None) -> None:
         oracles.check_acknowledged_bytes(self, batch, before, after)
+        oracles.check_acknowledgement_durable(self, after)
 
     def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
         if name == "persist.batch.durable":
@@ -112,8 +113,22 @@ class Checker(Observer):
         elif name == "tools.execute.body" and not details.get("nested"):
             inv.check_body_after_durable_call(self, life, details)
             inv.check_approval_gate(self, life, details)
+            self._relies_on_durable(life, "tool/call", details.get("call_id"), "a tool body started")
         elif name == "llm.request":
             inv.check_request_after_durable_header(self, life)
+            self._relies_on_durable(life, "request/header", None, "a model request was sent")
+
+    def _relies_on_durable(self, life: Lifetime, kind: str, call_id: Any, what: str) -> None:
+        """With the checkpoint policy, the barrier before ``what`` made the event it protects
+        durable: the newest ``kind`` (of ``call_id``) must be on the medium now."""
+        if not self.sim.config.checkpoint_policy or life.agent is None:
+            return
+        events = life.agent.session.events
+        for index in range(len(events) - 1, -1, -1):
+            event = events[index]
+            if event.type == kind and (call_id is None or event.data.get("callId") == call_id):
+                oracles.check_event_durable(self, events, index, what)
+                return
 
     def before_boot(self, last_crash: CrashRecord | None) -> None:
         if last_crash is not None:
@@ -142,6 +157,17 @@ class Checker(Observer):
     def on_step(self, op: str, outcome: str) -> None:
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
         life = self.sim.primary
+        if op == "flush" and outcome == "ok" and life is not None and life.session is not None and not life.dead:
+            events = life.session.events
+            if events:
+                oracles.check_event_durable(self, events, len(events) - 1, "a flush barrier returned")
+            elif not self.corruptions and oracles.durable_log(self) is None:
+                self.count(oracles.DURABLE)
+                inv.fail(
+                    self,
+                    oracles.DURABLE,
+                    "a flush of an empty session returned, but no log is on the medium (spec §4.2: a header-only file)",
+                )
         if life is not None and not life.dead and self.sim.kind == "agent":  # (a dead process's memory holds its unwinding)
             self._judge_live(life)
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
     from dsh_sim.engine.lifetime import Lifetime
 
+DURABLE = "durable_when_acknowledged"
 FORMAT = "format_conformance"
 REFERENCE = "reference_model"
 GRAMMAR = "log_grammar"
@@ -144,3 +145,45 @@ def recheck_refusals(obs: Judge, tracker: agreement.Tracker) -> None:
     obs.count(AGREEMENT)
     for item in tracker.recheck_refusals(obs.sim.world.ledger):
         fail(obs, AGREEMENT, item.message, item.call_id)
+
+
+def durable_log(obs: Judge) -> bytes | None:
+    """The log as a power cut at this instant would leave it: fsynced bytes, reached through
+    directory entries that were fsynced too."""
+    from dsh_sim.adapters.simfs.disk import FileNode
+
+    disk = obs.sim.disk
+    ino = disk.resolve(obs.sim.config.log_path, durable=True)
+    node = disk.nodes.get(ino) if ino is not None else None
+    return node.durable if isinstance(node, FileNode) else None
+
+
+def check_acknowledgement_durable(obs: Judge, after: bytes | None) -> None:
+    """An acknowledged batch is on the medium the moment it is acknowledged."""
+    if after is None or obs.corruptions:
+        return  # (bytes the harness damaged on purpose are judged by corrupt_frame_refused)
+    obs.count(DURABLE)
+    durable = durable_log(obs)
+    if durable is None or not durable.startswith(after):
+        kept = "no log at all" if durable is None else f"{len(durable)} of its {len(after)} bytes"
+        fail(obs, DURABLE, f"a batch was acknowledged, but a power cut now would keep {kept}")
+
+
+def check_event_durable(obs: Judge, events: Sequence[Event], seq: int, what: str) -> None:
+    """``events[seq]`` (and so the log up to it) is on the medium now: ``what`` relies on it."""
+    if obs.corruptions:
+        return
+    obs.count(DURABLE)
+    durable = durable_log(obs)
+    records: tuple[dict[str, Any], ...] = ()
+    if durable is not None:
+        try:
+            records = read_recoverable(durable, obs.sim.config.compression).records
+        except SpecViolation:
+            records = ()
+    if seq >= len(records) or records[seq] != events[seq].to_record():
+        fail(
+            obs,
+            DURABLE,
+            f"{what}, but a power cut now would keep only {len(records)} events (seq {seq} {events[seq].type} is not on the medium)",
+        )

@@ -31,6 +31,11 @@ from dsh_sim.adapters.world_tools import SERVICES
 
 KEYED = frozenset({"payments"})  # services that deduplicate by idempotency key
 READS = frozenset({("balances", "read"), ("payments", "lookup")})
+# The spec's canonical cancellation results (§4, §5.2): the text and the error info agree.
+CANONICAL = {
+    "Error: tool call aborted before dispatch": {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"},
+    "Error: tool call aborted": {"name": "AbortError", "code": "ABORTED"},
+}
 NOT_DISPATCHED_CODES = frozenset({"ABORTED_BEFORE_DISPATCH", "TOOL_NOT_STARTED", "SANDBOX_UNAVAILABLE"})
 REFUSAL_TEXTS = ("requires approval", "the user rejected", "was cancelled")
 
@@ -92,6 +97,9 @@ class Tracker:
 
     def _judge(self, data: dict[str, Any]) -> list[Disagreement]:
         call_id = data["message"]["source"]["callId"]
+        canonical = _canonical_problem(data)
+        if canonical is not None:
+            return [Disagreement(call_id, canonical)]
         if _not_dispatched(data):
             self._refusals.append((call_id, data))
             return _judge_refusal(call_id, data, self.by_call)
@@ -117,6 +125,19 @@ def _parse(raw: str) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw
+
+
+def _canonical_problem(data: dict[str, Any]) -> str | None:
+    """A cancellation result whose text and error info disagree (one of them lies)."""
+    text, error = _result_text(data), data.get("error")
+    expected = CANONICAL.get(text)
+    if expected is not None and (error != expected or not _is_error(data)):
+        return f"the result reads {text!r} but carries error {error!r}"
+    code = (error or {}).get("code")
+    for canonical_text, info in CANONICAL.items():
+        if code == info["code"] and text != canonical_text:
+            return f"the result carries error {code} but reads {text[:60]!r}"
+    return None
 
 
 def _not_dispatched(data: dict[str, Any]) -> bool:
