@@ -16,7 +16,7 @@ import pytest
 from dsh_sim.adapters.simfs.view import ProcessView
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence import invariants as inv
-from dsh_sim.scenario.model import load
+from dsh_sim.scenario.files import load
 from runtime.session.events import Event
 
 STARTER = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter")

@@ -13,15 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_sim.engine.crash import BOUNDARIES
 from dsh_sim.engine.points import POINTS
-from dsh_sim.evidence.coverage import (
-    BARRIERS,
-    OUTCOMES,
-    PHASES,
-    REQUIREMENTS,
-    TORN_CLASSES,
-)
+from dsh_sim.engine.vocabulary import BARRIERS, BOUNDARIES, OUTCOMES, PHASES, TORN_CLASSES
+from dsh_sim.evidence.coverage import REQUIREMENTS
 from dsh_sim.evidence.invariants import INVARIANTS
 from dsh_sim.report import kills as kill_model
 from dsh_sim.report import states
