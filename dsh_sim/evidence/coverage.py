@@ -117,6 +117,7 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
     sampled: dict[str, int] = {}
     cases = 0
+    cases_by_source: dict[str, int] = {}
     for doc in results:
         if doc.get("meta"):
             runs.append(doc["meta"])
@@ -137,8 +138,10 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         violations.extend(doc.get("violations", []))
         determinism.extend(doc.get("determinism", []))
         kill_matrix.extend(doc.get("kill_matrix", []))
+        source = str(doc.get("meta", {}).get("kind", "other"))
         for case in doc.get("cases", []):
             cases += 1
+            cases_by_source[source] = cases_by_source.get(source, 0) + 1
             col = phase_group(case["kind"], case["phase"])
             if case.get("torn_class"):
                 torn[case["torn_class"]] = torn.get(case["torn_class"], 0) + 1
@@ -151,6 +154,7 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 _bump(barrier, case["barrier"], col, outcome)
     return {
         "cases": cases,
+        "cases_by_source": cases_by_source,  # replay / fuzz / explore: how the cases add up
         "boundary_matrix": boundary,
         "barrier_matrix": barrier,
         "confusion": confusion,
