@@ -114,7 +114,8 @@ def scenario_cases() -> list[tuple[str, Callable[[str], None]]]:
     ]
     for key in ("name", "description", "machine", "seed", "config", "fault_plan", "steps", "expect", "trace_digest", "mutants", "origin"):
         for value in BAD_VALUES:
-            if (key, value) in (("trace_digest", None), ("name", None)) or (key in ("fault_plan", "mutants") and value == []):
+            valid = (("trace_digest", None), ("name", None), ("name", "x"), ("name", "NaN"), ("description", "x"), ("description", "NaN"))
+            if (key, value) in valid or (key in ("fault_plan", "mutants", "steps") and value == []) or (key, value) == ("expect", {}):
                 continue  # valid
             if key in ("config", "origin") and value == {}:
                 continue
@@ -131,7 +132,9 @@ def scenario_cases() -> list[tuple[str, Callable[[str], None]]]:
         "approval_tools",
     ):
         for value in ("lzma", -1, 1e308, [], 0):
-            if (key, value) == ("checkpoint_policy", 0) or (key == "approval_tools" and value == []):
+            if (key, value) in (("checkpoint_policy", 0), ("session_id", "lzma"), ("chunk_delay", 0)) or (
+                key == "approval_tools" and value == []
+            ):
                 continue
             out.append((f"config-{key}-{json.dumps(value)[:12]}", _scenario(_set(["config"], {key: value}))))
     ops = {
@@ -158,6 +161,8 @@ def scenario_cases() -> list[tuple[str, Callable[[str], None]]]:
                 )
     for field in ("point", "action", "hit", "times", "lifetime", "match", "errno", "delay", "corrupt_offset"):
         for value in ("zz", -5, 1e308, [1]):
+            if (field, value) == ("corrupt_offset", -5):
+                continue  # valid: from the end
             out.append((f"rule-{field}-{json.dumps(value)[:8]}", _scenario(_set(["steps", 1, "args", "rule", field], value))))
     return out
 

@@ -36,10 +36,10 @@ from dsh_sim.engine.trace import first_divergence
 from dsh_sim.errors import InputError, one_of
 from dsh_sim.evidence.coverage import aggregate
 from dsh_sim.evidence.results import read as read_results_files
-from dsh_sim.inputs import check_output_dir
+from dsh_sim.inputs import check_output_dir, read_regular
 from dsh_sim.mutation.catalogue import CATALOGUE
 from dsh_sim.scenario.codec import to_json
-from dsh_sim.scenario.files import discover, load, save, save_found
+from dsh_sim.scenario.files import MAX_SCENARIO_BYTES, discover, load, save, save_found
 from dsh_sim.scenario.model import Scenario, ScenarioError
 
 __all__ = [
@@ -100,7 +100,9 @@ class Validation:
 
 
 def validate(path: str) -> Validation:
-    """Load ``path`` and report every problem (not only the first) with its JSON path."""
+    """Load ``path`` and report every problem (not only the first) with its JSON path; a file
+    that cannot be read at all (missing, a FIFO, too large) is bad input, raised."""
+    read_regular(path, MAX_SCENARIO_BYTES, "scenario file")
     try:
         scenario = load(path)
     except ScenarioError as err:
@@ -322,7 +324,11 @@ def report(inputs: Sequence[str] | Sequence[dict[str, Any]], out: str = "reports
             f"{', '.join(map(str, inputs)) or out}: no result documents; run dsh-sim run, fuzz --results or explore --results first"
         )
     check_output_dir(out, "--out")
-    document, paths = write_coverage(aggregate(docs), out)
+    try:
+        document, paths = write_coverage(aggregate(docs), out)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:  # a field of an unexpected shape in some document
+        named = ", ".join(str(p) for p in inputs if not isinstance(p, dict)) or "the result documents"
+        raise InputError(f"{named}: a results document holds a field of the wrong shape ({type(err).__name__}: {err})") from None
     unmet = tuple(r for r in document["requirements"] if not r["met"])
     lines, failed = verdict(document, list(unmet), paths)
     return Report(document, paths, unmet, tuple(lines), failed)

@@ -53,6 +53,13 @@ def _count(lo: int, hi: int) -> Callable[[str], int]:
     return parse
 
 
+def _shard(text: str) -> str:
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise argparse.ArgumentTypeError(f"must be INDEX/COUNT with INDEX < COUNT, got {text!r}")
+    return text
+
+
 def _lazy(module: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         import importlib
@@ -83,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="inputs", nargs="*", default=[], metavar="RESULTS", help="also merge these result files/directories")
     p.add_argument("--seed", type=seed, default=None, help="fuzz seed (default: random, printed)")
     p.add_argument("--bound", type=_count(1, MAX_COUNT), default=None, help="explore: sample above this many states per point")
-    p.add_argument("--shard", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--shard", type=_shard, default=None, help=argparse.SUPPRESS)
     p.set_defaults(func=_lazy("run_cmd"))
 
     p = sub.add_parser("fuzz", help="fuzz a state machine; save, shrink and print what it finds")

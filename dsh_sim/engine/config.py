@@ -8,6 +8,7 @@ invariants would report as a violation.
 from __future__ import annotations
 
 import functools
+import posixpath
 from typing import Any
 
 import attrs
@@ -31,8 +32,8 @@ def _session_id(inst: Any, attribute: Any, value: Any) -> None:
 
 def _absolute(inst: Any, attribute: Any, value: Any) -> None:
     text(1000)(inst, attribute, value)
-    if not value.startswith("/") or "\x00" in value:
-        raise FieldError(attribute.name, f"must be an absolute path, got {value!r}")
+    if not value.startswith("/") or value == "/" or "\x00" in value or posixpath.normpath(value) != value:
+        raise FieldError(attribute.name, f"must be a normalised absolute path below /, got {value!r}")
 
 
 @functools.lru_cache(maxsize=64)
@@ -75,6 +76,11 @@ class SimConfig:
     approval_tools: tuple[str, ...] = attrs.field(
         metadata={"doc": "tools that need an approval"}, default=("send_message",), validator=each(member(TOOL_KINDS, "tool"))
     )
+
+    def __attrs_post_init__(self) -> None:
+        root, workspace = self.root + "/", self.workspace + "/"
+        if root.startswith(workspace) or workspace.startswith(root):
+            raise FieldError("workspace", f"the workspace {self.workspace!r} and the root {self.root!r} must not contain one another")
 
     @property
     def paths(self) -> SessionPaths:

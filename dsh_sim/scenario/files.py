@@ -62,7 +62,7 @@ def parse(obj: Any, source: str = "<scenario>") -> Scenario:
         for key in sorted(k for k in obj if k not in KEYS)
     ]
     body = {k: v for k, v in obj.items() if k in KEYS and k not in ("format", "version")}
-    if not body.get("name"):
+    if body.get("name") in (None, ""):
         body["name"] = os.path.splitext(os.path.basename(source))[0]
     if body.get("seed") is None:
         found.append(("$.seed", "required: a non-negative integer"))

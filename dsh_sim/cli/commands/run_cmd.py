@@ -171,6 +171,7 @@ def main(args: Any) -> int:
     if args.workers < 1:
         raise CliError("--workers must be at least 1")
     check_output_dir(args.out, "--out")
+    check_output_dir(os.path.join(args.out, "results"), "--out")
     files = _scenario_files(args)
     for path in files:  # a bad file is refused before anything runs
         api.load(path)
