@@ -176,3 +176,11 @@ def test_special_files_are_refused_before_reading(tmp_path: Any, special: str) -
             continue
         assert code == 2, err
         assert_clean(code, err)
+
+
+def test_a_lone_surrogate_in_a_log_is_printed_escaped(tmp_path: Any) -> None:
+    log = tmp_path / "session.v3.jsonl"
+    log.write_text('{"type":"session","version":3,"id":"s\\ud800","createdAt":0,"isSeeded":false,"delegationDepth":0}\n')
+    for extra in ((), ("--json",)):
+        code, err = run("inspect", str(log), *extra)
+        assert code == 0, err

@@ -195,7 +195,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerant_streams() -> None:
+    """Text a log or a scenario holds (a lone surrogate, say) is printed escaped, never a
+    UnicodeEncodeError halfway through the output."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _tolerant_streams()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
