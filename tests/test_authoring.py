@@ -66,3 +66,15 @@ def test_validate_lists_every_problem_with_its_path(tmp_path: Any) -> None:
     assert not result.ok and len(result.problems) == 2
     assert any("$.steps[0].args: unknown key 'secs'" in p for p in result.problems)
     assert any("$.expect.invariant: unknown invariant 'verdict_sound'; did you mean 'verdict_soundness'?" in p for p in result.problems)
+
+
+def test_the_committed_corpus_leaves_untracked_findings_out_and_names_them(tmp_path: Any) -> None:
+    for directory, name in (("starter", "a.json"), ("regressions", "b.json"), ("found", "c.json"), ("found", "d.json")):
+        (tmp_path / directory).mkdir(exist_ok=True)
+        (tmp_path / directory / name).write_text("{}")
+    files, skipped = corpus(str(tmp_path))
+    assert [os.path.basename(f) for f in files] == ["b.json", "a.json"] or sorted(os.path.basename(f) for f in files) == [
+        "a.json",
+        "b.json",
+    ]
+    assert skipped == [(str(tmp_path / "found"), 2)]
