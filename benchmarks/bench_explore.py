@@ -29,7 +29,8 @@ from _bench import median, print_table, timed
 from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.logs import capture_runtime_logs
-from dsh_sim.scenario.model import Scenario, discover, load
+from dsh_sim.scenario.files import discover, load
+from dsh_sim.scenario.model import Scenario
 
 STARTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "starter")
 DEFAULT_SCENARIOS = ("boundary-3-4-pay", "torn-zstd-block", "crash-during-recovery", "fsync-fail-on-append")

@@ -30,8 +30,9 @@ from dsh_sim.engine.determinism import new_clock
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
+from dsh_sim.scenario.codec import step_of
 from dsh_sim.scenario.model import Scenario
-from dsh_sim.scenario.steps import Step, apply
+from dsh_sim.scenario.steps import apply
 
 SEED = 20261130
 
@@ -92,7 +93,9 @@ def standard_session(prompts: int, think: float, crash: bool) -> Scenario:
             steps.append({"op": "prompt", "args": turn(n)})
         if think:
             steps.append({"op": "advance", "args": {"seconds": think}})
-    return Scenario(name="standard-session", seed=SEED, steps=tuple(steps), description=__doc__.splitlines()[0])
+    return Scenario(
+        name="standard-session", seed=SEED, steps=tuple(step_of(s["op"], s["args"]) for s in steps), description=__doc__.splitlines()[0]
+    )
 
 
 def run_session(scenario: Scenario) -> tuple[Simulation, list[float], list[str]]:
@@ -109,8 +112,8 @@ def run_session(scenario: Scenario) -> tuple[Simulation, list[float], list[str]]
     sim.clock.jump = counting_jump  # type: ignore[method-assign]
     outcomes = []
     try:
-        for raw in scenario.steps:
-            outcomes.append(apply(sim, Step.from_json(raw)))
+        for step in scenario.steps:
+            outcomes.append(apply(sim, step))
     finally:
         sim.shutdown()
     return sim, jumps, outcomes

@@ -29,17 +29,55 @@ def _components(path: str) -> list[str]:
     return [os.path.join(*parts[: i + 1]) for i in range(len(parts))] if ".." not in parts else [norm]
 
 
-def check_output_dir(path: str) -> None:
-    """Refuse an output directory that is (or passes through) a symbolic link; it may be absent."""
+def check_output_dir(path: str, flag: str = "output directory") -> None:
+    """Refuse now an output directory that is (or passes through) a symbolic link, or that
+    cannot be made or written later; it may be absent."""
     for component in _components(path):
         try:
             mode = os.lstat(component).st_mode
         except FileNotFoundError:
-            return
+            break
         if stat.S_ISLNK(mode):
             raise InputError(f"{component}: refusing to write output through a symbolic link")
         if not stat.S_ISDIR(mode):
-            raise InputError(f"{component}: refusing to write output here: not a directory")
+            raise InputError(f"{component}: {flag}: refusing to write output here: not a directory")
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise InputError(f"{path}: {flag}: directory is not writable")
+        return
+    parent = _existing_parent(path)
+    if not os.path.isdir(parent):
+        raise InputError(f"{path}: {flag}: {parent} is a file, not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{path}: {flag}: cannot create it ({parent} is not writable)")
+
+
+def check_output_file(path: str, flag: str = "output file") -> None:
+    """Refuse now an output file that cannot be written later: a symbolic link, a directory,
+    a device, or no writable parent."""
+    if os.path.islink(path):
+        raise InputError(f"{path}: refusing to write output through a symbolic link")
+    if os.path.isdir(path):
+        raise InputError(f"{path}: {flag} must be a file path, but this is a directory")
+    if os.path.exists(path):
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(f"{path}: {flag}: is not a regular file")
+        if not os.access(path, os.W_OK):
+            raise InputError(f"{path}: {flag}: file is not writable")
+        return
+    check_output_dir(os.path.dirname(os.path.abspath(path)), flag)
+
+
+def _existing_parent(path: str) -> str:
+    """The nearest ancestor of ``path`` that exists."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        up = os.path.dirname(parent)
+        if up == parent:
+            break
+        parent = up
+    return parent
 
 
 def ensure_output_dir(path: str) -> str:

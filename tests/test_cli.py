@@ -53,18 +53,50 @@ def edited_scenario(tmp_path: Any, edit: Any, source: str = PASSING) -> str:
     "content, problem",
     [
         ("{not json", "not valid JSON"),
-        ("[]", "not a JSON object"),
+        ("[]", "$: not a JSON object"),
         ('{"format": "other", "version": 1}', '"format" must be "dsh-sim-scenario"'),
         ('{"format": "dsh-sim-scenario", "version": 9, "seed": 1, "steps": []}', "newer than this dsh-sim reads"),
-        ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "stpes": []}', "unknown keys ['stpes']"),
-        ('{"format": "dsh-sim-scenario", "version": 1, "seed": -1, "steps": []}', '"seed" must be a non-negative integer'),
-        ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [1]}', '"steps" must be a list'),
+        ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "stpes": []}', "unknown key 'stpes'; did you mean 'steps'?"),
+        ('{"format": "dsh-sim-scenario", "version": 1, "seed": -1, "steps": []}', "$.seed: must be in [0, "),
+        ('{"format": "dsh-sim-scenario", "version": 1, "seed": true, "steps": []}', "$.seed: must be an integer, got a boolean"),
+        ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [1]}', "$.steps[0]: must be a JSON object"),
         (
-            '{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "fault_plan": [{"point": "nowhere"}]}',
-            "invalid fault rule",
+            '{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [{"op": "bot"}]}',
+            "$.steps[0].op: unknown step op 'bot'; did you mean 'boot'?",
         ),
-        ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "expect": {"outcome": "maybe"}}', '"expect.outcome"'),
-        ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "trace_digest": "abc"}', '"trace_digest" must be'),
+        (
+            '{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [{"op": "advance", "args": {"secs": 1}}]}',
+            "$.steps[0].args: unknown key 'secs'; did you mean 'seconds'?",
+        ),
+        (
+            '{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [{"op": "advance", "args": {"seconds": 1e308}}]}',
+            "$.steps[0].args.seconds: must be a finite number in [0, 86400]",
+        ),
+        (
+            '{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [{"op": "append", "args": {"count": 100000000}}]}',
+            "$.steps[0].args.count: must be in [1, 10000]",
+        ),
+        (
+            '{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "fault_plan": [{"point": "nowhere", "action": "crash"}]}',
+            "$.fault_plan[0].point: unknown named point 'nowhere'",
+        ),
+        (
+            '{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "fault_plan": [{"point": "world.respond", "action": "crash", "match": {"calid": "c1"}}]}',
+            "$.fault_plan[0].match: 'world.respond' is never announced with 'calid'; did you mean 'call_id'?",
+        ),
+        (
+            '{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [{"op": "prompt", "args": {"responses": [{"tool_calls": [{"id": "c1", "name": "pya"}]}]}}]}',
+            "$.steps[0].args.responses[0].tool_calls[0].name: unknown tool 'pya'; did you mean 'pay'?",
+        ),
+        (
+            '{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "expect": {"outcome": "violation", "invariant": "verdict_sound"}}',
+            "$.expect.invariant: unknown invariant 'verdict_sound'; did you mean 'verdict_soundness'?",
+        ),
+        ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "mutants": ["nope"]}', "$.mutants: unknown mutant 'nope'"),
+        ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "config": {"compression": "lzma"}}', "$.config.compression"),
+        ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "expect": {"outcome": "maybe"}}', "$.expect.outcome"),
+        ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [], "trace_digest": "abc"}', "$.trace_digest: must be"),
+        ('{"format": "dsh-sim-scenario", "version": 1, "seed": 1, "steps": [' + "[" * 5000 + "]" * 5000 + "]}", "nested more than"),
     ],
 )
 def test_a_bad_scenario_file_is_one_line_naming_it(tmp_path: Any, capsys: pytest.CaptureFixture[str], content: str, problem: str) -> None:
@@ -103,11 +135,22 @@ def test_replay_fails_when_the_trace_digest_differs(tmp_path: Any, capsys: pytes
 def test_replay_fails_when_the_crash_point_is_no_longer_reached(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     def retarget(obj: dict[str, Any]) -> None:
         obj["trace_digest"] = None
-        obj["steps"][1]["args"]["rule"]["match"] = {"root_call_id": "c9"}  # no such call
+        obj["steps"][1]["args"]["rule"]["hit"] = 5  # the call reaches the world once, not five times
 
     code, out, _ = cli(capsys, "replay", edited_scenario(tmp_path, retarget))
     assert code == EXIT_VIOLATION
-    assert "never fired: the scenario no longer reaches its crash point" in out
+    assert "matched 1 time(s) in lifetime 1, fewer than hit 5: the scenario no longer reaches its crash point" in out
+
+
+def test_a_match_on_a_call_no_prompt_emits_is_refused_at_load(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    def retarget(obj: dict[str, Any]) -> None:
+        obj["steps"][1]["args"]["rule"]["match"] = {"root_call_id": "c9"}  # no such call
+
+    path = edited_scenario(tmp_path, retarget)
+    code, out, err = cli(capsys, "replay", path)
+    assert code == EXIT_USAGE and out == ""
+    one_line_refusal(err, path)
+    assert "$.steps[1].args.rule.match.root_call_id: no prompt emits a call 'c9'" in err
 
 
 def test_replay_fails_when_an_expected_violation_does_not_happen(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,10 +7,9 @@ import os
 import attrs
 import pytest
 
-from dsh_sim.cli.commands.explore_cmd import saver
 from dsh_sim.drivers.explore import explore, record
 from dsh_sim.drivers.replay import judge, run_scenario
-from dsh_sim.scenario.model import load
+from dsh_sim.scenario.files import load, save_found
 
 STARTER = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter")
 
@@ -48,7 +47,7 @@ def test_above_the_bound_states_are_sampled_and_reported():
 
 def test_every_violation_comes_with_a_scenario_that_replays_it(tmp_path):
     broken = attrs.evolve(scenario("boundary-2-3-pay"), mutants=("persist.skip_fsync_on_append",))
-    result = explore(broken, on_violation=saver(str(tmp_path)))
+    result = explore(broken, on_violation=lambda repro: save_found(repro, str(tmp_path)))
     assert result.violations
     files = sorted(os.listdir(tmp_path))
     assert files and {s.repro for s, _ in result.violations} <= {str(tmp_path / f) for f in files}

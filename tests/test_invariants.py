@@ -16,7 +16,8 @@ import pytest
 from dsh_sim.adapters.simfs.view import ProcessView
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence import invariants as inv
-from dsh_sim.scenario.model import load
+from dsh_sim.scenario.files import load
+from dsh_sim.scenario.model import Expectation
 from runtime.session.events import Event
 
 STARTER = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter")
@@ -41,8 +42,12 @@ BY_MUTANT = [
 ]
 
 
-def replay(name: str, *mutant_names: str):
+def replay(name: str, *mutant_names: str, expecting: str | None = None):
+    """Replay a starter scenario with mutants; ``expecting``: run on until that invariant fails
+    (an earlier, stronger check may fail first on the same bug)."""
     scenario = attrs.evolve(load(os.path.join(STARTER, f"{name}.json")), mutants=tuple(mutant_names))
+    if expecting is not None:
+        scenario = attrs.evolve(scenario, expect=Expectation("violation", expecting))
     result, sim = run_scenario(scenario)
     return {v.invariant for v in result.violations}, result
 
@@ -51,7 +56,7 @@ def replay(name: str, *mutant_names: str):
 def test_invariant_catches_the_mutant(invariant, mutant, scenario):
     clean, _ = replay(scenario)
     assert not clean, f"{scenario} must hold on the correct runtime"
-    caught, _ = replay(scenario, mutant)
+    caught, _ = replay(scenario, mutant, expecting=invariant)
     assert invariant in caught, f"{mutant} on {scenario}: got {sorted(caught)}"
 
 
@@ -147,5 +152,6 @@ def test_every_invariant_has_a_failing_demonstration():
         "log_grammar",
         "world_agreement",
         "format_conformance",
+        "durable_when_acknowledged",
     }
     assert shown == set(inv.INVARIANTS)

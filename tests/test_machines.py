@@ -16,7 +16,7 @@ from dsh_sim.drivers.machines.durability import DurabilityMachine
 from dsh_sim.drivers.machines.storage import StorageMachine
 from dsh_sim.drivers.minimize import _candidates, _fails
 from dsh_sim.engine.config import SimConfig
-from dsh_sim.scenario.model import load
+from dsh_sim.scenario.files import load
 
 
 def test_durability_machine_holds_on_the_correct_runtime():

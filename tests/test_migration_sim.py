@@ -21,8 +21,10 @@ from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.evidence.invariants.storage import SeededSource
+from dsh_sim.scenario.args import Step
+from dsh_sim.scenario.codec import config_of, step_of
 from dsh_sim.scenario.model import Scenario
-from dsh_sim.scenario.steps import Step, StepNotApplicable, apply
+from dsh_sim.scenario.steps import StepNotApplicable, apply
 from runtime.persistence import publication
 from runtime.persistence.durable import read_all
 from runtime.persistence.layout import generation_filename
@@ -68,12 +70,12 @@ def v0_scenario(compression: str, torn: bool = False) -> Scenario:
         name=f"v0-migration-{compression}",
         seed=3,
         machine="storage",
-        config={"compression": compression, "approval_tools": []},
+        config=config_of({"compression": compression, "approval_tools": []}),
         steps=(
-            {"op": "seed_v0", "args": {"turns": 2, "torn": torn}},
-            {"op": "boot", "args": {}},
-            {"op": "append", "args": {"count": 2}},
-            {"op": "flush", "args": {}},
+            step_of("seed_v0", {"turns": 2, "torn": torn}),
+            Step("boot"),
+            step_of("append", {"count": 2}),
+            Step("flush"),
         ),
     )
 
@@ -85,7 +87,7 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 def test_seed_v0_writes_the_reference_layout(mode: str) -> None:
     sim, checker = storage_sim(mode)
-    assert apply(sim, Step("seed_v0", {"turns": 2, "notes": 2})) == "seeded:v0:31->18"
+    assert apply(sim, step_of("seed_v0", {"turns": 2, "notes": 2})) == "seeded:v0:31->18"
     seeded = seeded_source(sim)
     assert seeded is not None and seeded.path.endswith("/" + generation_filename(0, mode))
     assert sim.disk.read_path(seeded.path) == seeded.data
@@ -105,7 +107,7 @@ def test_seed_v0_writes_the_reference_layout(mode: str) -> None:
 
 def test_torn_seed_and_boot_publish_the_valid_prefix(mode: str) -> None:
     sim, checker = storage_sim(mode)
-    apply(sim, Step("seed_v0", {"turns": 2, "torn": True}))
+    apply(sim, step_of("seed_v0", {"turns": 2, "torn": True}))
     seeded = seeded_source(sim)
     assert seeded is not None and decode_v0(seeded.data, mode).torn is not None
     assert apply(sim, Step("boot")) == "booted"
@@ -120,15 +122,15 @@ def test_torn_seed_and_boot_publish_the_valid_prefix(mode: str) -> None:
 def test_a_crash_at_any_publication_step_leaves_a_readable_generation(mode: str, point: str, hit: int) -> None:
     for crash in CRASHES:
         sim, checker = storage_sim(mode)
-        apply(sim, Step("seed_v0", {"turns": 2}))
-        apply(sim, Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": 1, "crash": crash}}))
+        apply(sim, step_of("seed_v0", {"turns": 2}))
+        apply(sim, step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": 1, "crash": crash}}))
         assert apply(sim, Step("boot")).startswith("crashed:"), (point, crash)
         seeded = seeded_source(sim)
         assert seeded is not None
         current = sim.disk.read_path(seeded.target)
         assert current in (None, seeded.expected), (point, crash)  # nothing, or the whole generation
         assert apply(sim, Step("boot")) == "booted", (point, crash)
-        assert apply(sim, Step("append", {"count": 1})) == "ok" and apply(sim, Step("flush")) == "ok"
+        assert apply(sim, step_of("append", {"count": 1})) == "ok" and apply(sim, Step("flush")) == "ok"
         assert sim.disk.read_path(seeded.target).startswith(seeded.expected)
         assert [e.to_record() for e in sim.current.session.events[: len(seeded.events)]] == list(seeded.events)
         assert checker.checked["migration_atomic"] == 2
@@ -138,10 +140,10 @@ def test_a_crash_at_any_publication_step_leaves_a_readable_generation(mode: str,
 
 def test_a_crash_during_the_second_attempt_is_recovered_too(mode: str) -> None:
     sim, checker = storage_sim(mode)
-    apply(sim, Step("seed_v0", {"turns": 1}))
+    apply(sim, step_of("seed_v0", {"turns": 1}))
     for lifetime, point in ((1, "fs.fsync"), (2, "persist.migration.verified")):
         rule = {"point": point, "action": "crash", "hit": 1, "lifetime": lifetime, "crash": {"kind": "power", "state": "random"}}
-        apply(sim, Step("arm", {"rule": rule}))
+        apply(sim, step_of("arm", {"rule": rule}))
         assert apply(sim, Step("boot")).startswith("crashed:")
     assert apply(sim, Step("boot")) == "booted"
     assert not checker.violations and checker.checked["migration_atomic"] == 3
@@ -172,11 +174,11 @@ async def write_in_place(fs: FileSystem, stage: str, target: str) -> None:
 def test_in_place_publication_violates_migration_atomic(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(publication, "link_stage", write_in_place)
     sim, checker = storage_sim(mode)
-    apply(sim, Step("seed_v0", {"turns": 2}))
+    apply(sim, step_of("seed_v0", {"turns": 2}))
     seeded = seeded_source(sim)
     assert seeded is not None
     rule = {"point": "fs.write", "action": "crash", "hit": 2, "lifetime": 1, "match": {"path": seeded.target}, "crash": {"kind": "kill"}}
-    apply(sim, Step("arm", {"rule": rule}))
+    apply(sim, step_of("arm", {"rule": rule}))
     assert apply(sim, Step("boot")) == "crashed:fs.write"
     apply(sim, Step("boot"))
     violated = {v.invariant for v in checker.violations}
@@ -194,7 +196,7 @@ def test_explore_finds_the_in_place_publication(monkeypatch: pytest.MonkeyPatch)
 
 def test_a_changed_source_violates_migration_atomic(mode: str) -> None:
     sim, checker = storage_sim(mode)
-    apply(sim, Step("seed_v0", {"turns": 1}))
+    apply(sim, step_of("seed_v0", {"turns": 1}))
     seeded = seeded_source(sim)
     assert seeded is not None
     ino = sim.disk.resolve(seeded.path)

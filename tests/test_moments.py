@@ -14,7 +14,9 @@ from dsh_sim.adapters.simfs.disk import Disk
 from dsh_sim.drivers.machines.strategies import aimed_crash_rule
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
-from dsh_sim.scenario.steps import Step, apply
+from dsh_sim.scenario.args import Step
+from dsh_sim.scenario.codec import step_of
+from dsh_sim.scenario.steps import apply
 from runtime.persistence.log_format import decode_log
 
 # c0 comes first in the same response: its checkpoint makes the shared assistant message
@@ -56,8 +58,8 @@ def crash_at(boundary: str) -> Simulation:
     sim = Simulation(seed=5)
     Checker.attach(sim)
     apply(sim, Step("boot"))
-    apply(sim, Step("arm", {"rule": aimed_crash_rule(SCRIPT, 1, "c1", boundary, CRASH, 1)}))
-    outcome = apply(sim, Step("prompt", SCRIPT))
+    apply(sim, step_of("arm", {"rule": aimed_crash_rule(SCRIPT, 1, "c1", boundary, CRASH, 1)}))
+    outcome = apply(sim, step_of("prompt", SCRIPT))
     assert outcome.startswith("crashed"), outcome
     return sim
 
@@ -114,7 +116,7 @@ def test_a_kill_keeps_the_page_cache_but_not_the_processs_memory(boundary):
     sim = Simulation(seed=5)
     Checker.attach(sim)
     apply(sim, Step("boot"))
-    apply(sim, Step("arm", {"rule": aimed_crash_rule(SCRIPT, 1, "c1", boundary, {"kind": "kill"}, 1)}))
-    apply(sim, Step("prompt", SCRIPT))
+    apply(sim, step_of("arm", {"rule": aimed_crash_rule(SCRIPT, 1, "c1", boundary, {"kind": "kill"}, 1)}))
+    apply(sim, step_of("prompt", SCRIPT))
     verdicts = recover(sim)
     assert verdicts["c1"] == ("TOOL_NOT_STARTED" if boundary == "1→2" else "TOOL_OUTCOME_UNKNOWN")

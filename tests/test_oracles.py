@@ -20,7 +20,7 @@ from dsh_sim.evidence.oracles import agreement, reference, spec_repair
 from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
 from dsh_sim.mutation.patch import Edit, applied
-from dsh_sim.scenario.model import load
+from dsh_sim.scenario.files import load
 from runtime.persistence.log_format import encode_generation
 from runtime.session.events import Event
 
@@ -129,6 +129,23 @@ def test_only_the_oracle_catches_an_independent_bug(oracle, bug, edits, scenario
     assert not caught & OLD_INVARIANTS, (
         f"{bug}: a named invariant caught it too ({sorted(caught & OLD_INVARIANTS)}), so it shows nothing new"
     )
+
+
+def test_an_acknowledgement_is_checked_on_the_medium_without_any_crash():
+    """A batch acknowledged without its fsync: every named invariant needs a power cut to see
+    the loss; the durable image shows it at the acknowledgement, in a crash-free run."""
+    scenario = load(os.path.join(STARTER, "approval-unavailable.json"))  # boot and one prompt: no fault, no crash
+    edit = Edit(
+        "runtime.persistence.durable",
+        "append_durable",
+        "        await fs.write(fd, data)\n        await fs.fsync(fd)\n",
+        "        await fs.write(fd, data)\n",
+    )
+    assert not run_scenario(scenario)[0].violations
+    with applied([edit]):
+        result, _ = run_scenario(scenario)
+    caught = {v.invariant for v in result.violations}
+    assert caught == {"durable_when_acknowledged"}, caught
 
 
 # -- the spec reader -------------------------------------------------------------------------------
@@ -382,10 +399,22 @@ def test_a_duplicate_key_never_hides_a_distinct_intended_effect():
 
 
 def test_a_call_the_log_says_never_ran_must_not_reach_any_service():
+    text = "Error: tool call aborted before dispatch"
     refused = {
-        "message": {"source": {"callId": "c1"}, "content": [{"isError": True, "content": [{"type": "text", "text": "Error: aborted"}]}]},
-        "error": {"code": "ABORTED_BEFORE_DISPATCH"},
+        "message": {"source": {"callId": "c1"}, "content": [{"isError": True, "content": [{"type": "text", "text": text}]}]},
+        "error": {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"},
     }
     read = LedgerEntry(0, "balances", "read", "c1", None, False, "read", 0.0, 1)
     assert "not dispatched" in agreement.check(_call_log("c1", refused), [read], workspace="/w")[0].message
     assert agreement.check(_call_log("c1", refused), [], workspace="/w") == []
+
+
+def test_a_cancellation_result_whose_text_and_error_disagree():
+    lost = {
+        "message": {
+            "source": {"callId": "c1"},
+            "content": [{"isError": True, "content": [{"type": "text", "text": "Error: tool call aborted"}]}],
+        },
+    }
+    found = agreement.check(_call_log("c1", lost), [], workspace="/w")
+    assert found and "carries error None" in found[0].message

@@ -19,7 +19,7 @@ from dsh_sim.evidence.coverage import aggregate
 from dsh_sim.evidence.results import write
 from dsh_sim.outputs import check_output_dir, write_new, write_replacing
 from dsh_sim.report import write_coverage
-from dsh_sim.scenario.model import load, save
+from dsh_sim.scenario.files import load, save
 from runtime.persistence.layout import SessionPaths
 from runtime.session.events import Event
 from tests.persistence_helpers import backend, meta, run

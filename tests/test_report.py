@@ -22,10 +22,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from dsh_sim.engine.crash import BOUNDARIES
+from dsh_sim.engine.vocabulary import BOUNDARIES, TORN_CLASSES
 from dsh_sim.evidence.coverage import (
     REQUIREMENTS,
-    TORN_CLASSES,
     aggregate,
     requirement_status,
 )

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from dsh_sim.cli.commands.replay_cmd import replay_one
-from dsh_sim.cli.commands.report_cmd import render, verdict_lines
+from dsh_sim import api
 from dsh_sim.evidence.results import meta
 
 
@@ -26,19 +25,20 @@ def unsafe_cell_class(html: str) -> str:
 
 
 def document(path: str) -> dict:
-    row = replay_one(path)
+    row = api.replay(path).row()
     return {"meta": meta("replay"), "cases": row["cases"], "checked": row["checked"], "violations": []}
 
 
 def test_a_runtime_without_the_checkpoint_policy_turns_the_unsafe_cell_red(tmp_path):
-    view, paths, unmet = render([document(UNSAFE)], str(tmp_path))
+    report = api.report([document(UNSAFE)], str(tmp_path))
+    view, paths, lines, failed = report.document, report.paths, report.lines, report.failed
     assert view["confusion"]["TOOL_NOT_STARTED"]["applied"] >= 1
     assert unsafe_cell_class(read_text(paths["html"])) == "unsafe"
-    lines, failed = verdict_lines(view, unmet, paths)
     assert failed and any("unsafe TOOL_NOT_STARTED with the effect applied: 1" in line for line in lines)
 
 
 def test_the_correct_runtime_keeps_it_green(tmp_path):
-    view, paths, _ = render([document(SAFE)], str(tmp_path))
+    report = api.report([document(SAFE)], str(tmp_path))
+    view, paths = report.document, report.paths
     assert view["confusion"]["TOOL_NOT_STARTED"]["applied"] == 0
     assert unsafe_cell_class(read_text(paths["html"])) == "ok"

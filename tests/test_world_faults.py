@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
-from dsh_sim.scenario.steps import Step, apply
+from dsh_sim.scenario.args import Step
+from dsh_sim.scenario.codec import step_of
+from dsh_sim.scenario.steps import apply
 
 PAY = {"id": "c1", "name": "pay", "arguments": {"to": "bob", "amount": 5}}
 
@@ -21,11 +23,11 @@ def run(*steps: Step) -> Simulation:
 
 
 def arm(point: str, action: str, **extra) -> Step:
-    return Step("arm", {"rule": {"point": point, "action": action, "hit": 1, **extra}})
+    return step_of("arm", {"rule": {"point": point, "action": action, "hit": 1, **extra}})
 
 
 def prompt(*calls, approvals=()) -> Step:
-    return Step("prompt", {"responses": [{"text": "x", "tool_calls": list(calls)}, {"text": "done"}], "approvals": list(approvals)})
+    return step_of("prompt", {"responses": [{"text": "x", "tool_calls": list(calls)}, {"text": "done"}], "approvals": list(approvals)})
 
 
 def result_text(sim: Simulation, call_id: str) -> str:

@@ -216,3 +216,53 @@ def test_decode_torn_frame_is_best_effort() -> None:
     assert decode_torn_frame(frame[:-1]) == b"line one\nline two\n"  # torn only in the checksum
     assert decode_torn_frame(frame[:2]) == b""
     assert decode_torn_frame(b"garbage!") == b""
+
+
+# -- decompression limits: a bomb is refused before anything is decompressed ----------------
+
+
+def rle_bomb(blocks: int) -> bytes:
+    """A frame of RLE blocks: 4 bytes each on disk, 128 KiB each decompressed."""
+    from runtime.persistence.zstd_frames import BLOCK_MAX_OUTPUT
+
+    rle = ((BLOCK_MAX_OUTPUT << 3) | (1 << 1)).to_bytes(3, "little") + b"a"
+    last = ((BLOCK_MAX_OUTPUT << 3) | (1 << 1) | 1).to_bytes(3, "little") + b"a"
+    return crafted(0x00, bytes([0x70]), rle * (blocks - 1) + last)
+
+
+def test_a_frame_that_could_expand_past_the_limit_is_refused_before_decoding() -> None:
+    import resource
+
+    from runtime.persistence.zstd_frames import DecompressionLimitExceeded, output_bound
+
+    bomb = rle_bomb(16_384)  # 64 KiB on disk, 2 GiB decompressed
+    assert output_bound(bomb) == 16_384 * 128 * 1024
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(DecompressionLimitExceeded, match="over the 67108864-byte limit per frame"):
+        decode_frame(bomb, 0)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 * 1024  # KiB: nothing was inflated
+    assert decode_torn_frame(bomb[:-100]) == b""  # a torn bomb recovers nothing
+
+
+def test_a_log_whose_frames_together_pass_the_limit_is_refused() -> None:
+    from runtime.persistence.zstd_frames import DecompressionLimitExceeded, LogDecompressor
+
+    frames = [compress_frame(os.urandom(3000)) for _ in range(4)]
+    bounded = LogDecompressor(frame_limit=1 << 20, log_limit=8000)
+    decode_frame(frames[0], 0, bounded)
+    decode_frame(frames[1], 1, bounded)
+    with pytest.raises(DecompressionLimitExceeded, match="past its decompressed-size limit"):
+        decode_frame(frames[2], 2, bounded)
+
+
+def test_a_zstd_bomb_log_is_refused_as_corruption() -> None:
+    data = encode_header(meta("bomb"), "zstd") + rle_bomb(1024)
+    with pytest.raises(LogCorruption, match="limit per frame"):
+        decode_log(data, "zstd")
+
+
+def test_json_nested_past_the_parser_bound_is_an_unparsable_record() -> None:
+    from runtime.persistence.log_format import Unparsable, parse_record
+
+    with pytest.raises(Unparsable):
+        parse_record(b"[" * 100_000 + b"]" * 100_000)

@@ -41,6 +41,17 @@ SERVICES: dict[str, tuple[str, str]] = {
     "write_note": ("workspace", "write"),
 }
 CONCURRENCY_SAFE = frozenset({"get_balance", "lookup_payment"})
+# What each tool's arguments look like (the scenario reference and ``dsh-sim new`` show these).
+TOOL_EXAMPLES: dict[str, dict[str, Any]] = {
+    "pay": {"to": "bob", "amount": 7},
+    "pay_legacy": {"to": "bob", "amount": 7},
+    "send_message": {"to": "alice", "text": "hi"},
+    "get_balance": {"account": "bob"},
+    "lookup_payment": {"key": "c1"},
+    "write_note": {"path": "/sim/workspace/notes.txt", "text": "a"},
+    "batch_pay": {"payments": [{"to": "bob", "amount": 1}, {"to": "alice", "amount": 2}]},
+    "shell": {"argv": ["write", "out.txt", "x"]},
+}
 
 if TYPE_CHECKING:
     from dsh_sim.adapters.gate import DomainGate

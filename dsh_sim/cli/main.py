@@ -1,18 +1,63 @@
 """The ``dsh-sim`` command line.
 
-Every subcommand lives in :mod:`dsh_sim.cli.commands`.  Bad input gets one line on stderr
-naming the file and the problem, and exit status 2; a failed check exits 1.
+Every subcommand lives in :mod:`dsh_sim.cli.commands`, a thin layer over :mod:`dsh_sim.api`.
+Bad input — a flag out of range, an unreadable or invalid file, an output path that cannot
+be written — gets one line on stderr naming it, and exit status 2, before anything runs; a
+failed check exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from dsh_sim import __version__
 from dsh_sim.cli.commands.common import EXIT_USAGE, CliError
+from dsh_sim.engine.vocabulary import BOUNDARIES, MACHINES
 from dsh_sim.errors import InputError
+
+MAX_BUDGET = 7 * 86_400.0  # seconds
+MAX_COUNT = 10_000_000
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"dsh-sim: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= MAX_BUDGET:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds in [0, {MAX_BUDGET:g}], got {text!r}")
+    return value
+
+
+def _count(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be in [{lo}, {hi}], got {value}")
+        return value
+
+    return parse
+
+
+def _shard(text: str) -> str:
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise argparse.ArgumentTypeError(f"must be INDEX/COUNT with INDEX < COUNT, got {text!r}")
+    return text
 
 
 def _lazy(module: str) -> Callable[[argparse.Namespace], int]:
@@ -26,28 +71,33 @@ def _lazy(module: str) -> Callable[[argparse.Namespace], int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="dsh-sim", description="Deterministic crash-testing harness for the DSH agent-runtime durability route."
-    )
+    parser = Parser(prog="dsh-sim", description="Deterministic crash-testing harness for the DSH agent-runtime durability route.")
     parser.add_argument("--version", action="version", version=f"dsh-sim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    seed = _count(0, 2**63 - 1)
 
     p = sub.add_parser("run", help="the main job: replay + explore the corpus, fuzz, write the coverage report")
-    p.add_argument("--budget", type=float, default=60.0, help="fuzzing budget in seconds (default 60)")
-    p.add_argument("--workers", type=int, default=1, help="parallel worker processes (shards; default 1)")
-    p.add_argument("--scenarios", default="scenarios", help="scenario corpus directory (default scenarios/)")
+    p.add_argument("--budget", type=_seconds, default=60.0, help="fuzzing budget in seconds (default 60)")
+    p.add_argument("--workers", type=_count(1, 64), default=1, help="parallel worker processes (shards; default 1)")
+    p.add_argument(
+        "--scenarios",
+        nargs="+",
+        default=None,
+        metavar="PATH",
+        help="scenario files/directories (default: the committed corpus, scenarios/starter and scenarios/regressions)",
+    )
     p.add_argument("--out", default="reports", help="report directory (default reports/)")
     p.add_argument("--from", dest="inputs", nargs="*", default=[], metavar="RESULTS", help="also merge these result files/directories")
-    p.add_argument("--seed", type=int, default=None, help="fuzz seed (default: random, printed)")
-    p.add_argument("--bound", type=int, default=None, help="explore: sample above this many states per point")
-    p.add_argument("--shard", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--seed", type=seed, default=None, help="fuzz seed (default: random, printed)")
+    p.add_argument("--bound", type=_count(1, MAX_COUNT), default=None, help="explore: sample above this many states per point")
+    p.add_argument("--shard", type=_shard, default=None, help=argparse.SUPPRESS)
     p.set_defaults(func=_lazy("run_cmd"))
 
     p = sub.add_parser("fuzz", help="fuzz a state machine; save, shrink and print what it finds")
-    p.add_argument("--machine", choices=("durability", "storage"), default="durability")
-    p.add_argument("--budget", type=float, default=60.0, help="seconds (default 60)")
-    p.add_argument("--examples", type=int, default=None, help="stop after this many examples")
-    p.add_argument("--seed", type=int, default=None, help="search seed (default: random, printed)")
+    p.add_argument("--machine", choices=MACHINES, default="durability")
+    p.add_argument("--budget", type=_seconds, default=60.0, help="seconds (default 60)")
+    p.add_argument("--examples", type=_count(1, MAX_COUNT), default=None, help="stop after this many examples")
+    p.add_argument("--seed", type=seed, default=None, help="search seed (default: random, printed)")
     p.add_argument("--compression", choices=("zstd", "none"), default="zstd")
     p.add_argument("--no-checkpoint-policy", action="store_true", help="fuzz a runtime without the checkpoint policy mounted")
     p.add_argument("--mutant", action="append", default=[], help="enable a durability mutant (see dsh-sim mutants --list)")
@@ -73,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="prefix",
         help="power-loss model: unsynced writes land as a prefix (torn at codec-aware points) or as any subset (default prefix)",
     )
-    p.add_argument("--bound", type=int, default=None, help="sample above this many states per point (default: exhaustive)")
+    p.add_argument("--bound", type=_count(1, MAX_COUNT), default=None, help="sample above this many states per point (default: exhaustive)")
     p.add_argument("--found-dir", default="scenarios/found", help="where scenarios replaying violations are saved")
     p.add_argument("--results", default=None, help="write a results document here (one per scenario: suffix added)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -85,6 +135,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_lazy("explore_cmd"))
 
+    p = sub.add_parser("validate", help="check scenario files against the scenario language; every problem with its JSON path")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_lazy("authoring_cmd"), action="validate")
+
+    p = sub.add_parser("schema", help="print (or write) the JSON Schema of scenario files")
+    p.add_argument("--out", default=None, help="write it here instead of stdout")
+    p.set_defaults(func=_lazy("authoring_cmd"), action="schema")
+
+    p = sub.add_parser("reference", help="print (or write) the scenario language reference (Markdown)")
+    p.add_argument("--out", default=None, help="write it here instead of stdout")
+    p.set_defaults(func=_lazy("authoring_cmd"), action="reference")
+
+    p = sub.add_parser("new", help="write a scenario template: a crash at a boundary of one tool call")
+    p.add_argument("--tool", default="pay", help="the tool whose call is crashed (default pay)")
+    p.add_argument("--boundary", choices=BOUNDARIES, default="2→3", help="where among the four moments (default 2→3)")
+    p.add_argument("--crash", choices=("kill", "power"), default="kill", help="kill (default) or power loss (unsynced writes dropped)")
+    p.add_argument("--name", default=None, help="scenario name (default from the choices)")
+    p.add_argument("--out", default=None, help="file to write (default: print to stdout); never overwrites")
+    p.set_defaults(func=_lazy("authoring_cmd"), action="new")
+
     p = sub.add_parser("report", help="write coverage.json/.md/.html from result documents")
     p.add_argument("--out", default="reports")
     p.add_argument(
@@ -93,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_lazy("report_cmd"))
 
     p = sub.add_parser("mutants", help="harness self-test: run fuzz, explore and the corpus against known durability bugs")
-    p.add_argument("--budget", type=float, default=20.0, help="seconds of fuzzing per mutant (default 20)")
+    p.add_argument("--budget", type=_seconds, default=20.0, help="seconds of fuzzing per mutant (default 20)")
     p.add_argument("--only", action="append", default=[], help="run only these mutants")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
     p.add_argument("--results", default=None, help="write a results document (kill matrix) here")
@@ -148,7 +219,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerant_streams() -> None:
+    """Text a log or a scenario holds (a lone surrogate, say) is printed escaped, never a
+    UnicodeEncodeError halfway through the output."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _tolerant_streams()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

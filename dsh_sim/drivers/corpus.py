@@ -24,7 +24,9 @@ from dsh_sim.drivers.explore import record
 from dsh_sim.drivers.machines.strategies import aimed_crash_rule
 from dsh_sim.drivers.replay import judge, run_scenario
 from dsh_sim.engine.logs import capture_runtime_logs
-from dsh_sim.scenario.model import Expectation, Scenario, save
+from dsh_sim.scenario.codec import config_of, step_of
+from dsh_sim.scenario.files import save
+from dsh_sim.scenario.model import Expectation, Scenario
 
 SEED = 20261130
 BOOT = {"op": "boot", "args": {}}
@@ -39,6 +41,11 @@ TOOL_CALLS: dict[str, dict[str, Any]] = {
     "shell": {"name": "shell", "arguments": {"argv": ["write", "out.txt", "x"]}},
 }
 BOUNDARY_SLUG = {"before 1": "before-1", "1→2": "1-2", "2→3": "2-3", "3→4": "3-4", "after 4": "after-4"}
+
+
+def _scenario(*, steps: tuple[dict[str, Any], ...], config: dict[str, Any] | None = None, **fields: Any) -> Scenario:
+    """A scenario from the plain JSON steps and config this module writes (validated like a file)."""
+    return Scenario(steps=tuple(step_of(s["op"], s["args"]) for s in steps), config=config_of(config or {}), **fields)
 
 
 def prompt(*calls: dict[str, Any], approvals: list[str] | None = None, text: str = "go") -> dict[str, Any]:
@@ -65,7 +72,7 @@ def boundary_scenarios() -> list[Scenario]:
             script = prompt(call("c0", "get_balance"), call("c1", kind), approvals=["allowed-once"] if kind == "send_message" else [])
             rule = aimed_crash_rule(script["args"], 1, "c1", boundary, crash, 1)
             out.append(
-                Scenario(
+                _scenario(
                     name=f"boundary-{slug}-{kind}",
                     description=f"{crash['kind']} crash {boundary} of a {kind} call (preceded by a read-only call)",
                     seed=SEED,
@@ -100,7 +107,7 @@ def torn_scenarios() -> list[Scenario]:
     for compression in ("zstd", "none"):
         # the second turn's window write is in the page cache when the power fails
         steps = (BOOT, prompt(call("c1", "get_balance")), {"op": "advance", "args": {"seconds": 1}}, prompt(call("c2", "pay")))
-        base = Scenario(name="base", seed=SEED, steps=steps, config={"compression": compression})
+        base = _scenario(name="base", seed=SEED, steps=steps, config={"compression": compression})
         # fsync #9 is turn 2's tools/execute checkpoint: the batch holding the assistant message and tool/call c2
         for cls, cut in _torn_cuts(base, "fs.fsync", 9).items():
             rule = {
@@ -116,7 +123,7 @@ def torn_scenarios() -> list[Scenario]:
                 else "without complete records"
             )
             out.append(
-                Scenario(
+                _scenario(
                     name=f"torn-{compression}-{cls}",
                     seed=SEED,
                     config={"compression": compression},
@@ -131,7 +138,7 @@ def torn_scenarios() -> list[Scenario]:
         {"op": "append", "args": {"count": 30, "size": 6000}},
         {"op": "flush", "args": {}},
     )
-    base = Scenario(name="base", seed=SEED, steps=big, machine="storage")
+    base = _scenario(name="base", seed=SEED, steps=big, machine="storage")
     cuts = _torn_cuts(base, "fs.fsync", 2)  # the big batch's append fsync
     cut = cuts["block"]
     rule = {
@@ -142,7 +149,7 @@ def torn_scenarios() -> list[Scenario]:
         "crash": {"kind": "power", "state": "cut", "cut": cut.to_json()},
     }
     out.append(
-        Scenario(
+        _scenario(
             name="torn-zstd-multiblock-partial-records",
             seed=SEED,
             machine="storage",
@@ -156,7 +163,7 @@ def torn_scenarios() -> list[Scenario]:
 def fault_scenarios() -> list[Scenario]:
     pay = call("c1", "pay")
     return [
-        Scenario(
+        _scenario(
             name="fsync-fail-on-append",
             seed=SEED,
             machine="storage",
@@ -173,7 +180,7 @@ def fault_scenarios() -> list[Scenario]:
                 BOOT,
             ),
         ),
-        Scenario(
+        _scenario(
             name="window-write-fails-then-recovers",
             seed=SEED,
             description="a background (window) write fails: the batch is kept, retried with the next events, and a clean shutdown persists everything",
@@ -186,7 +193,7 @@ def fault_scenarios() -> list[Scenario]:
                 {"op": "advance", "args": {"seconds": 1}},
             ),
         ),
-        Scenario(
+        _scenario(
             name="fsync-fail-on-first-publication",
             seed=SEED,
             machine="storage",
@@ -201,7 +208,7 @@ def fault_scenarios() -> list[Scenario]:
                 BOOT,
             ),
         ),
-        Scenario(
+        _scenario(
             name="cancel-while-tool-checkpoint-pending",
             seed=SEED,
             description="the turn is cancelled while the tools/execute checkpoint flush runs: ABORTED_BEFORE_DISPATCH, no effect",
@@ -211,7 +218,7 @@ def fault_scenarios() -> list[Scenario]:
                 prompt(pay),
             ),
         ),
-        Scenario(
+        _scenario(
             name="cancel-during-tool-body",
             seed=SEED,
             description="the turn is cancelled while the payment is in flight: the effect happens, the result says ABORTED (never 'before dispatch')",
@@ -221,7 +228,7 @@ def fault_scenarios() -> list[Scenario]:
                 prompt(pay),
             ),
         ),
-        Scenario(
+        _scenario(
             name="approval-never",
             seed=SEED,
             description="policy never: the message is rejected inside the service, audit pair logged, no effect",
@@ -231,13 +238,13 @@ def fault_scenarios() -> list[Scenario]:
                 prompt(call("c1", "send_message"), approvals=["allowed-once"]),
             ),
         ),
-        Scenario(
+        _scenario(
             name="approval-unavailable",
             seed=SEED,
             description="nobody answers: unavailable, fails closed, no effect",
             steps=(BOOT, prompt(call("c1", "send_message"))),
         ),
-        Scenario(
+        _scenario(
             name="approval-answerer-fails",
             seed=SEED,
             description="the answerer raises: unavailable, fails closed",
@@ -247,7 +254,7 @@ def fault_scenarios() -> list[Scenario]:
                 prompt(call("c1", "send_message")),
             ),
         ),
-        Scenario(
+        _scenario(
             name="sandbox-unavailable",
             seed=SEED,
             description="no sandbox backend: SANDBOX_UNAVAILABLE, the command never runs",
@@ -257,13 +264,13 @@ def fault_scenarios() -> list[Scenario]:
                 prompt(call("c1", "shell")),
             ),
         ),
-        Scenario(
+        _scenario(
             name="sandbox-read-only-denies-write",
             seed=SEED,
             description="read-only mode: the sandbox refuses the write",
             steps=(BOOT, {"op": "set_sandbox_mode", "args": {"mode": "read-only"}}, prompt(call("c1", "shell"))),
         ),
-        Scenario(
+        _scenario(
             name="two-writers",
             seed=SEED,
             description="a second process opens the session for write while the first holds it: refused",
@@ -275,14 +282,14 @@ def fault_scenarios() -> list[Scenario]:
                 prompt(call("c2", "get_balance")),
             ),
         ),
-        Scenario(
+        _scenario(
             name="two-writers-storage",
             seed=SEED,
             machine="storage",
             description="storage level: the second writer is refused by the flock",
             steps=(BOOT, {"op": "append", "args": {"count": 2}}, {"op": "flush", "args": {}}, {"op": "second_writer", "args": {}}),
         ),
-        Scenario(
+        _scenario(
             name="idempotent-retry-converges",
             seed=SEED,
             description="crash after the payment, before its result: TOOL_OUTCOME_UNKNOWN; the retry with the same key applies nothing new",
@@ -303,7 +310,7 @@ def fault_scenarios() -> list[Scenario]:
                 {"op": "retry_unknown", "args": {}},
             ),
         ),
-        Scenario(
+        _scenario(
             name="crash-during-recovery",
             seed=SEED,
             description="power fails again while recovery appends its closers; the next recovery still holds",
@@ -325,7 +332,7 @@ def fault_scenarios() -> list[Scenario]:
                 prompt(text="after two recoveries"),
             ),
         ),
-        Scenario(
+        _scenario(
             name="corrupt-complete-frame-refused",
             seed=SEED,
             description="a byte of a complete, checksummed event frame flips on the medium: recovery refuses the log instead of repairing it",
@@ -339,7 +346,7 @@ def fault_scenarios() -> list[Scenario]:
                 BOOT,
             ),
         ),
-        Scenario(
+        _scenario(
             name="network-response-lost",
             seed=SEED,
             description="the payment happened but its response was lost: an error result, the ledger knows better",
@@ -351,13 +358,13 @@ def fault_scenarios() -> list[Scenario]:
                 BOOT,
             ),
         ),
-        Scenario(
+        _scenario(
             name="network-duplicate-delivery",
             seed=SEED,
             description="a keyed payment delivered twice: the idempotent service applies it once",
             steps=(BOOT, arm({"point": "world.deliver", "action": "duplicate", "hit": 1, "lifetime": 1}), prompt(pay)),
         ),
-        Scenario(
+        _scenario(
             name="no-checkpoint-policy-unsafe",
             seed=SEED,
             config={"checkpoint_policy": False},

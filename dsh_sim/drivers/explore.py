@@ -28,7 +28,7 @@ from dsh_sim.adapters.simfs.torn import codec_cut_points, torn_class
 from dsh_sim.drivers.replay import run_steps, simulation_for
 from dsh_sim.engine.crash import CrashPoint, crash_phase
 from dsh_sim.engine.determinism import derive_seed
-from dsh_sim.engine.faults import CrashSpec
+from dsh_sim.engine.faults import CrashSpec, FaultRule
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.engine.observer import Observer
@@ -42,8 +42,9 @@ from dsh_sim.evidence.coverage import (
 )
 from dsh_sim.evidence.invariants import Violation
 from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.scenario.args import AppendArgs, ArmArgs, ModelResponse, PromptArgs, Step
 from dsh_sim.scenario.model import Expectation, Scenario
-from dsh_sim.scenario.steps import Step, apply
+from dsh_sim.scenario.steps import apply
 
 
 class Recorder(Observer):
@@ -150,45 +151,45 @@ def recover_from(
     try:
         apply(sim, Step("boot"))
         if continue_turn:
-            for raw in continuation(scenario.machine):
+            for step in continuation(scenario.machine):
                 if sim.alive:
-                    apply(sim, Step.from_json(raw))
+                    apply(sim, step)
     finally:
         sim.shutdown()
     return sim, checker
 
 
-def _crash_rule_before(rule: dict[str, Any], lifetime: int) -> bool:
+def _crash_rule_before(rule: FaultRule, lifetime: int) -> bool:
     """Keep a crash rule of the original only if it belongs to an earlier lifetime (it is part
     of the path to the explored point); later ones would fire at or after that point."""
-    return rule.get("action") != "crash" or (rule.get("lifetime") is not None and rule["lifetime"] < lifetime)
+    return rule.action != "crash" or (rule.lifetime is not None and rule.lifetime < lifetime)
 
 
-def continuation(machine: str) -> list[dict[str, Any]]:
+def continuation(machine: str) -> tuple[Step, ...]:
     """What explore does after every recovery: one more turn (or append) and a flush."""
     if machine == "durability":
-        first = {"op": "prompt", "args": {"text": "continue", "responses": [{"text": "continuing"}]}}
+        first = Step("prompt", PromptArgs("continue", (ModelResponse("continuing"),)))
     else:
-        first = {"op": "append", "args": {"count": 1}}
-    return [first, {"op": "flush", "args": {}}]
+        first = Step("append", AppendArgs(1))
+    return (first, Step("flush"))
 
 
 def repro_scenario(scenario: Scenario, cp: CrashPoint, crash: CrashSpec, cut: PowerCut | None, violation: Violation) -> Scenario:
     """Replays the explored state: the original path to the point, the crash there, recovery,
     and the continuation explore ran."""
-    crash_json: dict[str, Any] = {"kind": crash.kind}
-    if crash.kind == "power":
-        crash_json.update({"state": "cut", "cut": (cut or PowerCut()).to_json()})
-    rule = {"point": cp.point, "action": "crash", "hit": cp.occurrence, "lifetime": cp.lifetime, "crash": crash_json}
-    steps = [
-        step for step in scenario.steps[: cp.step_index + 1] if step["op"] != "arm" or _crash_rule_before(step["args"]["rule"], cp.lifetime)
-    ]
-    steps += [{"op": "boot", "args": {}}] + continuation(scenario.machine)
+    spec = CrashSpec("power", "cut", cut=cut or PowerCut()) if crash.kind == "power" else CrashSpec(crash.kind)
+    rule = FaultRule(cp.point, "crash", hit=cp.occurrence, lifetime=cp.lifetime, crash=spec)
+    steps = tuple(
+        step
+        for step in scenario.steps[: cp.step_index + 1]
+        if not isinstance(step.args, ArmArgs) or _crash_rule_before(step.args.rule, cp.lifetime)
+    )
+    steps += (Step("boot"),) + continuation(scenario.machine)
     plan = tuple(r for r in scenario.fault_plan if _crash_rule_before(r, cp.lifetime)) + (rule,)
     return Scenario(
         name=f"{scenario.name}-explore-{violation.invariant}-{cp.index}",
         seed=scenario.seed,
-        steps=tuple(steps),
+        steps=steps,
         config=scenario.config,
         fault_plan=plan,
         machine=scenario.machine,
@@ -212,9 +213,9 @@ def record(scenario: Scenario) -> tuple[list[CrashPoint], Simulation, Checker]:
     recorder = Recorder(sim)
     sim.observers.append(recorder)
     try:
-        for index, raw in enumerate(scenario.steps):
+        for index, step in enumerate(scenario.steps):
             recorder.step_index = index
-            run_steps(sim, [Step.from_json(raw)])
+            run_steps(sim, [step])
     finally:
         sim.shutdown()
     return recorder.points, sim, checker
@@ -239,7 +240,7 @@ def explore(
         rng = random.Random(derive_seed(scenario.seed, "explore-sample"))
         cache = {} if cache is None else cache
         cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
-        config_key = repr((scenario.machine, sorted(scenario.config.items()), scenario.mutants, continue_turn))
+        config_key = repr((scenario.machine, scenario.config, scenario.mutants, continue_turn))
         states: list[StateResult] = []
         cases: list[dict[str, Any]] = []
         saved: dict[tuple[str, str, str], str] = {}

@@ -9,8 +9,6 @@ invariant.  Every example's crashes feed the coverage cases of the result docume
 
 from __future__ import annotations
 
-import hashlib
-import os
 import random
 import time
 from collections.abc import Callable
@@ -30,7 +28,9 @@ from dsh_sim.drivers.minimize import minimize, set_hypothesis_shrink_budget
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.mutation import catalogue as mutants
-from dsh_sim.scenario.model import Expectation, Scenario, save
+from dsh_sim.scenario.codec import describe_step
+from dsh_sim.scenario.files import save_found
+from dsh_sim.scenario.model import Expectation, Scenario
 
 MACHINES = {"durability": DurabilityMachine, "storage": StorageMachine}
 
@@ -121,8 +121,8 @@ def scenario_from(machine: str, instance: Any, invariant: str, config: SimConfig
     return Scenario(
         name=f"found-{invariant}",
         seed=instance.seed,
-        steps=tuple(s.to_json() for s in instance.steps),
-        config=instance.sim.config.to_json() if instance.sim is not None else config.to_json(),
+        steps=tuple(instance.steps),
+        config=instance.sim.config if instance.sim is not None else config,
         machine=machine,
         description=f"found by dsh-sim fuzz (seed {seed}): {invariant}",
         expect=Expectation("violation", invariant),
@@ -202,16 +202,13 @@ def _save_found(
     final = attrs.evolve(
         small.scenario, trace_digest=result.digest, origin={**small.scenario.origin, "shrunk_from_steps": small.steps_before}
     )
-    digest8 = hashlib.sha256(repr(final.steps).encode()).hexdigest()[:8]
-    path = os.path.join(out_dir, f"{invariant}-{digest8}.json")
-    if not os.path.exists(path):
-        save(final, path)
+    path = save_found(final, out_dir)
     message = result.violations[0].describe() if result.violations else message
     return Found(
         invariant=invariant,
         message=message,
         path=path,
-        steps=tuple(f"{s['op']}({', '.join(f'{k}={v!r}' for k, v in s['args'].items())})" for s in final.steps),
+        steps=tuple(describe_step(s) for s in final.steps),
         time_to_find=found_at,
         shrink_seconds=time.perf_counter() - shrink_started,
         steps_before=small.steps_before,

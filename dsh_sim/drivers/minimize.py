@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 import attrs
 
 from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.scenario.args import ArmArgs, ModelResponse, PromptArgs, Step
 from dsh_sim.scenario.model import Scenario
 
 
@@ -33,46 +33,50 @@ def _fails(scenario: Scenario, invariant: str) -> bool:
 
 
 _STARTS_LIFETIME = ("boot", "second_writer")
+Steps = tuple[Step, ...]
 
 
-def _without(steps: tuple[dict[str, Any], ...], start: int, count: int) -> tuple[dict[str, Any], ...]:
+def _without(steps: Steps, start: int, count: int) -> Steps:
     """``steps`` minus ``steps[start:start+count]``, with later fault rules' lifetimes renumbered
     (removing a boot shifts every later process lifetime down by one)."""
-    removed_boots = sum(1 for s in steps[start : start + count] if s["op"] in _STARTS_LIFETIME)
+    removed_boots = sum(1 for s in steps[start : start + count] if s.op in _STARTS_LIFETIME)
     out = list(steps[:start])
     for kept in steps[start + count :]:
-        rule = kept["args"].get("rule") if kept["op"] == "arm" else None
-        if removed_boots and rule is not None and rule.get("lifetime") is not None:
-            out.append({"op": "arm", "args": {**kept["args"], "rule": {**rule, "lifetime": max(1, rule["lifetime"] - removed_boots)}}})
+        rule = kept.args.rule if isinstance(kept.args, ArmArgs) else None
+        if removed_boots and rule is not None and rule.lifetime is not None:
+            moved = attrs.evolve(rule, lifetime=max(1, rule.lifetime - removed_boots))
+            out.append(Step("arm", ArmArgs(moved)))
         else:
             out.append(kept)
     return tuple(out)
 
 
-def _candidates(steps: tuple[dict[str, Any], ...]) -> list[tuple[dict[str, Any], ...]]:
+def _with_prompt(steps: Steps, i: int, args: PromptArgs) -> Steps:
+    return steps[:i] + (Step("prompt", args),) + steps[i + 1 :]
+
+
+def _candidates(steps: Steps) -> list[Steps]:
     """Smaller variants: drop one or two adjacent steps; drop a response / call / approval."""
-    out: list[tuple[dict[str, Any], ...]] = []
+    out: list[Steps] = []
     for count in (2, 1):
         for i in range(1, len(steps) - count + 1):  # the first boot stays
             out.append(_without(steps, i, count))
     for i, step in enumerate(steps):
-        if step["op"] != "prompt":
+        args = step.args
+        if not isinstance(args, PromptArgs):
             continue
-        args = step["args"]
-        responses = args.get("responses", [])
+        responses = args.responses
         for r in range(len(responses)):
-            smaller = responses[:r] + responses[r + 1 :]
-            out.append(steps[:i] + ({"op": "prompt", "args": {**args, "responses": smaller}},) + steps[i + 1 :])
+            out.append(_with_prompt(steps, i, attrs.evolve(args, responses=responses[:r] + responses[r + 1 :])))
         for r, response in enumerate(responses):
-            calls = response.get("tool_calls", [])
+            calls = response.tool_calls
             for c in range(len(calls)):
                 fewer = calls[:c] + calls[c + 1 :]
-                new_response = {**response, "tool_calls": fewer} if fewer else {"text": response.get("text", "done")}
-                new_responses = responses[:r] + [new_response] + responses[r + 1 :]
-                out.append(steps[:i] + ({"op": "prompt", "args": {**args, "responses": new_responses}},) + steps[i + 1 :])
-        approvals = args.get("approvals", [])
+                new_response = attrs.evolve(response, tool_calls=fewer) if fewer else ModelResponse(response.text or "done")
+                out.append(_with_prompt(steps, i, attrs.evolve(args, responses=responses[:r] + (new_response,) + responses[r + 1 :])))
+        approvals = args.approvals
         for a in range(len(approvals)):
-            out.append(steps[:i] + ({"op": "prompt", "args": {**args, "approvals": approvals[:a] + approvals[a + 1 :]}},) + steps[i + 1 :])
+            out.append(_with_prompt(steps, i, attrs.evolve(args, approvals=approvals[:a] + approvals[a + 1 :])))
     return out
 
 

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
-from dsh_sim.engine.faults import FaultPlan
+from dsh_sim.engine.faults import FaultPlan, FaultRule
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.evidence.invariants import Violation
 from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.scenario.args import Step
+from dsh_sim.scenario.codec import describe_step
 from dsh_sim.scenario.model import Scenario
-from dsh_sim.scenario.steps import Step, StepNotApplicable, apply
+from dsh_sim.scenario.steps import StepNotApplicable, apply
 
 
 @attrs.frozen
@@ -30,7 +33,7 @@ class RunResult:
     session_sha256: str | None
     outcomes: tuple[str, ...]
     violations: tuple[Violation, ...]
-    unfired: tuple[tuple[int, dict[str, Any]], ...]
+    unfired: tuple[tuple[int, FaultRule, int], ...]  # (position, rule, matching announcements seen)
     not_applicable: str | None
     stats: dict[str, Any]
     seconds: float
@@ -57,7 +60,7 @@ def simulation_for(
     sim = Simulation(
         scenario.seed if seed is None else seed,
         scenario.sim_config(),
-        FaultPlan.from_json(scenario.fault_plan) if plan is None else plan,
+        FaultPlan(scenario.fault_plan) if plan is None else plan,
         keep_trace=keep_trace,
         kind=kind,
         trace=trace,
@@ -65,17 +68,22 @@ def simulation_for(
     return sim, Checker.attach(sim, source=source)
 
 
-def run_steps(sim: Simulation, steps: list[Step], *, checker: Checker | None = None) -> tuple[list[str], str | None]:
-    """Apply ``steps`` in order; stop at the first violation ``checker`` reports (if given)
-    or at a step that cannot run (returned as the second value, a sentence)."""
+def run_steps(
+    sim: Simulation, steps: Sequence[Step], *, checker: Checker | None = None, until: str | None = None
+) -> tuple[list[str], str | None]:
+    """Apply ``steps`` in order; stop at the first violation ``checker`` reports (if given) —
+    or, with ``until``, at the first violation of that invariant (a scenario that expects it
+    may pass an earlier, stronger check on its way) — or at a step that cannot run (returned
+    as the second value, a sentence)."""
     outcomes: list[str] = []
     for index, step in enumerate(steps):
         try:
             outcomes.append(apply(sim, step))
         except StepNotApplicable as err:
-            return outcomes, f"step {index} ({step.describe()}) cannot run: {err}"
+            return outcomes, f"step {index} ({describe_step(step)}) cannot run: {err}"
         if checker is not None and checker.violations:
-            break
+            if until is None or any(v.invariant == until for v in checker.violations):
+                break
     return outcomes, None
 
 
@@ -111,7 +119,8 @@ def run_scenario(scenario: Scenario, *, keep_trace: bool = False) -> tuple[RunRe
     sim, checker = simulation_for(scenario, keep_trace=keep_trace)
     with mutants.enabled(scenario.mutants):
         try:
-            outcomes, not_applicable = run_steps(sim, [Step.from_json(s) for s in scenario.steps], checker=checker)
+            until = scenario.expect.invariant if scenario.expect.outcome == "violation" else None
+            outcomes, not_applicable = run_steps(sim, scenario.steps, checker=checker, until=until)
         finally:
             sim.shutdown()
     data = sim.disk.read_path(sim.config.log_path)
@@ -123,7 +132,7 @@ def run_scenario(scenario: Scenario, *, keep_trace: bool = False) -> tuple[RunRe
         session_sha256=session_sha256,
         outcomes=tuple(outcomes),
         violations=tuple(checker.violations),
-        unfired=tuple((i, r.to_json()) for i, r in sim.plan.unfired()),
+        unfired=tuple(sim.plan.unfired()),
         not_applicable=not_applicable,
         stats=simulation_stats(sim, checker),
         seconds=time.perf_counter() - started,
@@ -138,11 +147,8 @@ def judge(scenario: Scenario, result: RunResult, *, check_digest: bool = True) -
     if result.not_applicable:
         problems.append(result.not_applicable)
     if scenario.expect.require_fired:
-        for index, rule in result.unfired:
-            problems.append(
-                f"fault rule #{index} ({rule['action']} at {rule['point']}, hit {rule.get('hit', 1)}) never fired: "
-                "the scenario no longer reaches its crash point"
-            )
+        for index, rule, seen in result.unfired:
+            problems.append(f"fault rule #{index} ({rule.describe()}) never fired: {_why_unfired(rule, seen, result)}")
     if scenario.expect.outcome == "pass" and result.violations:
         problems.extend(f"invariant violated: {v.describe()}" for v in result.violations)
     if scenario.expect.outcome == "violation":
@@ -153,3 +159,14 @@ def judge(scenario: Scenario, result: RunResult, *, check_digest: bool = True) -
     if check_digest and scenario.trace_digest and scenario.trace_digest != result.digest:
         problems.append(f"trace digest {result.digest[:16]}… differs from the recorded {scenario.trace_digest[:16]}…")
     return problems
+
+
+def _why_unfired(rule: FaultRule, seen: int, result: RunResult) -> str:
+    """Why a rule never fired, from what the run announced (the point was reached or not)."""
+    announced = int(result.stats["points"].get(rule.point, 0))
+    if announced == 0:
+        return f"{rule.point} was never announced: the scenario no longer reaches its crash point"
+    where = f" in lifetime {rule.lifetime}" if rule.lifetime is not None else ""
+    if seen == 0:
+        return f"{rule.point} was announced {announced} time(s), none matching{where}: the scenario no longer reaches its crash point"
+    return f"{rule.point} matched {seen} time(s){where}, fewer than hit {rule.hit}: the scenario no longer reaches its crash point"

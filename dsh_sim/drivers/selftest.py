@@ -27,7 +27,8 @@ from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.invariants import Violation
 from dsh_sim.mutation.catalogue import CATALOGUE
-from dsh_sim.scenario.model import Scenario, discover, load, save
+from dsh_sim.scenario.files import discover, load, save
+from dsh_sim.scenario.model import Scenario
 
 EXPLORE_SET = (
     "boundary-1-2-pay",

@@ -10,7 +10,9 @@ from dsh_sim.dsh.explore_dsh import DshExploreResult, explore_dsh, summarize
 from dsh_sim.dsh.report import write_findings
 from dsh_sim.dsh.shapes import shape_of
 from dsh_sim.evidence.results import write
-from dsh_sim.scenario.model import ScenarioError, load
+from dsh_sim.scenario.codec import to_json
+from dsh_sim.scenario.files import load
+from dsh_sim.scenario.model import ScenarioError
 
 
 def run_explore_dsh(args: Any, paths: list[str]) -> int:
@@ -23,11 +25,11 @@ def run_explore_dsh(args: Any, paths: list[str]) -> int:
             scenario = load(path)
         except ScenarioError as err:
             raise CliError(str(err)) from None
-        log = shape_of(list(scenario.steps), "dsh-explore")
+        log = shape_of([to_json(step) for step in scenario.steps], "dsh-explore")
         if not log.batches:
             print(f"{path}: no prompt steps, nothing for the DSH writer to write")
             continue
-        compression = str(scenario.config.get("compression", "zstd"))
+        compression = scenario.config.compression
         result = explore_dsh(install, log, compression, name=scenario.name, crash=args.crash, bound=args.bound)
         results.append(result)
         if not args.json:

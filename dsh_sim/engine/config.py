@@ -1,13 +1,39 @@
-"""Configuration of one simulated deployment (what a scenario file's ``config`` holds)."""
+"""Configuration of one simulated deployment (what a scenario file's ``config`` holds).
+
+Every field is validated when the configuration is made: an unknown compression or sandbox
+mode is refused input (one line naming the JSON path), never a runtime failure that the
+invariants would report as a violation.
+"""
 
 from __future__ import annotations
 
 import functools
+import posixpath
 from typing import Any
 
 import attrs
 
-from runtime.persistence.layout import SessionPaths, generation_filename
+from dsh_sim.adapters.world_tools import TOOL_KINDS
+from dsh_sim.engine.bounds import each, integer, member, number, optional, text
+from dsh_sim.errors import FieldError
+from runtime.agent.approval import APPROVAL_POLICIES
+from runtime.agent.sandbox import SANDBOX_MODES
+from runtime.persistence.layout import SessionPaths, encode_segment, generation_filename
+from runtime.persistence.log_format import COMPRESSIONS
+
+
+def _session_id(inst: Any, attribute: Any, value: Any) -> None:
+    text(200)(inst, attribute, value)
+    try:
+        encode_segment(value)
+    except ValueError as err:
+        raise FieldError(attribute.name, str(err)) from None
+
+
+def _absolute(inst: Any, attribute: Any, value: Any) -> None:
+    text(1000)(inst, attribute, value)
+    if not value.startswith("/") or value == "/" or "\x00" in value or posixpath.normpath(value) != value:
+        raise FieldError(attribute.name, f"must be a normalised absolute path below /, got {value!r}")
 
 
 @functools.lru_cache(maxsize=64)
@@ -19,17 +45,42 @@ def session_paths(root: str, workspace: str, session_id: str, compression: str) 
 
 @attrs.frozen
 class SimConfig:
-    compression: str = "zstd"
-    checkpoint_policy: bool = True
-    approval_policy: str | None = "ask"  # None: no approval service mounted
-    sandbox_mode: str = "workspace-write"
-    session_id: str = "sim-session"
-    root: str = "/sim/sessions"
-    workspace: str = "/sim/workspace"
-    max_parallel_tool_calls: int = 10
-    chunk_delay: float = 0.01
-    system: str | None = "You are a simulated agent."
-    approval_tools: tuple[str, ...] = ("send_message",)
+    compression: str = attrs.field(
+        metadata={"doc": "zstd (one checksummed frame per batch) or none (JSONL)"},
+        default="zstd",
+        validator=member(COMPRESSIONS, "compression"),
+    )
+    checkpoint_policy: bool = attrs.field(default=True, metadata={"doc": "mount the semantic checkpoint policy (durable before effect)"})
+    approval_policy: str | None = attrs.field(
+        metadata={"doc": "ask or never; null: no approval service mounted"},  # None: no approval service mounted
+        default="ask",
+        validator=optional(member(APPROVAL_POLICIES, "approval policy")),
+    )
+    sandbox_mode: str = attrs.field(
+        metadata={"doc": "the shell tool's sandbox mode"}, default="workspace-write", validator=member(SANDBOX_MODES, "sandbox mode")
+    )
+    session_id: str = attrs.field(metadata={"doc": "the session's id"}, default="sim-session", validator=_session_id)
+    root: str = attrs.field(metadata={"doc": "persistence root on the simulated disk"}, default="/sim/sessions", validator=_absolute)
+    workspace: str = attrs.field(
+        metadata={"doc": "the tools' workspace on the simulated disk"}, default="/sim/workspace", validator=_absolute
+    )
+    max_parallel_tool_calls: int = attrs.field(
+        metadata={"doc": "concurrency-safe calls run in parallel up to this"}, default=10, validator=integer(1, 64)
+    )
+    chunk_delay: float = attrs.field(
+        metadata={"doc": "virtual seconds between model stream parts"}, default=0.01, validator=number(0.0, 60.0)
+    )
+    system: str | None = attrs.field(
+        metadata={"doc": "system prompt (null: none)"}, default="You are a simulated agent.", validator=optional(text(10_000))
+    )
+    approval_tools: tuple[str, ...] = attrs.field(
+        metadata={"doc": "tools that need an approval"}, default=("send_message",), validator=each(member(TOOL_KINDS, "tool"))
+    )
+
+    def __attrs_post_init__(self) -> None:
+        root, workspace = self.root + "/", self.workspace + "/"
+        if root.startswith(workspace) or workspace.startswith(root):
+            raise FieldError("workspace", f"the workspace {self.workspace!r} and the root {self.root!r} must not contain one another")
 
     @property
     def paths(self) -> SessionPaths:
@@ -43,19 +94,3 @@ class SimConfig:
     def v0_path(self) -> str:
         """Where a historical (v0) generation of this session lives (the ``seed_v0`` step puts one there)."""
         return f"{self.paths.session_dir}/{generation_filename(0, self.compression)}"
-
-    def to_json(self) -> dict[str, Any]:
-        out = attrs.asdict(self)
-        out["approval_tools"] = list(self.approval_tools)
-        return out
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> SimConfig:
-        known = {f.name for f in attrs.fields(cls)}
-        extra = sorted(set(obj) - known)
-        if extra:
-            raise ValueError(f"unknown config keys {extra}")
-        values = dict(obj)
-        if "approval_tools" in values:
-            values["approval_tools"] = tuple(values["approval_tools"])
-        return cls(**values)

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from dsh_sim.adapters.world import World
     from runtime.adapters.script_model import ScriptedResponse
 
-BOUNDARIES = ("before 1", "1→2", "2→3", "3→4", "after 4")
-
 
 @attrs.frozen
 class CrashRecord:

@@ -1,37 +1,49 @@
-"""The fault plan: JSON-serializable rules keyed by named point and hit count.
+"""The fault plan: rules keyed by named point and hit count.
 
 A rule fires on the ``hit``-th announcement of its point that matches its filter (and,
 optionally, only in one process lifetime), ``times`` times in a row.  Actions: ``crash``
-(kill or power loss with its post-crash state), ``delay``, ``cancel``, filesystem ``error``
-and ``fsync_fail``, ``corrupt`` (flip stored bytes of a file), and the domain faults each
-point declares in :mod:`dsh_sim.engine.points`.  The plan is consulted at named points and nowhere
-else.
+(kill or power loss with its post-crash state), ``delay``, ``cancel``, ``corrupt`` (flip a
+stored byte of a file), filesystem ``error`` and ``fsync_fail``, and the domain faults each
+point declares in :mod:`dsh_sim.engine.points`.  The plan is consulted at named points and
+nowhere else.
+
+The classes validate themselves: an unknown point, an action the point does not allow, a
+``match`` key the point never carries, a number out of range are refused when the rule is
+made (a scenario file is refused at load, naming the JSON path), never discovered at replay.
+JSON in and out is :mod:`dsh_sim.scenario.codec`'s job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
-from dsh_sim.engine.points import spec
+from dsh_sim.adapters.simfs.crash import PowerCut
+from dsh_sim.engine.bounds import integer, member, number, optional
+from dsh_sim.engine.points import ACTIONS, POINTS
+from dsh_sim.engine.vocabulary import CRASH_KINDS, ERRNOS, POWER_STATES
+from dsh_sim.errors import FieldError, did_you_mean, one_of
 
-POWER_STATES = ("drop", "keep", "torn", "random", "cut")
+MAX_HIT = 1_000_000
+MAX_LIFETIME = 10_000
+MAX_DELAY = 86_400.0  # virtual seconds
 
 
 @attrs.frozen
 class CrashSpec:
-    kind: str = "kill"  # "kill" | "power"
-    state: str = "drop"  # power: "drop" | "keep" | "torn" | "random" | "cut"
-    torn_fraction: float = 0.5  # state "torn": fraction of the last unsynced write that lands
-    cut: dict[str, Any] | None = None  # state "cut": an explicit PowerCut (JSON)
-
-    def __attrs_post_init__(self) -> None:
-        if self.kind not in ("kill", "power"):
-            raise ValueError(f"crash kind must be kill or power, got {self.kind!r}")
-        if self.state not in POWER_STATES:
-            raise ValueError(f"power state must be one of {POWER_STATES}, got {self.state!r}")
+    kind: str = attrs.field(
+        default="kill",
+        validator=member(CRASH_KINDS, "crash kind"),
+        metadata={"doc": "kill (page cache survives) or power (unsynced data at risk)"},
+    )
+    state: str = attrs.field(
+        default="drop", validator=member(POWER_STATES, "power state"), metadata={"doc": "power loss: what survives (below)"}
+    )
+    torn_fraction: float = attrs.field(
+        default=0.5, validator=number(0.0, 1.0), metadata={"doc": "state torn: share of the last unsynced write that lands"}
+    )
+    cut: PowerCut | None = attrs.field(default=None, metadata={"doc": "state cut: which unsynced operations and entries survive"})
 
     def label(self) -> str:
         if self.kind == "kill":
@@ -39,75 +51,55 @@ class CrashSpec:
         return f"power:{self.state}" + (f"@{self.torn_fraction:g}" if self.state == "torn" else "")
 
 
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
 @attrs.frozen
 class FaultRule:
-    point: str
-    action: str
-    hit: int = 1
-    times: int = 1
-    lifetime: int | None = None  # only in this process lifetime (1 = first boot)
-    match: tuple[tuple[str, Any], ...] = ()  # details that must equal these values
-    crash: CrashSpec | None = None
-    errno: str = "EIO"
-    drop_dirty: bool = False
-    delay: float = 0.0
-    corrupt_path: str | None = None  # "corrupt": file to damage (default: the session log)
-    corrupt_offset: int = -1  # byte offset (negative: from the end)
+    point: str = attrs.field(metadata={"doc": "the named point (below)"})
+    action: str = attrs.field(validator=member(ACTIONS, "fault action"), metadata={"doc": "what happens there (below)"})
+    hit: int = attrs.field(default=1, validator=integer(1, MAX_HIT), metadata={"doc": "fire on the hit-th matching announcement"})
+    times: int = attrs.field(
+        default=1, validator=integer(1, MAX_HIT), metadata={"doc": "fire on this many matching announcements in a row"}
+    )
+    lifetime: int | None = attrs.field(
+        default=None, validator=optional(integer(1, MAX_LIFETIME)), metadata={"doc": "only in this process lifetime (1 = the first boot)"}
+    )
+    match: tuple[tuple[str, Any], ...] = attrs.field(default=(), metadata={"doc": "detail keys of the point that must equal these values"})
+    crash: CrashSpec | None = attrs.field(default=None, metadata={"doc": "action crash: how the process dies (default kill)"})
+    errno: str = attrs.field(default="EIO", validator=member(ERRNOS, "errno"), metadata={"doc": "actions error, fsync_fail"})
+    drop_dirty: bool = attrs.field(default=False, metadata={"doc": "action fsync_fail: the dirty pages are dropped"})
+    delay: float = attrs.field(default=0.0, validator=number(0.0, MAX_DELAY), metadata={"doc": "actions delay, timeout: virtual seconds"})
+    corrupt_path: str | None = attrs.field(default=None, metadata={"doc": "action corrupt: the file (default the session log)"})
+    corrupt_offset: int = attrs.field(
+        default=-1, validator=integer(-(2**40), 2**40), metadata={"doc": "action corrupt: byte offset (negative: from the end)"}
+    )
 
     def __attrs_post_init__(self) -> None:
-        point = spec(self.point)
+        point = POINTS.get(self.point)
+        if point is None:
+            raise FieldError("point", one_of(self.point, POINTS, "named point") + " (dsh-sim points lists them)")
         if not point.allows(self.action):
-            raise ValueError(f"named point {self.point!r} does not allow the fault {self.action!r}")
-        if self.hit < 1 or self.times < 1:
-            raise ValueError("hit and times must be >= 1")
+            allowed = ", ".join(("crash", "delay", "cancel", "corrupt") + point.faults)
+            raise FieldError("action", f"named point {self.point!r} does not allow the fault {self.action!r} (allowed: {allowed})")
+        for key, value in self.match:
+            if key not in point.details:
+                carried = ", ".join(point.details) or "no details"
+                raise FieldError(
+                    "match", f"{self.point!r} is never announced with {key!r}{did_you_mean(key, point.details)} (it carries: {carried})"
+                )
+            if not _scalar(value):
+                raise FieldError("match", f"match value of {key!r} must be a string, number, boolean or null, got {value!r}")
         if self.action == "crash" and self.crash is None:
             object.__setattr__(self, "crash", CrashSpec())
 
     def matches(self, details: dict[str, Any]) -> bool:
         return all(details.get(key) == value for key, value in self.match)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"point": self.point, "action": self.action, "hit": self.hit}
-        if self.times != 1:
-            out["times"] = self.times
-        if self.lifetime is not None:
-            out["lifetime"] = self.lifetime
-        if self.match:
-            out["match"] = dict(self.match)
-        if self.action == "crash" and self.crash is not None:
-            out["crash"] = {k: v for k, v in attrs.asdict(self.crash).items() if v is not None}
-        if self.action in ("error", "fsync_fail"):
-            out["errno"] = self.errno
-        if self.action == "fsync_fail":
-            out["drop_dirty"] = self.drop_dirty
-        if self.action in ("delay", "timeout"):
-            out["delay"] = self.delay
-        if self.action == "corrupt":
-            out["corrupt_path"] = self.corrupt_path
-            out["corrupt_offset"] = self.corrupt_offset
-        return out
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> FaultRule:
-        known = {f.name for f in attrs.fields(cls)}
-        extra = sorted(set(obj) - known)
-        if extra:
-            raise ValueError(f"fault rule has unknown keys {extra}")
-        crash = CrashSpec(**obj["crash"]) if obj.get("crash") else None
-        return cls(
-            point=obj["point"],
-            action=obj["action"],
-            hit=int(obj.get("hit", 1)),
-            times=int(obj.get("times", 1)),
-            lifetime=obj.get("lifetime"),
-            match=tuple(sorted(obj.get("match", {}).items())),
-            crash=crash,
-            errno=obj.get("errno", "EIO"),
-            drop_dirty=bool(obj.get("drop_dirty", False)),
-            delay=float(obj.get("delay", 0.0)),
-            corrupt_path=obj.get("corrupt_path"),
-            corrupt_offset=int(obj.get("corrupt_offset", -1)),
-        )
+    def describe(self) -> str:
+        match = "".join(f", {k}={v!r}" for k, v in self.match)
+        return f"{self.action} at {self.point}, hit {self.hit}{match}"
 
 
 @attrs.define
@@ -126,7 +118,7 @@ class Firing:
 class FaultPlan:
     """An ordered list of rules plus their hit counters (counters are run state, not plan)."""
 
-    def __init__(self, rules: list[FaultRule] | None = None) -> None:
+    def __init__(self, rules: list[FaultRule] | tuple[FaultRule, ...] | None = None) -> None:
         self._armed = [_Armed(rule) for rule in rules or ()]
 
     @property
@@ -137,8 +129,9 @@ class FaultPlan:
         self._armed.append(_Armed(rule))
         return len(self._armed) - 1
 
-    def unfired(self) -> list[tuple[int, FaultRule]]:
-        return [(i, a.rule) for i, a in enumerate(self._armed) if a.fired == 0]
+    def unfired(self) -> list[tuple[int, FaultRule, int]]:
+        """(position, rule, matching announcements seen) of every rule that never fired."""
+        return [(i, a.rule, a.seen) for i, a in enumerate(self._armed) if a.fired == 0]
 
     def hit(self, point: str, details: dict[str, Any], lifetime: int) -> list[Firing]:
         out: list[Firing] = []
@@ -151,10 +144,3 @@ class FaultPlan:
                 armed.fired += 1
                 out.append(Firing(rule, index))
         return out
-
-    def to_json(self) -> list[dict[str, Any]]:
-        return [r.to_json() for r in self.rules]
-
-    @classmethod
-    def from_json(cls, rules: Iterable[dict[str, Any]]) -> FaultPlan:
-        return cls([FaultRule.from_json(r) for r in rules])

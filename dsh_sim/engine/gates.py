@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_sim.adapters.simfs import FsFault, ProcessView
 from dsh_sim.engine.faults import FaultRule
+from dsh_sim.engine.vocabulary import ERRNOS
 from runtime.agent.sandbox import SandboxUnavailableError
 from runtime.persistence.zstd_frames import FrameFormatError, scan_frames
 from runtime.tools.results import HarnessError
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
 # How a process's ports reach the simulation: announce a named point of a lifetime, get back
 # the domain fault to act out (crashes, delays and cancellations are applied on the way).
 PointFn = Callable[["Lifetime", str, dict[str, Any]], Awaitable["Firing | None"]]
-
-ERRNO = {"EIO": 5, "ENOSPC": 28, "EACCES": 13, "EWOULDBLOCK": 11, "EAGAIN": 11}
 
 
 class Probe:
@@ -60,7 +59,7 @@ class Gate:
         if firing is None:
             return None
         rule = firing.rule
-        errno = ERRNO.get(rule.errno, 5)
+        errno = ERRNOS[rule.errno]
         if rule.action == "fsync_fail":
             return FsFault("fsync_fail", errno, rule.drop_dirty)
         return FsFault("error", errno)

@@ -218,7 +218,7 @@ class Simulation:
         if crash.state == "random":
             return random_state(self.disk, self.fault_rng)
         if crash.state == "cut":
-            return PowerCut.from_json(crash.cut or {})
+            return crash.cut or PowerCut()
         if crash.state == "torn":
             return torn_last_write(self.disk, self.disk.resolve(self.config.log_path), crash.torn_fraction)
         return keep_all(self.disk)

@@ -2,7 +2,10 @@
 
 Ports and hooks announce these names; the fault plan may only target them; the coverage
 report lists them.  The simulator refuses an announcement of an undeclared name, so this
-list cannot drift from the code.
+list cannot drift from the code.  Each point also declares the detail keys it is announced
+with — what a fault rule's ``match`` can filter on — so a scenario that matches on a key the
+point never carries is refused at load instead of "never firing" at replay
+(``tests/test_points.py`` replays the corpus and checks every announced key is declared).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ class PointSpec:
     layer: str  # "fs" | "runtime" | "world" | "model" | "approval" | "sandbox"
     doc: str
     faults: tuple[str, ...] = ()  # domain faults allowed here besides the universal actions
+    details: tuple[str, ...] = ()  # detail keys every announcement carries (what ``match`` can use)
 
     def allows(self, action: str) -> bool:
         return action in UNIVERSAL_ACTIONS or action in self.faults
@@ -27,54 +31,99 @@ class PointSpec:
 _FS_ERR = ("error",)
 _SPECS = [
     # filesystem port (announced by SimFS before each operation takes effect)
-    PointSpec("fs.open", "fs", "open a file (create, exclusive, append)", _FS_ERR),
-    PointSpec("fs.read", "fs", "read from a descriptor", _FS_ERR),
-    PointSpec("fs.write", "fs", "write bytes (EIO/ENOSPC before any byte lands)", _FS_ERR),
-    PointSpec("fs.fsync", "fs", "fsync a file (failure keeps or drops the dirty data)", _FS_ERR + ("fsync_fail",)),
-    PointSpec("fs.fsync_dir", "fs", "fsync a directory (entries become durable)", _FS_ERR),
-    PointSpec("fs.link", "fs", "hard-link a name (publication)", _FS_ERR),
-    PointSpec("fs.unlink", "fs", "remove a name", _FS_ERR),
-    PointSpec("fs.truncate", "fs", "truncate by path", _FS_ERR),
-    PointSpec("fs.ftruncate", "fs", "truncate by descriptor (rollback, torn-tail repair)", _FS_ERR),
-    PointSpec("fs.stat", "fs", "stat a path"),
-    PointSpec("fs.fstat", "fs", "stat a descriptor"),
-    PointSpec("fs.listdir", "fs", "list a directory"),
-    PointSpec("fs.mkdir", "fs", "create a directory", _FS_ERR),
-    PointSpec("fs.flock", "fs", "take the writer lock (contention)", _FS_ERR),
+    PointSpec("fs.open", "fs", "open a file (create, exclusive, append)", _FS_ERR, ("path", "flags")),
+    PointSpec("fs.read", "fs", "read from a descriptor", _FS_ERR, ("path",)),
+    PointSpec("fs.write", "fs", "write bytes (EIO/ENOSPC before any byte lands)", _FS_ERR, ("path", "size")),
+    PointSpec("fs.fsync", "fs", "fsync a file (failure keeps or drops the dirty data)", _FS_ERR + ("fsync_fail",), ("path",)),
+    PointSpec("fs.fsync_dir", "fs", "fsync a directory (entries become durable)", _FS_ERR, ("path",)),
+    PointSpec("fs.link", "fs", "hard-link a name (publication)", _FS_ERR, ("path", "src")),
+    PointSpec("fs.unlink", "fs", "remove a name", _FS_ERR, ("path",)),
+    PointSpec("fs.truncate", "fs", "truncate by path", _FS_ERR, ("path", "size")),
+    PointSpec("fs.ftruncate", "fs", "truncate by descriptor (rollback, torn-tail repair)", _FS_ERR, ("path", "size")),
+    PointSpec("fs.stat", "fs", "stat a path", (), ("path",)),
+    PointSpec("fs.fstat", "fs", "stat a descriptor", (), ("path",)),
+    PointSpec("fs.listdir", "fs", "list a directory", (), ("path",)),
+    PointSpec("fs.mkdir", "fs", "create a directory", _FS_ERR, ("path",)),
+    PointSpec("fs.flock", "fs", "take the writer lock (contention)", _FS_ERR, ("path",)),
     # runtime (announced through the probe port)
-    PointSpec("agent.turn.start", "runtime", "turn/start appended", ()),
-    PointSpec("agent.pre_step", "runtime", "before the agent/pre-step waterfall (checkpoint A)", ()),
-    PointSpec("llm.request", "runtime", "after checkpoint B, immediately before the model stream is constructed", ()),
-    PointSpec("llm.chunk", "runtime", "a stream part was received", ()),
-    PointSpec("agent.assistant.appended", "runtime", "assistant/message appended in memory (moment 1)", ()),
-    PointSpec("tools.call.appended", "runtime", "tool/call appended in memory, not yet durable", ()),
-    PointSpec("tools.execute.body", "runtime", "after checkpoint C, the tool body is about to run", ("tool_failure",)),
-    PointSpec("tools.result.appended", "runtime", "tool/result appended in memory, not yet durable", ()),
-    PointSpec("agent.turn.end", "runtime", "turn/end appended in memory", ()),
-    PointSpec("session.flush", "runtime", "a durability barrier starts (reason in details)", ()),
-    PointSpec("persist.batch.durable", "runtime", "a batch was appended and fsynced (acknowledged)", ()),
+    PointSpec("agent.turn.start", "runtime", "turn/start appended", (), ("turn",)),
+    PointSpec("agent.pre_step", "runtime", "before the agent/pre-step waterfall (checkpoint A)", (), ("turn", "step")),
+    PointSpec("llm.request", "runtime", "after checkpoint B, immediately before the model stream is constructed", (), ("turn", "step")),
+    PointSpec("llm.chunk", "runtime", "a stream part was received", (), ("turn", "step")),
+    PointSpec("agent.assistant.appended", "runtime", "assistant/message appended in memory (moment 1)", (), ("turn", "step")),
+    PointSpec("tools.call.appended", "runtime", "tool/call appended in memory, not yet durable", (), ("call_id", "tool", "seq")),
+    PointSpec(
+        "tools.execute.body",
+        "runtime",
+        "after checkpoint C, the tool body is about to run",
+        ("tool_failure",),
+        ("call_id", "tool", "nested"),
+    ),
+    PointSpec("tools.result.appended", "runtime", "tool/result appended in memory, not yet durable", (), ("call_id", "tool")),
+    PointSpec("agent.turn.end", "runtime", "turn/end appended in memory", (), ("turn",)),
+    PointSpec("session.flush", "runtime", "a durability barrier starts (reason in details)", (), ("session_id", "reason")),
+    PointSpec(
+        "persist.batch.durable", "runtime", "a batch was appended and fsynced (acknowledged)", (), ("session_id", "first_seq", "count")
+    ),
     # simulated external world, model, approval, sandbox
     PointSpec(
-        "world.deliver", "world", "a tool's request reaches a service (moment 3 happens here)", ("request_lost", "duplicate", "timeout")
+        "world.deliver",
+        "world",
+        "a tool's request reaches a service (moment 3 happens here)",
+        ("request_lost", "duplicate", "timeout"),
+        ("service", "op", "call_id", "root_call_id"),
     ),
-    PointSpec("world.respond", "world", "the effect happened; the response is on its way back", ("response_lost", "timeout")),
-    PointSpec("model.stream", "model", "the scripted model is about to emit a part", ("stream_cut",)),
-    PointSpec("approval.answer", "approval", "the simulated answerer is asked", ("answerer_failure",)),
-    PointSpec("sandbox.confine", "sandbox", "the simulated sandbox is asked to confine argv", ("sandbox_unavailable",)),
-    # migration of a historical generation on write open (announced through the probe port)
-    PointSpec("persist.migration.prepared", "runtime", "write open of a historical log: the source was read and migrated in memory", ()),
-    PointSpec("persist.migration.staged", "runtime", "the migrated generation was written to its temp file and fsynced", ()),
     PointSpec(
-        "persist.migration.verified", "runtime", "the staged generation passed verification; the source identity is rechecked next", ()
+        "world.respond",
+        "world",
+        "the effect happened; the response is on its way back",
+        ("response_lost", "timeout"),
+        ("service", "op", "call_id", "root_call_id"),
     ),
-    PointSpec("persist.migration.published", "runtime", "the current generation was hard-linked and its directory fsynced", ()),
+    PointSpec("model.stream", "model", "the scripted model is about to emit a part", ("stream_cut",), ("turn", "step", "part")),
+    PointSpec("approval.answer", "approval", "the simulated answerer is asked", ("answerer_failure",), ("tool", "call_id")),
+    PointSpec(
+        "sandbox.confine", "sandbox", "the simulated sandbox is asked to confine argv", ("sandbox_unavailable",), ("call_id", "mode")
+    ),
+    # migration of a historical generation on write open (announced through the probe port)
+    PointSpec(
+        "persist.migration.prepared",
+        "runtime",
+        "write open of a historical log: the source was read and migrated in memory",
+        (),
+        ("session_id", "source", "events"),
+    ),
+    PointSpec(
+        "persist.migration.staged",
+        "runtime",
+        "the migrated generation was written to its temp file and fsynced",
+        (),
+        ("session_id", "path", "size"),
+    ),
+    PointSpec(
+        "persist.migration.verified",
+        "runtime",
+        "the staged generation passed verification; the source identity is rechecked next",
+        (),
+        ("session_id", "path", "events"),
+    ),
+    PointSpec(
+        "persist.migration.published",
+        "runtime",
+        "the current generation was hard-linked and its directory fsynced",
+        (),
+        ("session_id", "path", "events"),
+    ),
 ]
 
 POINTS: dict[str, PointSpec] = {spec.name: spec for spec in _SPECS}
+LAYERS: tuple[str, ...] = ("fs", "runtime", "world", "model", "approval", "sandbox")
+# every fault action some point allows: the universal ones, then the domain faults
+ACTIONS: tuple[str, ...] = UNIVERSAL_ACTIONS + tuple(sorted({f for p in _SPECS for f in p.faults}))
 
 
 def spec(name: str) -> PointSpec:
     try:
         return POINTS[name]
     except KeyError:
-        raise KeyError(f"undeclared named point {name!r}; declare it in dsh_sim/points.py") from None
+        raise KeyError(f"undeclared named point {name!r}; declare it in dsh_sim/engine/points.py") from None

@@ -13,45 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from dsh_sim.engine.crash import BOUNDARIES
 from dsh_sim.engine.points import POINTS
+from dsh_sim.engine.vocabulary import BARRIERS, BOUNDARIES, INNER_BARRIERS, TORN_CLASSES
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
     from dsh_sim.engine.lifetime import Lifetime
     from dsh_sim.engine.machine import Simulation
-
-# Torn-write classes (dsh_sim.adapters.simfs.torn) and post-crash phases (dsh_sim.engine.crash.crash_phase),
-# exported so the report and the requirements cannot drift from the code that makes them.
-TORN_CLASSES = (
-    "magic",
-    "frame-header",
-    "block-header",
-    "block",
-    "checksum",
-    "frame-boundary",
-    "mid-line",
-    "before-newline",
-    "line-boundary",
-)
-PHASES = (
-    "kill",
-    "power:no-log",
-    "power:before-publication",
-    "power:publication-dropped",
-    "power:publication-kept",
-    "power:publication-unsynced",
-    "power:unsynced-dropped",
-    "power:partial",
-    "power:torn",
-    "power:reordered",
-    "power:unsynced",
-    "power:unsynced-kept",
-    "power:synced",
-)
-BARRIERS = ("pre-step", "llm/stream", "tools/execute", "window write", "first publication", "torn-tail rewrite", "repair append")
-OUTCOMES = ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN", "closed", "lost", "not emitted")
-INNER_BARRIERS = ("first publication", "torn-tail rewrite", "repair append")
 
 
 def barrier_of(barrier: str | None, step: str | None) -> str:
@@ -149,6 +117,7 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
     sampled: dict[str, int] = {}
     cases = 0
+    cases_by_source: dict[str, int] = {}
     for doc in results:
         if doc.get("meta"):
             runs.append(doc["meta"])
@@ -169,8 +138,10 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         violations.extend(doc.get("violations", []))
         determinism.extend(doc.get("determinism", []))
         kill_matrix.extend(doc.get("kill_matrix", []))
+        source = str(doc.get("meta", {}).get("kind", "other"))
         for case in doc.get("cases", []):
             cases += 1
+            cases_by_source[source] = cases_by_source.get(source, 0) + 1
             col = phase_group(case["kind"], case["phase"])
             if case.get("torn_class"):
                 torn[case["torn_class"]] = torn.get(case["torn_class"], 0) + 1
@@ -183,6 +154,7 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 _bump(barrier, case["barrier"], col, outcome)
     return {
         "cases": cases,
+        "cases_by_source": cases_by_source,  # replay / fuzz / explore: how the cases add up
         "boundary_matrix": boundary,
         "barrier_matrix": barrier,
         "confusion": confusion,

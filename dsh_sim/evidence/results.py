@@ -73,18 +73,64 @@ def write(doc: dict[str, Any], path: str) -> str:
     return path
 
 
+def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
+    return isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, (int, float)))
+
+
+def _counts(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and _is(n, int) for k, n in value.items())
+
+
+def shape_problem(doc: Any) -> str | None:
+    """What makes ``doc`` unusable as a results document (``None``: the report can read it)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("meta"), dict) or doc["meta"].get("format") != RESULTS_FORMAT:
+        return f"not a dsh-sim results document (meta.format != {RESULTS_FORMAT!r})"
+    for key in ("cases", "violations", "determinism", "kill_matrix"):
+        if not isinstance(doc.get(key, []), list) or not all(isinstance(item, dict) for item in doc.get(key, [])):
+            return f"{key!r} must be a list of objects"
+    for case in doc.get("cases", []):
+        calls = case.get("calls")
+        if not all(isinstance(case.get(k), str) for k in ("kind", "phase", "barrier")) or not isinstance(calls, list):
+            return "a case needs kind, phase, barrier (strings) and calls (a list)"
+        for call in calls:
+            if not isinstance(call, dict) or not isinstance(call.get("boundary"), str) or not isinstance(call.get("outcome"), str):
+                return "a call of a case needs boundary and outcome (strings)"
+    if not all(isinstance(v.get("invariant"), str) for v in doc.get("violations", [])):
+        return "a violation needs an invariant (string)"
+    if not all(isinstance(k.get("mutant"), str) for k in doc.get("kill_matrix", [])):
+        return "a kill-matrix row needs a mutant (string)"
+    if not _counts(doc.get("checked", {})) or not _counts(doc.get("sampled", {})):
+        return "'checked' and 'sampled' must map names to integers"
+    points = doc.get("points", {})
+    if not isinstance(points, dict) or not all(_counts(v) for v in points.values()):
+        return "'points' must map names to objects of integer counts"
+    cells = doc.get("cells", {})
+    if not isinstance(cells, dict) or not all(
+        isinstance(rows, dict) and all(isinstance(cols, dict) and all(_counts(c) for c in cols.values()) for cols in rows.values())
+        for rows in cells.values()
+    ):
+        return "'cells' must map matrix → row → column → integer counts"
+    return None
+
+
 def read(paths: Iterable[str]) -> list[dict[str, Any]]:
-    """Load result documents; a directory means every ``*.json`` in it."""
+    """Load result documents; a directory means every ``*.json`` in it.  A file that is not
+    a readable, well-formed results document is a :class:`ValueError` naming it."""
+    from dsh_sim.errors import InputError
+    from dsh_sim.inputs import read_json
+
     docs = []
     for path in paths:
+        if not os.path.exists(path):
+            raise ValueError(f"{path}: no such file or directory")
         files = sorted(glob.glob(os.path.join(path, "*.json"))) if os.path.isdir(path) else [path]
         for file in files:
             try:
-                with open(file, encoding="utf-8") as handle:
-                    doc = json.load(handle)
-            except (OSError, ValueError) as err:
-                raise ValueError(f"{file}: not a readable results document: {err}") from None
-            if not isinstance(doc, dict) or doc.get("meta", {}).get("format") != RESULTS_FORMAT:
-                raise ValueError(f"{file}: not a dsh-sim results document (meta.format != {RESULTS_FORMAT!r})")
+                doc = read_json(file, "results document")
+            except InputError as err:
+                raise ValueError(str(err)) from None
+            problem = shape_problem(doc)
+            if problem is not None:
+                raise ValueError(f"{file}: {problem}")
             docs.append(doc)
     return docs

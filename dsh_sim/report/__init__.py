@@ -63,13 +63,13 @@ def write_report(view: dict[str, Any], out_dir: str) -> dict[str, str]:
 def write_coverage(view: dict[str, Any], out_dir: str) -> tuple[dict[str, Any], dict[str, str]]:
     """:func:`write_report`, also returning the coverage.json document it wrote, so a caller
     reads the requirement status and summary there instead of deriving them again."""
-    ensure_output_dir(out_dir)
     document = coverage_document(view)
     status = document["requirements"]
-    paths = {fmt: os.path.join(out_dir, f"coverage.{fmt}") for fmt in ("json", "md", "html")}
-    _write(paths["json"], to_json(document))
-    _write(paths["md"], render_markdown(view, status))
-    _write(paths["html"], render_html(view, status, SCHEMA))
+    texts = {"json": to_json(document), "md": render_markdown(view, status), "html": render_html(view, status, SCHEMA)}
+    ensure_output_dir(out_dir)  # everything rendered first: a failure writes nothing
+    paths = {fmt: os.path.join(out_dir, f"coverage.{fmt}") for fmt in texts}
+    for fmt, text in texts.items():
+        _write(paths[fmt], text)
     return document, paths
 
 

@@ -13,15 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_sim.engine.crash import BOUNDARIES
 from dsh_sim.engine.points import POINTS
-from dsh_sim.evidence.coverage import (
-    BARRIERS,
-    OUTCOMES,
-    PHASES,
-    REQUIREMENTS,
-    TORN_CLASSES,
-)
+from dsh_sim.engine.vocabulary import BARRIERS, BOUNDARIES, OUTCOMES, PHASES, TORN_CLASSES
+from dsh_sim.evidence.coverage import REQUIREMENTS
 from dsh_sim.evidence.invariants import INVARIANTS
 from dsh_sim.report import kills as kill_model
 from dsh_sim.report import states
@@ -221,11 +215,38 @@ def runs_of(view: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [r for r in view.get("runs", []) if r]
 
 
-def run_columns(runs: list[Mapping[str, Any]]) -> list[str]:
-    """Union of metadata keys across runs: the usual ones first, then the rest sorted."""
-    usual = ("kind", "machine", "seed", "seeds", "examples", "steps", "scenarios", "seconds")
+RUN_COLUMNS = ("kind", "runs", "machine", "scenarios", "examples", "steps", "states", "seeds", "seconds")
+
+
+def run_columns(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The columns of the collapsed Runs table (those some row has)."""
     present = {k for r in runs for k in r}
-    return [k for k in _ordered(usual, present) if k in present]
+    return [k for k in RUN_COLUMNS if k in present]
+
+
+def collapsed_runs(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per kind of run (and machine): how many, what they covered, seeds, time."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in runs:
+        key = (str(r.get("kind", "?")), str(r.get("machine", "")))
+        row = rows.setdefault(key, {"kind": key[0], "runs": 0, "seeds": [], "seconds": 0.0})
+        if key[1]:
+            row["machine"] = key[1]
+        row["runs"] += 1
+        for name in ("scenarios", "examples", "steps", "states"):
+            if isinstance(r.get(name), int):
+                row[name] = row.get(name, 0) + r[name]
+        if r.get("kind") == "explore" and r.get("scenario"):
+            row["scenarios"] = row.get("scenarios", 0) + 1
+        if isinstance(r.get("seconds"), int | float):
+            row["seconds"] += r["seconds"]
+        for seed in seeds([r]):
+            if seed not in row["seeds"]:
+                row["seeds"].append(seed)
+    for row in rows.values():
+        row["seconds"] = round(row["seconds"], 3)
+        row["seeds"] = row["seeds"] or None
+    return list(rows.values())
 
 
 def seeds(runs: list[Mapping[str, Any]]) -> list[Any]:
@@ -254,8 +275,18 @@ def headline(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> list[dict[s
     st = states.totals(view)  # for the note: which cells and points fell short
     possible, explored = numbers["crash_states_possible"], numbers["crash_states_explored"]
     unmet, unsafe, kills, killed = numbers["unmet_requirements"], numbers["unsafe_verdicts"], numbers["mutants"], numbers["mutants_killed"]
+    by_source = view.get("cases_by_source", {})
+    parts = " + ".join(f"{n:,} {source}" for source, n in sorted(by_source.items()))
     items: list[dict[str, Any]] = [
-        {"label": "crash cases", "value": fmt_value(numbers["cases"]), "alarm": False, "key": "cases"},
+        {
+            "label": "crash cases",
+            "value": fmt_value(numbers["cases"]),
+            "alarm": False,
+            "key": "cases",
+            "note": "one per crash followed by a recovery"
+            + (f" = {parts}" if parts else "")
+            + "; explore counts every explored state, shared recoveries included. The boundary matrix counts calls in flight, not cases",
+        },
         {
             "label": "crash states explored / possible",
             "value": f"{explored:,}/{possible:,}" if possible else "—",
@@ -267,7 +298,13 @@ def headline(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> list[dict[s
         {"label": "violations", "value": str(numbers["violations"]), "alarm": numbers["violations"] > 0, "key": "violations"},
         {"label": "unmet requirements", "value": str(unmet), "alarm": unmet > 0, "key": "unmet"},
         {"label": "unsafe verdicts", "value": str(unsafe), "alarm": unsafe > 0, "key": "unsafe"},
-        {"label": "invariant checks", "value": str(numbers["invariant_checks"]), "alarm": False, "key": "checks"},
+        {
+            "label": "invariant checks",
+            "value": str(numbers["invariant_checks"]),
+            "alarm": False,
+            "key": "checks",
+            "note": "evaluations of an invariant in replay and fuzz runs (explore judges each distinct recovery with the same checks, not counted here)",
+        },
     ]
     if kills:
         items.append({"label": "mutants killed", "value": f"{killed}/{kills}", "alarm": killed < kills, "key": "mutants"})

@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-from dsh_sim.engine.crash import BOUNDARIES
-from dsh_sim.evidence.coverage import BARRIERS, OUTCOMES
+from dsh_sim.engine.vocabulary import BARRIERS, BOUNDARIES, OUTCOMES
 from dsh_sim.report import model, sections, states, svg
 from dsh_sim.report.htmlkit import (
     OUTCOME_CLASS,

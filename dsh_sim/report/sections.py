@@ -196,7 +196,8 @@ def kill_matrix(view: Mapping[str, Any]) -> str:
 
 def runs(view: Mapping[str, Any]) -> str:
     data = model.runs_of(view)
-    keys = model.run_columns(data)
+    collapsed = model.collapsed_runs(data)
+    keys = model.run_columns(collapsed)
     rows = [
         tr(
             "".join(
@@ -204,11 +205,11 @@ def runs(view: Mapping[str, Any]) -> str:
                 for k in keys
             )
         )
-        for r in data
+        for r in collapsed
     ]
     total = model.fmt_seconds(model.total_seconds(data))
     seeds = model.fmt_value(model.seeds(data)) or "—"
-    body = f'<p>Total time <b>{esc(total)}</b> over {len(data)} run(s). Seeds: <span class="mono">{esc(seeds)}</span></p>'
-    if data:
+    body = f'<p>Total time <b>{esc(total)}</b> over {len(data)} run(s), one row per kind. Seeds: <span class="mono">{esc(seeds)}</span></p>'
+    if collapsed:
         body += table(keys, rows, id_="runs")
     return section("runs", "Runs, seeds and time", "Everything needed to reproduce these numbers.", body)

@@ -1,6 +1,6 @@
-"""Scenario files: a seed, a deployment config, a fault plan, steps, and what must happen.
+"""Scenarios as typed values: a seed, a deployment config, a fault plan, steps, and what must happen.
 
-The format is our own versioned JSON — not a Hypothesis blob, which is bound to one
+The file format is our own versioned JSON — not a Hypothesis blob, which is bound to one
 Hypothesis version and strategy — so a scenario stays replayable as the code evolves::
 
     {
@@ -17,59 +17,77 @@ Hypothesis version and strategy — so a scenario stays replayable as the code e
       "trace_digest": "sha256 hex of the run's trace"
     }
 
+A file is parsed once (:mod:`dsh_sim.scenario.codec`, :mod:`dsh_sim.scenario.files`) into a
+:class:`Scenario` holding typed steps, rules and config; every driver consumes these values.
 ``expect.require_fired`` (default true) makes replay fail loudly when a fault rule never
 fired: the scenario no longer reaches its crash point.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import re
 from typing import Any
 
 import attrs
 
+from dsh_sim.engine.bounds import at_most, each, integer, member, optional, text
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.faults import FaultRule
-from dsh_sim.outputs import write_new, write_replacing
+from dsh_sim.engine.vocabulary import MACHINES
+from dsh_sim.errors import FieldError, InputError
+from dsh_sim.evidence.invariants.base import INVARIANTS
+from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.scenario.args import Step
 
 FORMAT = "dsh-sim-scenario"
 VERSION = 1
-MACHINES = ("durability", "storage")
+OUTCOMES = ("pass", "violation")
+MAX_STEPS = 10_000
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
-class ScenarioError(ValueError):
-    """A scenario file cannot be used; the message names the file and the problem."""
+class ScenarioError(InputError, ValueError):
+    """A scenario cannot be used; the message names the file, the JSON path and the problem.
+
+    ``problems`` holds every problem found (the message shows the first)."""
+
+    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems or (message,)
+
+
+def _digest(_inst: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not (isinstance(value, str) and _DIGEST.fullmatch(value)):
+        raise FieldError(attribute.name, f"must be a sha256 hex string (64 lowercase hex digits) or null, got {value!r}")
 
 
 @attrs.frozen
 class Expectation:
-    outcome: str = "pass"  # "pass" | "violation"
-    invariant: str | None = None
-    require_fired: bool = True
+    outcome: str = attrs.field(default="pass", validator=member(OUTCOMES, "outcome"), metadata={"doc": "pass, or violation (a self-test)"})
+    invariant: str | None = attrs.field(
+        default=None, validator=optional(member(INVARIANTS, "invariant")), metadata={"doc": "outcome violation: which invariant fails"}
+    )
+    require_fired: bool = attrs.field(default=True, metadata={"doc": "replay fails when a fault rule never fired"})
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"outcome": self.outcome}
-        if self.invariant is not None:
-            out["invariant"] = self.invariant
-        if not self.require_fired:
-            out["require_fired"] = False
-        return out
+    def __attrs_post_init__(self) -> None:
+        if self.outcome == "pass" and self.invariant is not None:
+            raise FieldError("invariant", 'names the invariant a "violation" outcome expects; a "pass" has none')
 
 
 @attrs.frozen
 class Scenario:
-    name: str
-    seed: int
-    steps: tuple[dict[str, Any], ...]
-    config: dict[str, Any] = attrs.field(factory=dict)
-    fault_plan: tuple[dict[str, Any], ...] = ()
-    machine: str = "durability"
-    description: str = ""
+    name: str = attrs.field(validator=text(200))
+    seed: int = attrs.field(validator=integer(0, 2**64 - 1))
+    steps: tuple[Step, ...] = attrs.field(validator=at_most(MAX_STEPS))
+    config: SimConfig = attrs.field(factory=SimConfig)
+    fault_plan: tuple[FaultRule, ...] = ()
+    machine: str = attrs.field(default="durability", validator=member(MACHINES, "machine"))
+    description: str = attrs.field(default="", validator=text(10_000))
     expect: Expectation = Expectation()
-    trace_digest: str | None = None
-    mutants: tuple[str, ...] = ()  # durability bugs enabled for this run (self-test scenarios)
-    origin: dict[str, Any] = attrs.field(factory=dict)  # how it was found (fuzz seed, shrink size...)
+    trace_digest: str | None = attrs.field(default=None, validator=_digest)
+    # durability bugs enabled for this run (self-test scenarios)
+    mutants: tuple[str, ...] = attrs.field(default=(), validator=each(member(CATALOGUE, "mutant")))
+    origin: dict[str, Any] = attrs.field(factory=dict, eq=False)  # how it was found (fuzz seed, shrink size...)
 
     @property
     def passes_clean(self) -> bool:
@@ -78,132 +96,4 @@ class Scenario:
         return self.expect.outcome == "pass" and not self.mutants
 
     def sim_config(self) -> SimConfig:
-        return SimConfig.from_json(self.config)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "format": FORMAT,
-            "version": VERSION,
-            "name": self.name,
-            "description": self.description,
-            "machine": self.machine,
-            "seed": self.seed,
-            "config": self.config,
-            "fault_plan": list(self.fault_plan),
-            "steps": list(self.steps),
-            "expect": self.expect.to_json(),
-            "trace_digest": self.trace_digest,
-        }
-        if self.mutants:
-            out["mutants"] = list(self.mutants)
-        if self.origin:
-            out["origin"] = self.origin
-        return out
-
-
-def parse(obj: Any, source: str = "<scenario>") -> Scenario:
-    def bad(why: str) -> ScenarioError:
-        return ScenarioError(f"{source}: {why}")
-
-    if not isinstance(obj, dict):
-        raise bad("not a JSON object")
-    if obj.get("format") != FORMAT:
-        raise bad(f'"format" must be "{FORMAT}"')
-    version = obj.get("version")
-    if not isinstance(version, int) or version < 1:
-        raise bad('"version" must be a positive integer')
-    if version > VERSION:
-        raise bad(f"scenario format version {version} is newer than this dsh-sim reads (up to {VERSION}); upgrade dsh-sim")
-    known = {
-        "format",
-        "version",
-        "name",
-        "description",
-        "machine",
-        "seed",
-        "config",
-        "fault_plan",
-        "steps",
-        "expect",
-        "trace_digest",
-        "mutants",
-        "origin",
-    }
-    extra = sorted(set(obj) - known)
-    if extra:
-        raise bad(f"unknown keys {extra}")
-    machine = obj.get("machine", "durability")
-    if machine not in MACHINES:
-        raise bad(f'"machine" must be one of {list(MACHINES)}, got {machine!r}')
-    seed = obj.get("seed")
-    if not isinstance(seed, int) or seed < 0:
-        raise bad('"seed" must be a non-negative integer')
-    steps = obj.get("steps")
-    if not isinstance(steps, list) or not all(isinstance(s, dict) and isinstance(s.get("op"), str) for s in steps):
-        raise bad('"steps" must be a list of {"op": ..., "args": {...}} objects')
-    config = obj.get("config", {})
-    try:
-        SimConfig.from_json(config)
-    except (TypeError, ValueError) as err:
-        raise bad(f"invalid config: {err}") from None
-    plan = obj.get("fault_plan", [])
-    try:
-        for rule in plan:
-            FaultRule.from_json(rule)
-    except (KeyError, TypeError, ValueError) as err:
-        raise bad(f"invalid fault rule: {err}") from None
-    expect_obj = obj.get("expect", {"outcome": "pass"})
-    if not isinstance(expect_obj, dict) or expect_obj.get("outcome") not in ("pass", "violation"):
-        raise bad('"expect.outcome" must be "pass" or "violation"')
-    expect = Expectation(expect_obj["outcome"], expect_obj.get("invariant"), bool(expect_obj.get("require_fired", True)))
-    digest = obj.get("trace_digest")
-    if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
-        raise bad('"trace_digest" must be a sha256 hex string or null')
-    return Scenario(
-        name=str(obj.get("name") or os.path.splitext(os.path.basename(source))[0]),
-        seed=seed,
-        steps=tuple(steps),
-        config=config,
-        fault_plan=tuple(plan),
-        machine=machine,
-        description=str(obj.get("description", "")),
-        expect=expect,
-        trace_digest=digest,
-        mutants=tuple(obj.get("mutants", ())),
-        origin=dict(obj.get("origin", {})),
-    )
-
-
-def load(path: str) -> Scenario:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            obj = json.load(handle)
-    except OSError as err:
-        raise ScenarioError(f"{path}: cannot read: {err.strerror}") from None
-    except ValueError as err:
-        raise ScenarioError(f"{path}: not valid JSON: {err}") from None
-    return parse(obj, path)
-
-
-def dumps(scenario: Scenario) -> str:
-    return json.dumps(scenario.to_json(), indent=2, sort_keys=False) + "\n"
-
-
-def save(scenario: Scenario, path: str, *, overwrite: bool = False) -> str:
-    """Write a scenario file; never overwrites an existing file unless asked, never writes
-    through a symbolic link (:mod:`dsh_sim.outputs`)."""
-    if overwrite:
-        write_replacing(path, dumps(scenario))
-    else:
-        write_new(path, dumps(scenario))
-    return path
-
-
-def discover(root: str) -> list[str]:
-    """Every ``*.json`` scenario under ``root``, sorted."""
-    found = []
-    for dirpath, _, files in os.walk(root):
-        for name in files:
-            if name.endswith(".json"):
-                found.append(os.path.join(dirpath, name))
-    return sorted(found)
+        return self.config

@@ -1,9 +1,10 @@
 """Steps: the operations a scenario is made of, shared by the state machines and replay.
 
-A step is ``{"op": name, "args": {...}}`` with plain JSON arguments, so a scenario file is
-readable and survives changes to the Hypothesis strategies that found it.  :func:`apply`
-performs one step on a :class:`~dsh_sim.engine.machine.Simulation` and returns a short outcome string
-(part of the trace), e.g. ``turn:completed`` or ``crashed:tools.execute.body``.
+A step is a :class:`~dsh_sim.scenario.args.Step`: an op and its typed args (in a file,
+``{"op": name, "args": {...}}``, so a scenario is readable and survives changes to the
+Hypothesis strategies that found it).  :func:`apply` performs one step on a
+:class:`~dsh_sim.engine.machine.Simulation` and returns a short outcome string (part of the
+trace), e.g. ``turn:completed`` or ``crashed:tools.execute.body``.
 """
 
 from __future__ import annotations
@@ -12,38 +13,28 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import attrs
-
-from dsh_sim.engine.faults import CrashSpec, FaultRule
+from dsh_sim.engine.faults import CrashSpec
 from dsh_sim.engine.history import SeededLog
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.machine import Simulation
+from dsh_sim.scenario.args import (
+    AdvanceArgs,
+    AppendArgs,
+    ArmArgs,
+    CancelArgs,
+    ModelResponse,
+    PromptArgs,
+    SeedV0Args,
+    SetApprovalPolicyArgs,
+    SetSandboxModeArgs,
+    Step,
+    ToolCall,
+)
 from dsh_sim.scenario.v0_writer import encode_v0, v0_history
-from runtime.adapters.script_model import ScriptedResponse
+from runtime.adapters.script_model import ScriptedResponse, ScriptedToolCall
 from runtime.persistence.migration import migrate_v0
 from runtime.persistence.v0_format import decode_v0
 from runtime.persistence.zstd_frames import frame_layouts
-
-
-@attrs.frozen
-class Step:
-    op: str
-    args: dict[str, Any] = attrs.field(factory=dict, eq=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"op": self.op, "args": self.args}
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> Step:
-        if not isinstance(obj, dict) or "op" not in obj:
-            raise ValueError(f"a step must be an object with an 'op', got {obj!r}")
-        if obj["op"] not in OPS:
-            raise ValueError(f"unknown step op {obj['op']!r}; known: {', '.join(sorted(OPS))}")
-        return cls(obj["op"], dict(obj.get("args", {})))
-
-    def describe(self) -> str:
-        args = ", ".join(f"{k}={json.dumps(v, sort_keys=True)}" for k, v in self.args.items())
-        return f"{self.op}({args})"
 
 
 def _outcome(life: Lifetime, reply: Any) -> str:
@@ -73,7 +64,7 @@ class StepNotApplicable(Exception):
     """The step cannot run in the current state (replay reports this loudly)."""
 
 
-def op_boot(sim: Simulation, args: dict[str, Any]) -> str:
+def op_boot(sim: Simulation, args: object) -> str:
     if sim.alive:
         raise StepNotApplicable("a process is already running")
     life = sim.boot()
@@ -84,18 +75,29 @@ def op_boot(sim: Simulation, args: dict[str, Any]) -> str:
     return "booted"
 
 
-def op_prompt(sim: Simulation, args: dict[str, Any]) -> str:
+def _arguments(call: ToolCall) -> str:
+    args = call.arguments
+    return args if isinstance(args, str) else json.dumps(args, separators=(",", ":"), sort_keys=True)
+
+
+def scripted(response: ModelResponse) -> ScriptedResponse:
+    """What the scripted model streams for one response of a prompt."""
+    calls = tuple(ScriptedToolCall(c.id, c.name, _arguments(c)) for c in response.tool_calls)
+    return ScriptedResponse(response.text, calls, float(response.chunk_delay))
+
+
+def op_prompt(sim: Simulation, args: PromptArgs) -> str:
     life = _require_live(sim)
     if life.agent.turn_active:
         raise StepNotApplicable("a turn is already in progress")
     # a prompt's script is for its own turn: whatever an interrupted turn left unused is gone
-    sim.model_queue[:] = [ScriptedResponse.from_json(r) for r in args.get("responses", ())]
-    sim.approval_answers[:] = list(args.get("approvals", ()))
+    sim.model_queue[:] = [scripted(r) for r in args.responses]
+    sim.approval_answers[:] = list(args.approvals)
 
     async def turn(life: Lifetime) -> Any:
-        return await life.agent.run_turn(args.get("text", "go"))
+        return await life.agent.run_turn(args.text)
 
-    reply = sim.run(turn, horizon=float(args.get("horizon", 600.0)))
+    reply = sim.run(turn, horizon=float(args.horizon))
     if life.dead:
         return _outcome(life, reply)
     if not reply.done:
@@ -105,13 +107,13 @@ def op_prompt(sim: Simulation, args: dict[str, Any]) -> str:
     return f"turn:{reply.value.reason['kind']}"
 
 
-def op_advance(sim: Simulation, args: dict[str, Any]) -> str:
+def op_advance(sim: Simulation, args: AdvanceArgs) -> str:
     life = sim.current
-    sim.advance(float(args.get("seconds", 0.2)))
+    sim.advance(float(args.seconds))
     return _outcome(life, None) if life is not None else "ok"
 
 
-def op_cancel(sim: Simulation, args: dict[str, Any]) -> str:
+def op_cancel(sim: Simulation, args: CancelArgs) -> str:
     life = _require_live(sim)
 
     async def cancel(life: Lifetime) -> None:
@@ -119,11 +121,11 @@ def op_cancel(sim: Simulation, args: dict[str, Any]) -> str:
 
     reply = sim.run(cancel)
     if not life.dead:
-        sim.advance(float(args.get("settle", 1.0)))
+        sim.advance(float(args.settle))
     return _outcome(life, reply)
 
 
-def op_flush(sim: Simulation, args: dict[str, Any]) -> str:
+def op_flush(sim: Simulation, args: object) -> str:
     life = _require_session(sim)
 
     async def flush(life: Lifetime) -> None:
@@ -135,18 +137,18 @@ def op_flush(sim: Simulation, args: dict[str, Any]) -> str:
     return _outcome(life, reply)
 
 
-def op_append(sim: Simulation, args: dict[str, Any]) -> str:
+def op_append(sim: Simulation, args: AppendArgs) -> str:
     """Storage machine: append ``count`` events to the live session (write-behind queues them)."""
     life = _require_session(sim)
 
     async def append(life: Lifetime) -> None:
-        for _index in range(int(args.get("count", 1))):
-            life.session.append("todo/write", {"n": len(life.session), "text": "x" * int(args.get("size", 8))})
+        for _index in range(args.count):
+            life.session.append("todo/write", {"n": len(life.session), "text": "x" * args.size})
 
     return _outcome(life, sim.run(append))
 
 
-def op_set_approval_policy(sim: Simulation, args: dict[str, Any]) -> str:
+def op_set_approval_policy(sim: Simulation, args: SetApprovalPolicyArgs) -> str:
     life = _require_live(sim)
     if life.live_runtime().approval is None:
         raise StepNotApplicable("no approval service is mounted")
@@ -155,32 +157,32 @@ def op_set_approval_policy(sim: Simulation, args: dict[str, Any]) -> str:
         approval = life.live_runtime().approval
         if approval is None:
             raise RuntimeError("the approval service is no longer mounted")
-        approval.set_policy(life.agent, args["policy"])
+        approval.set_policy(life.agent, args.policy)
 
     return _outcome(life, sim.run(change))
 
 
-def op_set_sandbox_mode(sim: Simulation, args: dict[str, Any]) -> str:
+def op_set_sandbox_mode(sim: Simulation, args: SetSandboxModeArgs) -> str:
     life = _require_live(sim)
 
     async def change(life: Lifetime) -> None:
-        life.live_runtime().hooks.services["sandbox"].set_mode(life.agent, args["mode"])
+        life.live_runtime().hooks.services["sandbox"].set_mode(life.agent, args.mode)
 
     return _outcome(life, sim.run(change))
 
 
-def op_arm(sim: Simulation, args: dict[str, Any]) -> str:
-    sim.plan.add(FaultRule.from_json(args["rule"]))
+def op_arm(sim: Simulation, args: ArmArgs) -> str:
+    sim.plan.add(args.rule)
     return "armed"
 
 
-def op_crash_now(sim: Simulation, args: dict[str, Any]) -> str:
+def op_crash_now(sim: Simulation, args: CrashSpec) -> str:
     life = _require_session(sim)
-    sim.kill_now(CrashSpec(**{k: v for k, v in args.items() if k in ("kind", "state", "torn_fraction", "cut")}))
+    sim.kill_now(args)
     return f"crashed:{life.crash.label if life.crash else '?'}"
 
 
-def op_second_writer(sim: Simulation, args: dict[str, Any]) -> str:
+def op_second_writer(sim: Simulation, args: object) -> str:
     _require_session(sim)
     if sim.disk.resolve(sim.config.log_path) is None:
         raise StepNotApplicable("the session log is not published yet, so there is nothing to contend for")
@@ -190,7 +192,7 @@ def op_second_writer(sim: Simulation, args: dict[str, Any]) -> str:
     return "opened"
 
 
-def op_retry_unknown(sim: Simulation, args: dict[str, Any]) -> str:
+def op_retry_unknown(sim: Simulation, args: object) -> str:
     """The model retries every unknown-outcome ``pay`` with the same idempotency key."""
     life = _require_live(sim)
     report = life.report
@@ -211,13 +213,13 @@ def op_retry_unknown(sim: Simulation, args: dict[str, Any]) -> str:
         arguments = json.loads(block["arguments"] or "{}")
         arguments["idempotency_key"] = arguments.get("idempotency_key", call_id)
         sim.retries += 1
-        calls.append({"id": f"{call_id}-retry{sim.retries}", "name": "pay", "arguments": arguments})
+        calls.append(ToolCall(f"{call_id}-retry{sim.retries}", "pay", arguments))
     if not calls:
         return "nothing-to-retry"
-    return op_prompt(sim, {"text": "retry the unknown payments", "responses": [{"text": "retrying", "tool_calls": calls}]})
+    return op_prompt(sim, PromptArgs("retry the unknown payments", (ModelResponse("retrying", tuple(calls)),)))
 
 
-def op_seed_v0(sim: Simulation, args: dict[str, Any]) -> str:
+def op_seed_v0(sim: Simulation, args: SeedV0Args) -> str:
     """Start from a historical log: place a v0 generation (written the way the reference writes
     it) for the configured session on the disk, durably, before the first boot.  ``torn``
     cuts the last batch in half, as a crash of the old runtime would have left it."""
@@ -227,9 +229,9 @@ def op_seed_v0(sim: Simulation, args: dict[str, Any]) -> str:
     path = cfg.v0_path
     if sim.disk.resolve(path) is not None or sim.disk.resolve(cfg.log_path) is not None:
         raise StepNotApplicable("the session already has a log")
-    header, batches = v0_history(cfg.session_id, cfg.workspace, int(args.get("turns", 2)), int(args.get("notes", 2)), cfg.system)
+    header, batches = v0_history(cfg.session_id, cfg.workspace, args.turns, args.notes, cfg.system)
     data = encode_v0(header, batches, cfg.compression)
-    if args.get("torn") and len(batches) > 1:
+    if args.torn and len(batches) > 1:
         whole = encode_v0(header, batches[:-1], cfg.compression)
         last = len(data) - len(whole)
         if cfg.compression == "zstd":
@@ -244,7 +246,7 @@ def op_seed_v0(sim: Simulation, args: dict[str, Any]) -> str:
     return f"seeded:v0:{len(decode_v0(data, cfg.compression).events)}->{len(migrated.events)}"
 
 
-OPS: dict[str, Callable[[Simulation, dict[str, Any]], str]] = {
+RUNNERS: dict[str, Callable[[Simulation, Any], str]] = {
     "boot": op_boot,
     "prompt": op_prompt,
     "advance": op_advance,
@@ -262,7 +264,7 @@ OPS: dict[str, Callable[[Simulation, dict[str, Any]], str]] = {
 
 
 def apply(sim: Simulation, step: Step) -> str:
-    outcome = OPS[step.op](sim, step.args)
+    outcome = RUNNERS[step.op](sim, step.args)
     sim.trace.record("step", step.op, outcome)
     sim.notify("on_step", step.op, outcome)
     return outcome

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dsh_sim.errors import InputError
-from dsh_sim.sessionlogs.locate import locate_log
+from dsh_sim.sessionlogs.locate import locate_log, read_log
 from runtime.persistence.header import SessionHeader
 from runtime.persistence.layout import generation_filename
 from runtime.persistence.log_format import (
@@ -31,11 +31,11 @@ INSPECT_SCHEMA = 1
 
 def inspect_path(path: str) -> dict[str, Any]:
     log, version, compression = locate_log(path)
-    try:
-        with open(log, "rb") as handle:
-            data = handle.read()
-    except OSError as err:
-        raise InputError(f"{log}: cannot read: {err.strerror}") from None
+    return inspect_bytes(log, version, compression, read_log(log))
+
+
+def inspect_bytes(log: str, version: int, compression: str, data: bytes) -> dict[str, Any]:
+    """The inspect document of ``data`` read from ``log`` (every refusal names the file)."""
     if version != SESSION_FORMAT_VERSION:
         return inspect_historical(log, version, compression, data)
     try:

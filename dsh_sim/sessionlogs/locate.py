@@ -7,8 +7,23 @@ import os
 import stat
 
 from dsh_sim.errors import InputError
+from dsh_sim.inputs import read_regular
 from runtime.persistence.layout import parse_generation_filename
 from runtime.session.vocabulary import SESSION_FORMAT_VERSION
+
+MAX_LOG_BYTES = 512 * 1024 * 1024  # what the session-log tools read into memory at most
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError as err:
+        raise InputError(f"{path}: cannot list: {err.strerror}") from None
+
+
+def read_log(path: str) -> bytes:
+    """The bytes of a located log file (regular files only, bounded)."""
+    return read_regular(path, MAX_LOG_BYTES, "session log")
 
 
 def _checked(log: str) -> str:
@@ -34,7 +49,7 @@ def locate_log(path: str) -> tuple[str, int, str]:
 def _locate(path: str) -> tuple[str, int, str]:
     if os.path.isdir(path):
         found = []
-        for name in sorted(os.listdir(path)):
+        for name in _listdir(path):
             parsed = parse_generation_filename(name)
             if parsed is not None:
                 found.append((parsed[0], name, parsed[1]))
@@ -48,8 +63,12 @@ def _locate(path: str) -> tuple[str, int, str]:
             raise InputError(f"{path}: no session log (session[.vN].jsonl[.zstd]) in this directory or the root below it")
         version, name, compression = max(found)
         return os.path.join(path, name), version, compression
-    if not os.path.lexists(path):
-        raise InputError(f"{path}: no such file or directory")
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file or directory") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read: {err.strerror}") from None
     parsed = parse_generation_filename(os.path.basename(path))
     if parsed is None:
         compression = "zstd" if path.endswith(".zstd") else "none"
@@ -60,12 +79,12 @@ def _locate(path: str) -> tuple[str, int, str]:
 def sessions_under(root: str) -> list[str]:
     """Session directories of a persistence root (``<root>/<project>/<session>/``)."""
     out = []
-    for project in sorted(os.listdir(root)):
+    for project in _listdir(root):
         project_dir = os.path.join(root, project)
         if not os.path.isdir(project_dir):
             continue
-        for session in sorted(os.listdir(project_dir)):
+        for session in _listdir(project_dir):
             session_dir = os.path.join(project_dir, session)
-            if os.path.isdir(session_dir) and any(parse_generation_filename(n) for n in os.listdir(session_dir)):
+            if os.path.isdir(session_dir) and any(parse_generation_filename(n) for n in _listdir(session_dir)):
                 out.append(session_dir)
     return out

@@ -105,7 +105,12 @@ def _parse_int(text: str) -> Any:
 
 
 def _loads(line: bytes) -> Any:
-    return json.loads(line, parse_int=_parse_int)
+    """One JSON value; nesting deeper than the parser's recursion bound is invalid JSON here
+    (a hostile record must not surface as a RecursionError in the reader)."""
+    try:
+        return json.loads(line, parse_int=_parse_int)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 class Unparsable(ValueError):

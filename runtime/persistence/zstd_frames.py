@@ -15,9 +15,18 @@ MAGIC = 0xFD2FB528
 MAGIC_BYTES = MAGIC.to_bytes(4, "little")
 _COMPRESSOR = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
 
+BLOCK_MAX_OUTPUT = 128 * 1024  # a compressed block regenerates at most this (zstd format, Block_Maximum_Size)
+FRAME_OUTPUT_LIMIT = 64 * 1024 * 1024  # one durable batch decompresses to at most this
+LOG_OUTPUT_LIMIT = 1024 * 1024 * 1024  # one whole-log decode decompresses to at most this
+
 
 class FrameFormatError(ValueError):
     """Structural corruption that cannot be a torn write."""
+
+
+class DecompressionLimitExceeded(FrameFormatError):
+    """A frame (or a log's frames together) could decompress past the reader's limit: refused
+    before decompressing, so a decompression bomb costs no memory."""
 
 
 @attrs.frozen
@@ -115,31 +124,83 @@ def scan_frames(data: bytes) -> FrameScan:
     return FrameScan(tuple((layout.start, layout.end) for layout in layouts), end if end < len(data) else None)
 
 
-def new_decompressor() -> zstandard.ZstdDecompressor:
-    """A decompressor for one whole-log decode: creating one per frame costs more than the
-    frame.  Never share one between threads (``thread_verifier`` decodes in workers)."""
-    return zstandard.ZstdDecompressor()
+def output_bound(frame: bytes) -> int:
+    """An upper bound of what ``frame`` (complete, or a torn prefix) can decompress to, read
+    from its block headers alone; a block cut short counts as if it were whole."""
+    n = len(frame)
+    if n < 5:
+        return 0
+    d = frame[4]
+    fcs_flag, single, dict_flag = d >> 6, d & 0x20, d & 0x03
+    o = 5 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + ((1 if single else 0) if fcs_flag == 0 else 1 << fcs_flag)
+    bound = 0
+    while n - o >= 3:
+        h = int.from_bytes(frame[o : o + 3], "little")
+        last, kind, size = h & 1, (h >> 1) & 3, h >> 3
+        bound += BLOCK_MAX_OUTPUT if kind == 2 else size  # raw and RLE: exactly size; compressed: at most a block
+        o += 3 + (1 if kind == 1 else size)
+        if last:
+            break
+    return bound
 
 
-def _or_new(decompressor: zstandard.ZstdDecompressor | None) -> zstandard.ZstdDecompressor:
-    return zstandard.ZstdDecompressor() if decompressor is None else decompressor
+class LogDecompressor:
+    """One whole-log decode: a zstd context (creating one per frame costs more than the
+    frame) and the output the log may still produce.  Never share one between threads
+    (``thread_verifier`` decodes in workers)."""
+
+    def __init__(self, frame_limit: int = FRAME_OUTPUT_LIMIT, log_limit: int = LOG_OUTPUT_LIMIT) -> None:
+        self.context = zstandard.ZstdDecompressor(max_window_size=max(frame_limit, 1 << 10))
+        self.frame_limit = frame_limit
+        self.remaining = log_limit
+
+    def reserve(self, frame: bytes, start: int) -> None:
+        """Refuse ``frame`` (at byte ``start``) if it could overrun a limit; nothing is decoded."""
+        bound = output_bound(frame)
+        if bound > self.frame_limit:
+            raise DecompressionLimitExceeded(
+                f"Zstandard session log refused: the frame at byte {start} could decompress to {bound} bytes, "
+                f"over the {self.frame_limit}-byte limit per frame"
+            )
+        if bound > self.remaining:
+            raise DecompressionLimitExceeded(
+                f"Zstandard session log refused: decompressing the frame at byte {start} could take the log past its "
+                "decompressed-size limit"
+            )
+
+    def produced(self, size: int) -> None:
+        self.remaining -= size
 
 
-def decode_frame(frame: bytes, start: int, decompressor: zstandard.ZstdDecompressor | None = None) -> bytes:
-    """Decode one complete frame; anything but a clean, checksummed end is corruption."""
+def new_decompressor() -> LogDecompressor:
+    """The bounded decompressor for one whole-log decode."""
+    return LogDecompressor()
+
+
+def decode_frame(frame: bytes, start: int, decompressor: LogDecompressor | None = None) -> bytes:
+    """Decode one complete frame; anything but a clean, checksummed end is corruption, and a
+    frame that could decompress past the limits is refused before decoding."""
+    bounded = LogDecompressor() if decompressor is None else decompressor
+    bounded.reserve(frame, start)
     try:
-        decoder = _or_new(decompressor).decompressobj()
+        decoder = bounded.context.decompressobj()
         out = decoder.decompress(frame)
         if not decoder.eof or decoder.unused_data:
             raise zstandard.ZstdError("frame did not end where its structure ends")
     except zstandard.ZstdError:
         raise FrameFormatError(f"corrupt Zstandard session log: frame at byte {start} failed validation") from None
+    bounded.produced(len(out))
     return out
 
 
-def decode_torn_frame(fragment: bytes, decompressor: zstandard.ZstdDecompressor | None = None) -> bytes:
-    """Best-effort plaintext of a torn frame (flush mode: no end or checksum required)."""
+def decode_torn_frame(fragment: bytes, decompressor: LogDecompressor | None = None) -> bytes:
+    """Best-effort plaintext of a torn frame (flush mode: no end or checksum required); a
+    fragment that could decompress past the limits recovers nothing."""
+    bounded = LogDecompressor() if decompressor is None else decompressor
     try:
-        return _or_new(decompressor).decompressobj().decompress(fragment)
-    except zstandard.ZstdError:
+        bounded.reserve(fragment, 0)
+        out: bytes = bounded.context.decompressobj().decompress(fragment)
+    except (zstandard.ZstdError, DecompressionLimitExceeded):
         return b""
+    bounded.produced(len(out))
+    return out

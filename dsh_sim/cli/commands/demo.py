@@ -19,7 +19,10 @@ from typing import Any
 import trio
 
 from dsh_sim.cli.commands.common import CliError, single
+from dsh_sim.inputs import read_json
 from dsh_sim.outputs import check_output_dir, ensure_output_dir
+from dsh_sim.scenario.args import ModelResponse
+from dsh_sim.scenario.codec import structure
 from runtime.adapters import production_ports
 from runtime.adapters.local_sandbox import LocalSandboxProvider
 from runtime.adapters.process import SubprocessRunner
@@ -31,24 +34,29 @@ from runtime.persistence.errors import (
     SessionAlreadyExistsError,
     SessionPersistenceError,
 )
+from runtime.persistence.layout import encode_segment
 from runtime.tools.files import ReadFileTool, WriteFileTool
 from runtime.tools.registry import Tool
 from runtime.tools.shell import ShellTool
 
 
 def _script(path: str | None) -> dict[str, Any]:
-    script: dict[str, Any]
+    """The model script: ``{"responses": [...], "provider"?, "model"?}``, each response as a
+    scenario's prompt response (text, tool_calls, chunk_delay); anything else is refused."""
+    if path is None:
+        script: dict[str, Any] = json.loads(resources.files("dsh_sim.examples").joinpath("demo-script.json").read_text())
+        return script
+    obj = read_json(path, "model script", 16 * 1024 * 1024)
+    if not isinstance(obj, dict) or not isinstance(obj.get("responses"), list) or not obj["responses"]:
+        raise CliError(f'{path}: not a model script: expected {{"responses": [...]}} with at least one response')
+    extra = sorted(set(obj) - {"responses", "provider", "model"})
+    if extra:
+        raise CliError(f"{path}: $: unknown key {extra[0]!r} (a model script has responses, provider, model)")
     try:
-        if path is None:
-            script = json.loads(resources.files("dsh_sim.examples").joinpath("demo-script.json").read_text())
-            return script
-        with open(path, encoding="utf-8") as handle:
-            script = json.load(handle)
-            return script
-    except OSError as err:
-        raise CliError(f"{path}: cannot read: {err.strerror}") from None
+        structure(obj["responses"], tuple[ModelResponse, ...], "$.responses")
     except ValueError as err:
-        raise CliError(f"{path}: not valid JSON: {err}") from None
+        raise CliError(f"{path}: {err}") from None
+    return obj
 
 
 def _result_text(data: dict[str, Any]) -> str:
@@ -108,9 +116,17 @@ async def _run(root: str, workspace: str, session_id: str, script: dict[str, Any
 def main(args: Any) -> int:
     check_output_dir(args.root)  # a linked --root (or a link on its relative path) is refused
     root = os.path.abspath(args.root)
-    workspace = ensure_output_dir(os.path.abspath(args.workspace or os.path.join(root, "workspace")))
+    workspace = os.path.abspath(args.workspace or os.path.join(root, "workspace"))
     try:
-        session_dir = trio.run(_run, root, workspace, args.session, _script(args.script), args.prompt, args.compression)
+        encode_segment(args.session)
+    except ValueError as err:
+        raise CliError(f"--session {args.session!r}: {err}") from None
+    check_output_dir(root, "--root")
+    check_output_dir(workspace, "--workspace")
+    script = _script(args.script)
+    ensure_output_dir(workspace)
+    try:
+        session_dir = trio.run(_run, root, workspace, args.session, script, args.prompt, args.compression)
     except BaseException as err:
         refused = single(err, SessionPersistenceError)
         if refused is None:

@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any
 
-from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.cli.commands.replay_cmd import expand
-from dsh_sim.drivers.explore import ExploreResult, explore
-from dsh_sim.engine.logs import capture_runtime_logs
+from dsh_sim import api
+from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, emit_json
+from dsh_sim.drivers.explore import ExploreResult
 from dsh_sim.evidence.results import explore_document, write
-from dsh_sim.outputs import check_output_dir
-from dsh_sim.scenario.model import Scenario, ScenarioError, dumps, load, save
-
-
-def saver(found_dir: str) -> Any:
-    def save_repro(scenario: Scenario) -> str:
-        digest = hashlib.sha256(dumps(scenario).encode()).hexdigest()[:8]
-        path = os.path.join(found_dir, f"{scenario.expect.invariant}-explore-{digest}.json")
-        if not os.path.exists(path):
-            save(scenario, path)
-        return path
-
-    return save_repro
+from dsh_sim.outputs import check_output_dir, check_output_file
 
 
 def summary(result: ExploreResult) -> dict[str, Any]:
@@ -38,26 +24,53 @@ def summary(result: ExploreResult) -> dict[str, Any]:
         "per_point": {
             name: {"possible": result.possible[name], "explored": result.explored.get(name, 0)} for name in sorted(result.possible)
         },
-        "violations": [{"invariant": v.invariant, "message": v.describe(), "scenario": s.repro} for s, v in result.violations],
+        "violations": [
+            {
+                "invariant": v.invariant,
+                "point": result.points[s.point].point,
+                "crash": s.kind,
+                "state": s.cut,
+                "phase": s.phase,
+                "message": v.describe(),
+                "scenario": s.repro,
+            }
+            for s, v in result.violations
+        ],
         "seconds": round(result.seconds, 3),
     }
+
+
+def violation_lines(s: dict[str, Any]) -> list[str]:
+    """One line per violation class (invariant, point, crash kind): where, how, how often, and
+    the scenario that replays it."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for v in s["violations"]:
+        groups.setdefault((v["invariant"], v["point"], v["crash"]), []).append(v)
+    lines = []
+    for (invariant, point, crash), found in groups.items():
+        first = found[0]
+        state = f", state {first['state']}" if first["state"] else ""
+        lines.append(f"  VIOLATION {invariant} at {point} ({crash}, phase {first['phase']}{state}; {len(found)} state(s))")
+        lines.append(f"    {first['message'].splitlines()[0]}")
+        if first["scenario"]:
+            lines.append(f"    replay: dsh-sim replay {first['scenario']}")
+    return lines
 
 
 def main(args: Any) -> int:
     if getattr(args, "runtime", "dsh-sim") == "dsh":  # extension point: the published DSH's writer on SimFS
         from dsh_sim.dsh.explore_cli import run_explore_dsh
 
-        return run_explore_dsh(args, list(expand(args.files)))
-    check_output_dir(args.found_dir)  # refused now, not after minutes of fuzzing
+        return run_explore_dsh(args, list(api.expand(args.files)))
+    if args.results:
+        check_output_file(args.results, "--results")
+    check_output_dir(args.found_dir, "--found-dir")
+    files = api.expand(args.files)
+    scenarios = [api.load(path) for path in files]  # every file is checked before the first explore starts
     out = []
     docs = []
-    for path in expand(args.files):
-        try:
-            scenario = load(path)
-        except ScenarioError as err:
-            raise CliError(str(err)) from None
-        with capture_runtime_logs():
-            result = explore(scenario, crash=args.crash, model=args.model, bound=args.bound, on_violation=saver(args.found_dir))
+    for path, scenario in zip(files, scenarios):
+        result = api.explore(scenario, crash=args.crash, model=args.model, bound=args.bound, found_dir=args.found_dir)
         out.append(summary(result))
         docs.append(explore_document(result, path, result.seconds))
         if not args.json:
@@ -67,12 +80,8 @@ def main(args: Any) -> int:
                 f"{path}: {s['explored']}/{s['possible']} crash states checked at {s['crash_points']} points{sampled}; "
                 f"{s['recoveries_run']} distinct recoveries in {s['seconds']}s; {len(s['violations'])} violation(s)"
             )
-            seen = set()
-            for violation in s["violations"]:
-                key = (violation["invariant"], violation["scenario"])
-                if key not in seen:
-                    seen.add(key)
-                    print(f"  {violation['message'].splitlines()[0]}\n    replay: dsh-sim replay {violation['scenario']}")
+            for line in violation_lines(s):
+                print(line)
     if args.results:
         for index, doc in enumerate(docs):
             base, ext = os.path.splitext(args.results)

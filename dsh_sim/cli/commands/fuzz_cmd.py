@@ -5,22 +5,20 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.drivers.fuzz import FuzzRun, fuzz
+from dsh_sim import api
+from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, emit_json
 from dsh_sim.engine.config import SimConfig
-from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.evidence.results import meta, write
-from dsh_sim.mutation.catalogue import CATALOGUE
-from dsh_sim.outputs import check_output_dir
+from dsh_sim.outputs import check_output_dir, check_output_file
+from dsh_sim.scenario.codec import to_json
 
 
 def _progress(budget: float) -> Any:
-    def show(run: FuzzRun) -> None:
+    def show(run: api.FuzzRun) -> None:
         if sys.stderr.isatty():
-            crashes = len(run.cases)
             sys.stderr.write(
                 f"\rfuzz {run.machine} seed={run.seed}: {run.examples} examples, {run.steps} steps, "
-                f"{crashes} crash recoveries, {run.seconds:.1f}s / {budget:.0f}s "
+                f"{len(run.cases)} crash recoveries, {run.seconds:.1f}s / {budget:.0f}s "
             )
             sys.stderr.flush()
 
@@ -28,27 +26,24 @@ def _progress(budget: float) -> Any:
 
 
 def main(args: Any) -> int:
-    check_output_dir(args.found_dir)  # refused now, not after minutes of fuzzing
-    unknown = [m for m in args.mutant if m not in CATALOGUE]
-    if unknown:
-        raise CliError(f"unknown mutant(s) {', '.join(unknown)}; see dsh-sim mutants --list")
+    if args.results:
+        check_output_file(args.results, "--results")
+    check_output_dir(args.found_dir, "--found-dir")
     config = SimConfig(compression=args.compression, checkpoint_policy=not args.no_checkpoint_policy)
-    with capture_runtime_logs():
-        run = fuzz(
-            args.machine,
-            budget=args.budget,
-            examples=args.examples,
-            seed=args.seed,
-            config=config,
-            out_dir=args.found_dir,
-            active_mutants=tuple(args.mutant),
-            progress=None if args.json else _progress(args.budget),
-        )
+    run = api.fuzz(
+        args.machine,
+        budget=args.budget,
+        examples=args.examples,
+        seed=args.seed,
+        config=config,
+        mutants=args.mutant,
+        found_dir=args.found_dir,
+        progress=None if args.json else _progress(args.budget),
+    )
     if sys.stderr.isatty() and not args.json:
         sys.stderr.write("\n")
-    doc = run.document(meta("fuzz", config=config.to_json(), mutants=args.mutant))
     if args.results:
-        write(doc, args.results)
+        write(run.document(meta("fuzz", config=to_json(config), mutants=args.mutant)), args.results)
     found = run.found
     if args.json:
         emit_json(
@@ -75,7 +70,8 @@ def main(args: Any) -> int:
         )
     else:
         print(
-            f"fuzz {run.machine}: seed {run.seed}, {run.examples} examples, {run.steps} steps, {len(run.cases)} crash recoveries checked in {run.seconds:.1f}s"
+            f"fuzz {run.machine}: seed {run.seed}, {run.examples} examples, {run.steps} steps, "
+            f"{len(run.cases)} crash recoveries checked in {run.seconds:.1f}s"
         )
         if found is None:
             print("no invariant violated")

@@ -6,6 +6,7 @@ read) or a log file.  The JSON shape is a stable interface, documented in the RE
 
 from __future__ import annotations
 
+import datetime
 import sys
 from typing import Any
 
@@ -14,6 +15,14 @@ from dsh_sim.sessionlogs.inspect import inspect_path
 
 
 def _summary(event: dict[str, Any]) -> str:
+    """A one-line gist of an event; a record of an unexpected shape gets none (it is still listed)."""
+    try:
+        return _gist(event)
+    except (KeyError, TypeError, AttributeError, IndexError):
+        return ""
+
+
+def _gist(event: dict[str, Any]) -> str:
     data: Any = event.get("data")  # JSON of any shape
     kind = event["type"]
     if kind in ("turn/start", "turn/end", "step/start", "step/end"):
@@ -32,13 +41,24 @@ def _summary(event: dict[str, Any]) -> str:
     return ""
 
 
+def when(epoch_ms: Any) -> str:
+    """Epoch milliseconds as an ISO date (UTC); anything else as it was stored."""
+    if isinstance(epoch_ms, bool) or not isinstance(epoch_ms, int | float):
+        return str(epoch_ms)
+    try:
+        moment = datetime.datetime.fromtimestamp(epoch_ms / 1000, datetime.UTC)
+    except (OverflowError, OSError, ValueError):
+        return str(epoch_ms)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def print_report(report: dict[str, Any]) -> None:
     fmt = report["format"]
     print(f"{report['path']}  (v{fmt['version']}, {fmt['compression']}, {fmt['bytes']} bytes)")
     header = report["header"]
-    print(f"session {header['id']}  created {header['createdAt']}  cwd {header.get('cwd', '-')}")
+    print(f"session {header['id']}  created {when(header['createdAt'])}  cwd {header.get('cwd', '-')}")
     for event in report["events"]:
-        print(f"  {event['seq']:>5}  {event['type']:<20} {_summary(event)}")
+        print(f"  {event['seq']:>5}  {when(event.get('time')):<24}  {event['type']:<20} {_summary(event)}")
     torn = report["torn"]
     if torn is None:
         print("torn tail: none")

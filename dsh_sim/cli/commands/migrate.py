@@ -13,8 +13,8 @@ from typing import Any
 import trio
 
 from dsh_sim.cli.commands.common import CliError, emit_json
-from dsh_sim.sessionlogs.inspect import migrate_in_memory
-from dsh_sim.sessionlogs.locate import locate_log
+from dsh_sim.sessionlogs.inspect import inspect_bytes, migrate_in_memory
+from dsh_sim.sessionlogs.locate import locate_log, read_log
 from runtime.adapters import production_ports
 from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.errors import SessionPersistenceError
@@ -32,18 +32,16 @@ async def _publish(root: str, session_id: str, compression: str) -> tuple[str, i
 
 def main(args: Any) -> int:
     log, version, compression = locate_log(args.path)
+    data = read_log(log)
     if version == SESSION_FORMAT_VERSION:
-        result: dict[str, Any] = {"path": log, "published": None, "note": f"already v{SESSION_FORMAT_VERSION}; nothing to migrate"}
+        document = inspect_bytes(log, version, compression, data)  # a current log that does not read is refused, not "already v3"
+        note = f"already v{SESSION_FORMAT_VERSION} ({len(document['events'])} events read); nothing to migrate"
+        result: dict[str, Any] = {"path": log, "published": None, "note": note}
         if args.json:
             emit_json(result)
         else:
             print(f"{log}: {result['note']}")
         return 0
-    try:
-        with open(log, "rb") as handle:
-            data = handle.read()
-    except OSError as err:
-        raise CliError(f"{log}: cannot read: {err.strerror}") from None
     source, migrated = migrate_in_memory(log, version, compression, data)
     session_dir = os.path.dirname(os.path.abspath(log))
     root = os.path.dirname(os.path.dirname(session_dir))

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.drivers.selftest import KillResult, run_mutants, summary
-from dsh_sim.engine.logs import capture_runtime_logs
+from dsh_sim import api
+from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, emit_json
+from dsh_sim.drivers.selftest import summary
 from dsh_sim.evidence.results import meta, write
 from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.outputs import check_output_file
 
 
-def _line(result: KillResult) -> str:
+def _line(result: api.KillResult) -> str:
     fastest = result.fastest
     if fastest is None:
         return f"SURVIVED  {result.mutant:<42} (no method caught it)"
@@ -27,13 +28,9 @@ def main(args: Any) -> int:
         for name, description in sorted(CATALOGUE.items()):
             print(f"{name:<42} {description}")
         return EXIT_OK
-    unknown = [m for m in args.only if m not in CATALOGUE]
-    if unknown:
-        raise CliError(f"unknown mutant(s) {', '.join(unknown)}; see dsh-sim mutants --list")
-    with capture_runtime_logs():
-        results = run_mutants(
-            args.only or None, fuzz_budget=args.budget, progress=None if args.json else lambda r: print(_line(r), flush=True)
-        )
+    if args.results:
+        check_output_file(args.results, "--results")
+    results = api.mutants(args.only, budget=args.budget, progress=None if args.json else lambda r: print(_line(r), flush=True))
     stats = summary(results)
     doc = {"meta": meta("mutants", budget=args.budget, **stats), "kill_matrix": [r.row() for r in results]}
     if args.results:

@@ -12,7 +12,7 @@ from typing import Any
 import trio
 
 from dsh_sim.cli.commands.common import CliError, emit_json
-from dsh_sim.sessionlogs.locate import locate_log
+from dsh_sim.sessionlogs.locate import locate_log, read_log
 from runtime.adapters import production_ports
 from runtime.agent.resume import repair_and_seed
 from runtime.persistence.backend import JsonlBackend
@@ -40,10 +40,10 @@ def main(args: Any) -> int:
     log, version, compression = locate_log(args.path)
     session_dir = os.path.dirname(os.path.abspath(log))
     root = os.path.dirname(os.path.dirname(session_dir))
+    data = read_log(log)
     try:
-        with open(log, "rb") as handle:
-            header = decode_log(handle.read(), compression).header
-    except (OSError, LogCorruption, ValueError) as err:
+        header = decode_log(data, compression).header
+    except (LogCorruption, ValueError) as err:
         raise CliError(f"{log}: refused: {err}") from None
     try:
         result = trio.run(_repair, root, header.id, compression)

@@ -11,7 +11,9 @@ from dsh_sim.drivers.machines.strategies import crash_specs
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
-from dsh_sim.scenario.steps import Step, apply
+from dsh_sim.scenario.args import Step
+from dsh_sim.scenario.codec import step_of
+from dsh_sim.scenario.steps import apply
 
 
 class SimulationMachine(RuleBasedStateMachine):
@@ -67,7 +69,7 @@ class SimulationMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.alive)
     @rule(crash=crash_specs)
     def crash_now(self, crash: dict[str, Any]) -> None:
-        self.do(Step("crash_now", crash))
+        self.do(step_of("crash_now", crash))
 
     @precondition(lambda self: self.dead)
     @rule()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from hypothesis import event, target
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
@@ -28,7 +29,8 @@ from dsh_sim.drivers.machines.strategies import (
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
-from dsh_sim.scenario.steps import Step
+from dsh_sim.scenario.args import Step
+from dsh_sim.scenario.codec import step_of
 
 
 class DurabilityMachine(SimulationMachine):
@@ -66,7 +68,7 @@ class DurabilityMachine(SimulationMachine):
         self.seed = seed
         cfg = type(self).config
         if compression != cfg.compression:
-            cfg = SimConfig(**{**cfg.to_json(), "compression": compression, "approval_tools": cfg.approval_tools})
+            cfg = attrs.evolve(cfg, compression=compression)
         self.sim = Simulation(seed, cfg)
         self.checker = Checker.attach(self.sim)
         self.do(Step("boot"))
@@ -74,7 +76,7 @@ class DurabilityMachine(SimulationMachine):
     @precondition(lambda self: self.idle)
     @rule(data=st.data())
     def prompt(self, data: st.DataObject) -> None:
-        self.do(Step("prompt", data.draw(turn_script(self.next_id))))
+        self.do(step_of("prompt", data.draw(turn_script(self.next_id))))
 
     @precondition(lambda self: self.idle)
     @rule(data=st.data(), boundary=st.sampled_from(BOUNDARY_CHOICES[1:]), crash=crash_specs)
@@ -85,8 +87,8 @@ class DurabilityMachine(SimulationMachine):
         if calls:
             step, call_id = data.draw(st.sampled_from(calls[::-1]))  # later calls first: they depend on earlier ones
             event(f"crash aimed at {boundary}")
-            self.do(Step("arm", {"rule": aimed_crash_rule(script, step, call_id, boundary, crash, len(self._running().lifetimes))}))
-        self.do(Step("prompt", script))
+            self.do(step_of("arm", {"rule": aimed_crash_rule(script, step, call_id, boundary, crash, len(self._running().lifetimes))}))
+        self.do(step_of("prompt", script))
 
     @precondition(lambda self: self.alive)
     @rule(
@@ -99,18 +101,18 @@ class DurabilityMachine(SimulationMachine):
     )
     def arm(self, fault: dict[str, Any], hit: int) -> None:
         """A crash at any named point, or an I/O, network, approval, sandbox or model fault."""
-        self.do(Step("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
+        self.do(step_of("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
 
     @precondition(lambda self: self.dead)
     @rule(point=st.sampled_from(FS_POINTS + ("persist.batch.durable",)), hit=st.integers(1, 3), crash=crash_specs)
     def arm_recovery_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
         lifetime = len(self._running().lifetimes) + 1
-        self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
+        self.do(step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
 
     @precondition(lambda self: self.alive)
     @rule(seconds=st.sampled_from([0.05, 0.2, 1.0]))
     def advance(self, seconds: float) -> None:
-        self.do(Step("advance", {"seconds": seconds}))
+        self.do(step_of("advance", {"seconds": seconds}))
 
     @precondition(lambda self: self.alive and self.sim.current.agent.turn_active)
     @rule()
@@ -129,7 +131,7 @@ class DurabilityMachine(SimulationMachine):
         op, args = change
         if op == "set_approval_policy" and self._current().live_runtime().approval is None:
             return
-        self.do(Step(op, args))
+        self.do(step_of(op, args))
 
     @precondition(
         lambda self: (

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
@@ -23,7 +24,8 @@ from dsh_sim.drivers.machines.strategies import FS_POINTS, crash_specs, io_fault
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
-from dsh_sim.scenario.steps import Step
+from dsh_sim.scenario.args import Step
+from dsh_sim.scenario.codec import step_of
 
 STORAGE_POINTS = FS_POINTS + ("persist.batch.durable", "session.flush")
 # the steps of publishing a migrated generation: named runtime points, and the fs operations
@@ -58,20 +60,20 @@ class StorageMachine(SimulationMachine):
     )
     def start(self, seed: int, compression: str, origin: str = "fresh", boot_crash: Any = None) -> None:
         self.seed = seed
-        cfg = SimConfig(**{**type(self).config.to_json(), "compression": compression, "approval_tools": ()})
+        cfg = attrs.evolve(type(self).config, compression=compression, approval_tools=())
         self.sim = Simulation(seed, cfg, kind="storage")
         self.checker = Checker.attach(self.sim)
         if origin != "fresh":
-            self.do(Step("seed_v0", {"turns": 2, "torn": origin == "v0-torn"}))
+            self.do(step_of("seed_v0", {"turns": 2, "torn": origin == "v0-torn"}))
             if boot_crash is not None:
                 point, hit, crash = boot_crash
-                self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": 1, "crash": crash}}))
+                self.do(step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": 1, "crash": crash}}))
         self.do(Step("boot"))
 
     @precondition(lambda self: self.alive)
     @rule(count=st.integers(1, 5), size=st.sampled_from([8, 200, 5000]))
     def append(self, count: int, size: int) -> None:
-        self.do(Step("append", {"count": count, "size": size}))
+        self.do(step_of("append", {"count": count, "size": size}))
 
     @precondition(lambda self: self.alive)
     @rule()
@@ -81,21 +83,21 @@ class StorageMachine(SimulationMachine):
     @precondition(lambda self: self.alive)
     @rule(seconds=st.sampled_from([0.05, 0.2, 0.5]))
     def window(self, seconds: float) -> None:
-        self.do(Step("advance", {"seconds": seconds}))
+        self.do(step_of("advance", {"seconds": seconds}))
 
     @precondition(lambda self: self.alive)
     @rule(fault=io_faults, hit=st.integers(1, 3))
     def arm_fault(self, fault: dict[str, Any], hit: int) -> None:
-        self.do(Step("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
+        self.do(step_of("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
 
     @precondition(lambda self: self.alive)
     @rule(point=st.sampled_from(STORAGE_POINTS), hit=st.integers(1, 3), crash=crash_specs)
     def arm_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
         lifetime = len(self._running().lifetimes)
-        self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
+        self.do(step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
 
     @precondition(lambda self: self.dead)
     @rule(point=st.sampled_from(STORAGE_POINTS + MIGRATION_POINTS[:4]), hit=st.integers(1, 2), crash=crash_specs)
     def arm_recovery_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
         lifetime = len(self._running().lifetimes) + 1
-        self.do(Step("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
+        self.do(step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
