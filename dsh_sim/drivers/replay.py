@@ -81,9 +81,9 @@ def run_steps(
             outcomes.append(apply(sim, step))
         except StepNotApplicable as err:
             return outcomes, f"step {index} ({describe_step(step)}) cannot run: {err}"
-        if checker is not None and checker.violations:
-            if until is None or any(v.invariant == until for v in checker.violations):
-                break
+        stop = checker is not None and checker.violations and (until is None or any(v.invariant == until for v in checker.violations))
+        if stop:
+            break
     return outcomes, None
 
 
