@@ -1,7 +1,10 @@
-"""``dsh-sim mutants``: the kill matrix of the durability mutant catalogue."""
+"""``dsh-sim mutants``: the kill matrix of the durability mutant catalogue; ``--tool``: mutmut."""
 
 from __future__ import annotations
 
+import time
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
@@ -22,7 +25,66 @@ def _line(result: KillResult) -> str:
     return f"killed    {result.mutant:<42} {m.invariant:<26} fastest: {method} {m.seconds:.1f}s  (by {by}{steps})"
 
 
+def _modules(spec: str) -> tuple[str, ...]:
+    from dsh_sim.mutation import tool
+
+    groups = {"priority": tool.PRIORITY, "rest": tool.REST, "all": tool.PRIORITY + tool.REST}
+    if spec in groups:
+        return groups[spec]
+    return tuple(m.strip() for m in spec.split(",") if m.strip())
+
+
+def tool_main(args: Any) -> int:
+    """Run (or continue) mutmut over the modules, then write the survivor report."""
+    from dsh_sim.mutation import tool, tool_report
+
+    root = Path.cwd()
+    if not (root / "runtime").is_dir() or not (root / "tests_mutation").is_dir():
+        raise CliError("dsh-sim mutants --tool runs from a clone of the repository (runtime/ and tests_mutation/ here)")
+    modules = _modules(args.modules)
+    workdir = root / args.workdir
+    started = time.perf_counter()
+    seconds = None
+    if not args.report_only:
+        try:
+            tool.prepare(root, workdir, modules)
+        except FileNotFoundError as err:
+            raise CliError(str(err)) from None
+        print(f"mutmut over {len(modules)} module(s) in {workdir} (progress: {workdir / 'mutmut.log'})", flush=True)
+        code = tool.run(workdir, args.max_children)
+        seconds = round(time.perf_counter() - started, 1)
+        if code != 0:
+            raise CliError(f"mutmut exited with status {code}; see {workdir / 'mutmut.log'}", EXIT_VIOLATION)
+    mutants = tool.collect(workdir, modules)
+    extra = {"modules": list(modules), "mutmut": metadata.version("mutmut"), "seconds": seconds}
+    doc = tool_report.document(mutants, tool.load_triage(root / args.triage), meta("mutants-tool", **extra))
+    out = args.results or "reports/mutation/survivors.json"
+    write(doc, out)
+    text = tool_report.markdown(doc)
+    md = str(Path(out).with_suffix(".md"))
+    Path(md).write_text(text)
+    if args.snapshot:
+        Path(args.snapshot).write_text(text)
+    if args.json:
+        emit_json(doc)
+        return EXIT_OK
+    totals = doc["totals"]
+    rate = doc["kill_rate"]
+    print(
+        f"{totals.get('total', 0)} mutants: {totals.get('killed', 0)} killed, {totals.get('timeout', 0)} timeout, "
+        f"{totals.get('survived', 0)} survived, {totals.get('no tests', 0)} not reached; "
+        f"kill rate {'n/a' if rate is None else f'{rate:.1%}'} of non-equivalent"
+    )
+    print(
+        f"survivors: {totals.get('equivalent', 0)} equivalent, {totals.get('not-relevant', 0)} not relevant, {totals.get('gap', 0)} gaps, {totals.get('untriaged', 0)} untriaged"
+    )
+    print(f"report: {out} and {md}")
+    return EXIT_OK
+
+
 def main(args: Any) -> int:
+    if getattr(args, "tool", False):
+        return tool_main(args)
     if args.list:
         for name, description in sorted(CATALOGUE.items()):
             print(f"{name:<42} {description}")
