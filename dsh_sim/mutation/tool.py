@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -52,6 +54,16 @@ PRIORITY = (
     "runtime/agent/checkpoint.py",
     "runtime/tools/scheduler.py",
     "runtime/tools/registry.py",
+    "runtime/agent/resume.py",
+)
+# The write path, recovery and the barrier: what the run measured in the README covers.
+CORE = (
+    "runtime/persistence/durable.py",
+    "runtime/persistence/handles.py",
+    "runtime/persistence/write_behind.py",
+    "runtime/persistence/zstd_frames.py",
+    "runtime/session/repair.py",
+    "runtime/agent/checkpoint.py",
     "runtime/agent/resume.py",
 )
 REST = (
@@ -139,10 +151,77 @@ def prepare(root: Path, workdir: Path, modules: Sequence[str]) -> None:
         (workdir / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
 
 
-def run(workdir: Path, max_children: int) -> int:
-    """Run (or continue) ``mutmut run`` in ``workdir``; its progress goes to ``mutmut.log``."""
+def harness_fingerprint(root: Path) -> str:
+    """A hash of the test command (``tests_mutation/`` and the harness module)."""
+    digest = hashlib.sha256()
+    files = sorted((root / "tests_mutation").glob("*")) + [root / "dsh_sim" / "mutation" / "harness.py"]
+    for path in files:
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _metas(workdir: Path) -> list[Path]:
+    return sorted((workdir / "mutants" / "runtime").rglob("*.py.meta")) if (workdir / "mutants").exists() else []
+
+
+def reset_if_harness_changed(root: Path, workdir: Path) -> bool:
+    """mutmut only warns when the test command changes; a verdict of another test command is
+    not one of this one, so every verdict is reset (the mutants themselves are kept)."""
+    mark = workdir / "harness.sha"
+    now = harness_fingerprint(root)
+    before = mark.read_text().strip() if mark.exists() else None
+    if before == now:
+        return False
+    for meta in _metas(workdir):
+        data = json.loads(meta.read_text())
+        data["exit_code_by_key"] = dict.fromkeys(data["exit_code_by_key"])
+        data["durations_by_key"] = {}
+        meta.write_text(json.dumps(data, indent=4))
+    (workdir / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    mark.write_text(now + "\n")
+    return before is not None
+
+
+def all_mutants(workdir: Path) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for meta in _metas(workdir):
+        out.update(json.loads(meta.read_text())["exit_code_by_key"])
+    return out
+
+
+def choose_sample(workdir: Path, size: int, seed: int) -> list[str]:
+    """A uniform random sample of the generated mutants, stratified by module (each module gets
+    its share, at least one), kept in ``sample.json`` so a stopped run continues the same sample."""
+    path = workdir / "sample.json"
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved["size"] == size and saved["seed"] == seed:
+            return list(saved["names"])
+    names = sorted(all_mutants(workdir))
+    by_module: dict[str, list[str]] = {}
+    for name in names:
+        by_module.setdefault(name.rpartition(".")[0], []).append(name)
+    rng = random.Random(seed)
+    chosen: list[str] = []
+    for _, group in sorted(by_module.items()):
+        share = max(1, round(size * len(group) / max(1, len(names))))
+        chosen += rng.sample(group, min(share, len(group)))
+    path.write_text(json.dumps({"size": size, "seed": seed, "names": sorted(chosen)}, indent=1))
+    return sorted(chosen)
+
+
+def sample_names(workdir: Path) -> set[str] | None:
+    path = workdir / "sample.json"
+    return set(json.loads(path.read_text())["names"]) if path.exists() else None
+
+
+def run(workdir: Path, max_children: int, names: Sequence[str] = ()) -> int:
+    """Run (or continue) ``mutmut run`` in ``workdir``; its progress goes to ``mutmut.log``.
+    With ``names``, only those mutants (mutmut re-tests a named mutant even if it has a verdict,
+    so pass only the undecided ones)."""
     mutmut = Path(sys.executable).with_name("mutmut")
-    command = [str(mutmut) if mutmut.exists() else "mutmut", "run", "--max-children", str(max_children)]
+    command = [str(mutmut) if mutmut.exists() else "mutmut", "run", "--max-children", str(max_children), *names]
     env = {**os.environ, "DSH_SIM_ROOT": str(workdir / "mutants"), "PYTHONDONTWRITEBYTECODE": "1"}
     with open(workdir / "mutmut.log", "ab") as log:
         return subprocess.call(command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -194,7 +273,9 @@ def _hunk_line(diff: str) -> int | None:
 
 
 def collect(workdir: Path, modules: Sequence[str], *, diffs: bool = True) -> list[Mutant]:
-    """Every mutant of ``modules`` with its verdict; survivors (and other non-kills) with their diff."""
+    """Every mutant of ``modules`` (of the sample, if the run was sampled) with its verdict;
+    survivors (and other non-kills) with their diff."""
+    sample = sample_names(workdir)
     out = []
     for module in modules:
         meta = workdir / "mutants" / (module + ".meta")
@@ -203,6 +284,8 @@ def collect(workdir: Path, modules: Sequence[str], *, diffs: bool = True) -> lis
         codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
         starts = _function_lines((workdir / module).read_text())
         for name, code in sorted(codes.items(), key=lambda kv: _natural(kv[0])):
+            if sample is not None and name not in sample:
+                continue
             status = status_of(code)
             mangled = name.rpartition(".")[2].rpartition("__mutmut_")[0]
             function = mangled.replace("ǁ", ".").removeprefix("x.").removeprefix("x_")

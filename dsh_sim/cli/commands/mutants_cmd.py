@@ -28,7 +28,7 @@ def _line(result: KillResult) -> str:
 def _modules(spec: str) -> tuple[str, ...]:
     from dsh_sim.mutation import tool
 
-    groups = {"priority": tool.PRIORITY, "rest": tool.REST, "all": tool.PRIORITY + tool.REST}
+    groups = {"core": tool.CORE, "priority": tool.PRIORITY, "rest": tool.REST, "all": tool.PRIORITY + tool.REST}
     if spec in groups:
         return groups[spec]
     return tuple(m.strip() for m in spec.split(",") if m.strip())
@@ -50,13 +50,33 @@ def tool_main(args: Any) -> int:
             tool.prepare(root, workdir, modules)
         except FileNotFoundError as err:
             raise CliError(str(err)) from None
+        if tool.reset_if_harness_changed(root, workdir):
+            print("the test command changed since the last run: every verdict was reset", flush=True)
+        names: list[str] = []
+        if args.sample:
+            if not tool.all_mutants(workdir):
+                # mutmut writes the mutants (and collects its stats) before it looks at names;
+                # a name that matches nothing makes it stop right there
+                tool.run(workdir, args.max_children, ["__generate_only__"])
+            decided = tool.all_mutants(workdir)
+            names = [n for n in tool.choose_sample(workdir, args.sample, args.seed) if decided.get(n) is None]
+            print(f"sample of {args.sample} mutants (seed {args.seed}): {len(names)} still to test", flush=True)
+        else:
+            (workdir / "sample.json").unlink(missing_ok=True)
         print(f"mutmut over {len(modules)} module(s) in {workdir} (progress: {workdir / 'mutmut.log'})", flush=True)
-        code = tool.run(workdir, args.max_children)
+        code = tool.run(workdir, args.max_children, names) if names or not args.sample else 0
         seconds = round(time.perf_counter() - started, 1)
         if code != 0:
             raise CliError(f"mutmut exited with status {code}; see {workdir / 'mutmut.log'}", EXIT_VIOLATION)
     mutants = tool.collect(workdir, modules)
-    extra = {"modules": list(modules), "mutmut": metadata.version("mutmut"), "seconds": seconds}
+    sample = tool.sample_names(workdir)
+    extra = {
+        "modules": list(modules),
+        "mutmut": metadata.version("mutmut"),
+        "seconds": seconds,
+        "sample": len(sample) if sample is not None else None,
+        "generated": len(tool.all_mutants(workdir)),
+    }
     doc = tool_report.document(mutants, tool.load_triage(root / args.triage), meta("mutants-tool", **extra))
     out = args.results or "reports/mutation/survivors.json"
     write(doc, out)
