@@ -88,3 +88,46 @@ def test_unknown_triage_class_is_refused():
 def test_function_lines_use_mutmut_names():
     lines = tool._function_lines("def f():\n    pass\nclass C:\n    async def g(self):\n        pass\n")
     assert lines == {"x_f": 1, "xǁCǁg": 4}
+
+
+def test_progress_reference_is_current():
+    """tests_mutation/reference.json is what the runtime as shipped does (re-record it with
+    ``python -m dsh_sim.mutation.harness --record`` after a deliberate behaviour change)."""
+    expected = harness.reference(ROOT)
+    scenarios = harness.corpus(ROOT)
+    assert sorted(expected) == sorted(s.name for s in scenarios)
+    for scenario in scenarios:
+        harness.check_replay(scenario, expected[scenario.name])
+
+
+def test_progress_check_notices_a_runtime_that_does_nothing():
+    scenario = next(s for s in harness.corpus(ROOT) if s.name == "boundary-after-4-pay")
+    expected = harness.reference(ROOT)[scenario.name]
+    assert expected["ledger"], "the scenario pays"
+    with pytest.raises(harness.MutantNoticed, match="progress: ledger"):
+        harness.check_replay(scenario, {**expected, "ledger": []})
+
+
+def _workdir(tmp_path: Path) -> Path:
+    meta = tmp_path / "mutants" / "runtime" / "m.py.meta"
+    meta.parent.mkdir(parents=True)
+    codes = {f"runtime.m.x_f__mutmut_{i}": 1 for i in range(1, 11)} | {f"runtime.n.x_g__mutmut_{i}": 0 for i in range(1, 31)}
+    meta.write_text(json.dumps({"exit_code_by_key": codes, "durations_by_key": {}}))
+    return tmp_path
+
+
+def test_sample_is_stratified_and_stable(tmp_path):
+    workdir = _workdir(tmp_path)
+    first = tool.choose_sample(workdir, 8, seed=3)
+    assert len(first) == 8
+    assert sum(n.startswith("runtime.m.") for n in first) == 2
+    assert tool.choose_sample(workdir, 8, seed=3) == first
+    assert tool.sample_names(workdir) == set(first)
+
+
+def test_changed_test_command_resets_verdicts(tmp_path):
+    workdir = _workdir(tmp_path)
+    (workdir / "harness.sha").write_text("something else\n")
+    assert tool.reset_if_harness_changed(ROOT, workdir)
+    assert set(tool.all_mutants(workdir).values()) == {None}
+    assert not tool.reset_if_harness_changed(ROOT, workdir)
