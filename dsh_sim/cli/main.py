@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workdir", default="reports/mutation/work", help="with --tool: mutmut's working copy (resumable state)")
     p.add_argument("--sample", type=int, default=0, help="with --tool: test a stratified random sample of this many mutants")
     p.add_argument("--seed", type=int, default=1, help="with --tool --sample: the sample's seed (default 1)")
+    p.add_argument(
+        "--retest-survivors", action="store_true", help="with --tool: re-test only the survivors (after adding scenarios or checks)"
+    )
     p.add_argument("--report-only", action="store_true", help="with --tool: write the survivor report of the run so far, test nothing")
     p.add_argument("--triage", default="benchmarks/mutation-triage.json", help="with --tool: the committed survivor triage")
     p.add_argument(

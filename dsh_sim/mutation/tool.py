@@ -152,9 +152,12 @@ def prepare(root: Path, workdir: Path, modules: Sequence[str]) -> None:
 
 
 def harness_fingerprint(root: Path) -> str:
-    """A hash of the test command (``tests_mutation/`` and the harness module)."""
+    """A hash of the test command's code (``tests_mutation/*.py`` and the harness module).
+
+    The corpus and its progress reference are data, not part of it: a scenario added to kill a
+    survivor only adds checks, so every kill stands; ``--retest-survivors`` re-tests the rest."""
     digest = hashlib.sha256()
-    files = sorted((root / "tests_mutation").glob("*")) + [root / "dsh_sim" / "mutation" / "harness.py"]
+    files = sorted((root / "tests_mutation").glob("*.py")) + [root / "dsh_sim" / "mutation" / "harness.py"]
     for path in files:
         if path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -209,6 +212,16 @@ def choose_sample(workdir: Path, size: int, seed: int) -> list[str]:
         chosen += rng.sample(group, min(share, len(group)))
     path.write_text(json.dumps({"size": size, "seed": seed, "names": sorted(chosen)}, indent=1))
     return sorted(chosen)
+
+
+def survivors(workdir: Path) -> list[str]:
+    """Mutants (of the sample, if sampled) that no check killed: survived, or reached by no test."""
+    sample = sample_names(workdir)
+    return sorted(
+        name
+        for name, code in all_mutants(workdir).items()
+        if status_of(code) in ("survived", "no tests") and (sample is None or name in sample)
+    )
 
 
 def sample_names(workdir: Path) -> set[str] | None:

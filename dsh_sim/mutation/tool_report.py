@@ -96,6 +96,16 @@ def markdown(doc: dict[str, Any]) -> str:
         + (f", run time {meta['seconds']} s" if meta.get("seconds") is not None else "")
         + ".",
         "",
+        (
+            f"Modules: {', '.join(f'`{m}`' for m in meta.get('modules', []))}. "
+            + (
+                f"A stratified random sample of {meta['sample']} of the {meta.get('generated', '?')} mutants mutmut generated "
+                "(`--sample`): the counts below are of the sample."
+                if meta.get("sample")
+                else f"All {meta.get('generated', '?')} mutants mutmut generated."
+            )
+        ),
+        "",
         f"**Kill rate: {rate:.1%}** of non-equivalent mutants (killed / (total − equivalent); timeouts count as kills)."
         if rate is not None
         else "**Kill rate:** no mutant checked yet.",

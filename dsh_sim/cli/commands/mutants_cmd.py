@@ -53,7 +53,10 @@ def tool_main(args: Any) -> int:
         if tool.reset_if_harness_changed(root, workdir):
             print("the test command changed since the last run: every verdict was reset", flush=True)
         names: list[str] = []
-        if args.sample:
+        if args.retest_survivors:
+            names = tool.survivors(workdir)
+            print(f"re-testing {len(names)} survivor(s)", flush=True)
+        elif args.sample:
             if not tool.all_mutants(workdir):
                 # mutmut writes the mutants (and collects its stats) before it looks at names;
                 # a name that matches nothing makes it stop right there
@@ -64,7 +67,7 @@ def tool_main(args: Any) -> int:
         else:
             (workdir / "sample.json").unlink(missing_ok=True)
         print(f"mutmut over {len(modules)} module(s) in {workdir} (progress: {workdir / 'mutmut.log'})", flush=True)
-        code = tool.run(workdir, args.max_children, names) if names or not args.sample else 0
+        code = tool.run(workdir, args.max_children, names) if names or not (args.sample or args.retest_survivors) else 0
         seconds = round(time.perf_counter() - started, 1)
         if code != 0:
             raise CliError(f"mutmut exited with status {code}; see {workdir / 'mutmut.log'}", EXIT_VIOLATION)
