@@ -303,7 +303,7 @@ def collect(workdir: Path, modules: Sequence[str], *, diffs: bool = True) -> lis
             mangled = name.rpartition(".")[2].rpartition("__mutmut_")[0]
             function = mangled.replace("ǁ", ".").removeprefix("x.").removeprefix("x_")
             diff, line = "", None
-            if diffs and status not in ("killed", "not checked"):
+            if diffs and status not in ("killed", "timeout", "segfault", "not checked"):
                 diff = _diff(workdir, name, module)
                 offset = _hunk_line(diff)
                 if offset is not None and mangled in starts:

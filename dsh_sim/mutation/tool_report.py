@@ -11,8 +11,9 @@ A mutant mutmut could not get killed is one of three things, and the committed t
   scenario that would kill it.
 
 The kill rate the issue asks for is ``killed / (total − equivalent)``: a timeout counts as a kill
-(the mutant hung the runtime, which the harness reports as a hang), ``no tests`` (no test item
-reached the function) as a survivor.  A survivor without a triage entry is ``untriaged`` and
+(the mutant hung the runtime, which the harness reports as a hang), and so does mutmut's
+"segfault" (its name for a test process killed by a signal: SIGKILL after the CPU limit, an
+endless loop); ``no tests`` (no test item reached the function) counts as a survivor.  A survivor without a triage entry is ``untriaged`` and
 makes the report say so.
 """
 
@@ -25,7 +26,7 @@ from typing import Any
 from dsh_sim.mutation.tool import Mutant
 
 CLASSES = ("equivalent", "not-relevant", "gap")
-KILLS = ("killed", "timeout")
+KILLS = ("killed", "timeout", "segfault")
 
 
 def triaged(mutant: Mutant, triage: dict[str, dict[str, Any]]) -> tuple[str, str]:
@@ -74,14 +75,14 @@ def document(mutants: Sequence[Mutant], triage: dict[str, dict[str, Any]], meta:
 
 
 def kill_rate(counts: Counter[str] | dict[str, int]) -> float | None:
-    """killed / (total − equivalent), timeouts counted as kills, unchecked mutants left out."""
+    """killed / (total − equivalent), timeouts and signal deaths counted as kills, unchecked mutants left out."""
     checked = counts.get("total", 0) - counts.get("not checked", 0) - counts.get("equivalent", 0)
     if checked <= 0:
         return None
-    return round((counts.get("killed", 0) + counts.get("timeout", 0)) / checked, 4)
+    return round(sum(counts.get(k, 0) for k in KILLS) / checked, 4)
 
 
-_COLUMNS = ("total", "killed", "timeout", "survived", "no tests", "equivalent", "not-relevant", "gap", "untriaged")
+_COLUMNS = ("total", "killed", "timeout", "segfault", "survived", "no tests", "equivalent", "not-relevant", "gap", "untriaged")
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -106,7 +107,7 @@ def markdown(doc: dict[str, Any]) -> str:
             )
         ),
         "",
-        f"**Kill rate: {rate:.1%}** of non-equivalent mutants (killed / (total − equivalent); timeouts count as kills)."
+        f"**Kill rate: {rate:.1%}** of non-equivalent mutants (killed / (total − equivalent); timeouts and signal deaths count as kills)."
         if rate is not None
         else "**Kill rate:** no mutant checked yet.",
         "",
