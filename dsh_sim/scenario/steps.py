@@ -146,6 +146,40 @@ def op_append(sim: Simulation, args: dict[str, Any]) -> str:
     return _outcome(life, sim.run(append))
 
 
+def op_read_only(sim: Simulation, args: dict[str, Any]) -> str:
+    """A reader beside the writer, as ``dsh-sim inspect`` or a session picker is: list the
+    sessions (header-only reads), open this one read-only, read it twice, try to write through
+    it, close it and read again.  The outcome is what that reader saw, so a replay compares it
+    with the recorded run (the mutation harness's progress check does)."""
+    life = _require_session(sim)
+
+    async def peek(life: Lifetime) -> str:
+        backend = life.runtime.backend if life.runtime is not None else life.handle._backend
+        listed = sorted(stat.header.id for stat in await backend.list())
+        handle = await backend.open(sim.config.session_id, "read")
+        first = await handle.read()
+        again = await handle.read(len(first) // 2)
+        seen = [f"listed={','.join(listed)}", f"events={len(first)}", f"tail={len(again)}", f"last={first[-1].type if first else '-'}"]
+        for name, call in (("append", lambda: handle.append([])), ("flush", handle.flush)):
+            try:
+                await call()
+                seen.append(f"{name}=allowed")
+            except Exception as err:
+                seen.append(f"{name}={type(err).__name__}")
+        await handle.close()
+        try:
+            await handle.read()
+            seen.append("closed-read=allowed")
+        except Exception as err:
+            seen.append(f"closed-read={type(err).__name__}")
+        return "read-only:" + ":".join(seen)
+
+    reply = sim.run(peek)
+    if reply.error is None and not life.dead and reply.done:
+        return str(reply.value)
+    return _outcome(life, reply)
+
+
 def op_set_approval_policy(sim: Simulation, args: dict[str, Any]) -> str:
     life = _require_live(sim)
     if life.live_runtime().approval is None:
@@ -251,6 +285,7 @@ OPS: dict[str, Callable[[Simulation, dict[str, Any]], str]] = {
     "cancel": op_cancel,
     "flush": op_flush,
     "append": op_append,
+    "read_only": op_read_only,
     "set_approval_policy": op_set_approval_policy,
     "set_sandbox_mode": op_set_sandbox_mode,
     "arm": op_arm,
