@@ -91,8 +91,8 @@ def markdown(doc: dict[str, Any]) -> str:
     lines = [
         "# Mutation testing: survivors of dsh-sim's own methods",
         "",
-        f"Tool: mutmut {meta.get('mutmut', '?')}; test command: `pytest -x tests_mutation` (corpus replay, "
-        "fixed-seed fuzz of both machines, bounded explore — `dsh_sim/mutation/harness.py`). "
+        f"Tool: mutmut {meta.get('mutmut', '?')}; test command: `pytest -x tests_mutation` (corpus replay judged by "
+        "every invariant and oracle and by the progress check, fixed-seed fuzz of both machines, bounded explore — `dsh_sim/mutation/harness.py`). "
         f"Written by `dsh-sim mutants --tool` on {meta.get('started', '?')}"
         + (f", run time {meta['seconds']} s" if meta.get("seconds") is not None else "")
         + ".",
