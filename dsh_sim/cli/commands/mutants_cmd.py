@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from importlib import metadata
 from pathlib import Path
@@ -41,6 +42,8 @@ def tool_main(args: Any) -> int:
     root = Path.cwd()
     if not (root / "runtime").is_dir() or not (root / "tests_mutation").is_dir():
         raise CliError("dsh-sim mutants --tool runs from a clone of the repository (runtime/ and tests_mutation/ here)")
+    if importlib.util.find_spec("mutmut") is None:
+        raise CliError("dsh-sim mutants --tool needs mutmut: pip install -e '.[mutation]'")
     modules = _modules(args.modules)
     workdir = root / args.workdir
     started = time.perf_counter()
