@@ -153,5 +153,6 @@ def test_every_invariant_has_a_failing_demonstration():
         "world_agreement",
         "format_conformance",
         "durable_when_acknowledged",
+        "reader_agrees",
     }
     assert shown == set(inv.INVARIANTS)

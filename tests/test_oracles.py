@@ -148,6 +148,35 @@ def test_an_acknowledgement_is_checked_on_the_medium_without_any_crash():
     assert caught == {"durable_when_acknowledged"}, caught
 
 
+REGRESSIONS = os.path.join(os.path.dirname(__file__), "..", "scenarios", "regressions")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        Edit(
+            "runtime.persistence.handles",
+            "ReadHandle.append",
+            '        raise SessionReadOnlyError("append", self.session_id)',
+            "        return None",
+        ),
+        Edit(
+            "runtime.persistence.handles",
+            "_read_window",
+            "    end = len(events) if length is None else offset + length",
+            "    end = len(events) - 1 if length is None else offset + length",
+        ),
+    ],
+    ids=["a read handle that accepts appends", "a read that drops the last event"],
+)
+def test_a_reader_beside_the_writer_sees_what_the_spec_says(edit):
+    scenario = load(os.path.join(REGRESSIONS, "read-only-reader-beside-writer-zstd.json"))
+    assert not run_scenario(scenario)[0].violations
+    with applied([edit]):
+        result, _ = run_scenario(scenario)
+    assert "reader_agrees" in {v.invariant for v in result.violations}
+
+
 # -- the spec reader -------------------------------------------------------------------------------
 
 

@@ -169,6 +169,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
     p.add_argument("--results", default=None, help="write a results document (kill matrix) here")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--tool", action="store_true", help="mutation testing with mutmut over the durability modules (slow; resumable)")
+    p.add_argument(
+        "--modules", default="core", help="with --tool: core | priority | rest | all | comma-separated module paths (default core)"
+    )
+    p.add_argument("--max-children", type=int, default=2, help="with --tool: mutants tested in parallel (default 2)")
+    p.add_argument("--workdir", default="reports/mutation/work", help="with --tool: mutmut's working copy (resumable state)")
+    p.add_argument("--sample", type=int, default=0, help="with --tool: test a stratified random sample of this many mutants")
+    p.add_argument("--seed", type=int, default=1, help="with --tool --sample: the sample's seed (default 1)")
+    p.add_argument(
+        "--retest-survivors", action="store_true", help="with --tool: re-test only the survivors (after adding scenarios or checks)"
+    )
+    p.add_argument("--report-only", action="store_true", help="with --tool: write the survivor report of the run so far, test nothing")
+    p.add_argument("--triage", default="benchmarks/mutation-triage.json", help="with --tool: the committed survivor triage")
+    p.add_argument(
+        "--snapshot", default=None, help="with --tool: also write the Markdown report here (e.g. benchmarks/mutation-survivors.md)"
+    )
     p.set_defaults(func=_lazy("mutants_cmd"))
 
     p = sub.add_parser("inspect", help="read a session log; print events, torn tail, and what a resume would append")

@@ -10,10 +10,32 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
     from dsh_sim.engine.lifetime import Lifetime
     from runtime.session.events import Event
+
+
+@attrs.frozen
+class ReaderView:
+    """What a read-only reader beside the writer saw (the ``read_only`` step)."""
+
+    listed: tuple[str, ...]  # session ids the backend listed
+    first: tuple[Event, ...]  # a full read
+    tail: tuple[Event, ...]  # a read from the middle (offset len(first) // 2)
+    refusals: dict[str, str]  # append / flush / closed-read -> "allowed" or the error type
+
+    def outcome(self) -> str:
+        seen = [
+            f"listed={','.join(self.listed)}",
+            f"events={len(self.first)}",
+            f"tail={len(self.tail)}",
+            f"last={self.first[-1].type if self.first else '-'}",
+        ]
+        seen += [f"{name}={what}" for name, what in self.refusals.items()]
+        return "read-only:" + ":".join(seen)
 
 
 class Observer:
@@ -39,6 +61,9 @@ class Observer:
 
     def on_flush_failed(self, life: Lifetime, error: BaseException) -> None:
         """An explicit flush of the live session raised ``error`` (the process lives on)."""
+
+    def on_reader(self, life: Lifetime, view: ReaderView) -> None:
+        """A read-only reader beside the live writer saw ``view``."""
 
     def on_step(self, op: str, outcome: str) -> None:
         """A scenario step finished."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from dsh_sim.engine.history import Corruption, FaultFired, History
     from dsh_sim.engine.lifetime import Lifetime
     from dsh_sim.engine.machine import Simulation
+    from dsh_sim.engine.observer import ReaderView
     from runtime.session.events import Event
 
 
@@ -153,6 +154,9 @@ class Checker(Observer):
 
     def on_flush_failed(self, life: Lifetime, error: BaseException) -> None:
         inv.check_failed_append(self, life, error)
+
+    def on_reader(self, life: Lifetime, view: ReaderView) -> None:
+        oracles.check_reader(self, view)
 
     def on_step(self, op: str, outcome: str) -> None:
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash

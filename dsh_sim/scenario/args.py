@@ -130,6 +130,12 @@ class SecondWriterArgs:
 
 
 @attrs.frozen
+class ReadOnlyArgs:
+    """A reader beside the writer (as ``dsh-sim inspect`` or a session picker): list, open
+    read-only, read twice, try to write through it, close, read again."""
+
+
+@attrs.frozen
 class RetryUnknownArgs:
     """The model retries every TOOL_OUTCOME_UNKNOWN pay with the same idempotency key."""
 
@@ -166,6 +172,7 @@ OPS: dict[str, OpSpec] = {
         OpSpec("arm", ArmArgs, "add a fault rule to the plan"),
         OpSpec("crash_now", CrashSpec, "crash the live process now (kill or power loss)"),
         OpSpec("second_writer", SecondWriterArgs, "a second process tries to open the session for write"),
+        OpSpec("read_only", ReadOnlyArgs, "a reader lists, opens read-only, reads, tries to write, closes; the checker judges what it saw"),
         OpSpec("retry_unknown", RetryUnknownArgs, "retry every unknown-outcome pay with the same key", _AGENT),
         OpSpec("seed_v0", SeedV0Args, "before the first boot: a historical v0 log on the disk"),
     )

@@ -17,6 +17,7 @@ from dsh_sim.engine.faults import CrashSpec
 from dsh_sim.engine.history import SeededLog
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.machine import Simulation
+from dsh_sim.engine.observer import ReaderView
 from dsh_sim.scenario.args import (
     AdvanceArgs,
     AppendArgs,
@@ -24,6 +25,7 @@ from dsh_sim.scenario.args import (
     CancelArgs,
     ModelResponse,
     PromptArgs,
+    ReadOnlyArgs,
     SeedV0Args,
     SetApprovalPolicyArgs,
     SetSandboxModeArgs,
@@ -148,6 +150,42 @@ def op_append(sim: Simulation, args: AppendArgs) -> str:
     return _outcome(life, sim.run(append))
 
 
+def op_read_only(sim: Simulation, args: ReadOnlyArgs) -> str:
+    """A reader beside the writer, as ``dsh-sim inspect`` or a session picker is: list the
+    sessions (header-only reads), open this one read-only, read it twice, try to write through
+    it, close it and read again.  What it saw goes to the observers (the checker holds it to
+    the spec: the valid prefix on disk, writes and closed reads refused)."""
+    life = _require_session(sim)
+
+    async def peek(life: Lifetime) -> ReaderView:
+        backend = life.runtime.backend if life.runtime is not None else life.handle._backend
+        listed = tuple(sorted(stat.header.id for stat in await backend.list()))
+        handle = await backend.open(sim.config.session_id, "read")
+        first = tuple(await handle.read())
+        tail = tuple(await handle.read(len(first) // 2))
+        refusals: dict[str, str] = {}
+        for name, call in (("append", lambda: handle.append([])), ("flush", handle.flush)):
+            try:
+                await call()
+                refusals[name] = "allowed"
+            except Exception as err:
+                refusals[name] = type(err).__name__
+        await handle.close()
+        try:
+            await handle.read()
+            refusals["closed-read"] = "allowed"
+        except Exception as err:
+            refusals["closed-read"] = type(err).__name__
+        return ReaderView(listed, first, tail, refusals)
+
+    reply = sim.run(peek)
+    if reply.error is None and not life.dead and reply.done:
+        view: ReaderView = reply.value
+        sim.notify("on_reader", life, view)
+        return view.outcome()
+    return _outcome(life, reply)
+
+
 def op_set_approval_policy(sim: Simulation, args: SetApprovalPolicyArgs) -> str:
     life = _require_live(sim)
     if life.live_runtime().approval is None:
@@ -253,6 +291,7 @@ RUNNERS: dict[str, Callable[[Simulation, Any], str]] = {
     "cancel": op_cancel,
     "flush": op_flush,
     "append": op_append,
+    "read_only": op_read_only,
     "set_approval_policy": op_set_approval_policy,
     "set_sandbox_mode": op_set_sandbox_mode,
     "arm": op_arm,

@@ -18,6 +18,7 @@ from runtime.session.events import Event
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
     from dsh_sim.engine.lifetime import Lifetime
+    from dsh_sim.engine.observer import ReaderView
 
 DURABLE = "durable_when_acknowledged"
 FORMAT = "format_conformance"
@@ -187,3 +188,31 @@ def check_event_durable(obs: Judge, events: Sequence[Event], seq: int, what: str
             DURABLE,
             f"{what}, but a power cut now would keep only {len(records)} events (seq {seq} {events[seq].type} is not on the medium)",
         )
+
+
+READER = "reader_agrees"
+
+
+def check_reader(obs: Judge, view: ReaderView) -> None:
+    """What a read-only reader saw is what the spec says a reader sees (§10.2, §10.5)."""
+    obs.count(READER)
+    session_id = obs.sim.config.session_id
+    if session_id not in view.listed:
+        fail(obs, READER, f"the session is not listed (listed: {list(view.listed)})")
+    data = obs.sim.disk.read_path(obs.sim.config.log_path)
+    if data is not None and not obs.corruptions:
+        try:
+            expected = read_recoverable(data, obs.sim.config.compression).records
+        except SpecViolation:
+            expected = None
+        if expected is not None:
+            difference = reference.first_difference("a reader's events", [e.to_record() for e in view.first], expected)
+            if difference:
+                fail(obs, READER, difference)
+    half = len(view.first) // 2
+    if [e.to_record() for e in view.tail] != [e.to_record() for e in view.first[half:]]:
+        fail(obs, READER, f"a read from offset {half} is not the suffix of a full read")
+    wanted = {"append": "SessionReadOnlyError", "flush": "SessionReadOnlyError", "closed-read": "SessionHandleClosedError"}
+    for name, error in wanted.items():
+        if view.refusals.get(name) != error:
+            fail(obs, READER, f"a read-only handle's {name}: {view.refusals.get(name)} (must be refused with {error})")

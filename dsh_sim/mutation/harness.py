@@ -1,0 +1,188 @@
+"""The harness as a mutation-testing test command: corpus, bounded explore, a short fixed-seed fuzz.
+
+A mutation tool (``dsh-sim mutants --tool``, :mod:`dsh_sim.mutation.tool`) needs a test command
+that passes on the runtime as shipped and fails when one of dsh-sim's own methods notices a
+mutant.  ``tests_mutation/test_harness_kills.py`` wraps the checks below as pytest items; they
+live here so the job, the tests and a maintainer at a prompt all run the same selection.
+
+What counts as noticing: an invariant or oracle violation, the harness failing (an exception
+out of the runtime, a hang), or — with ``progress=True`` — a replay whose *outcome for the user*
+differs from the shipped runtime's (:func:`observable`: the world's ledger of effects, the step
+outcomes, recovery's verdicts; recorded in ``tests_mutation/reference.json``).  dsh-sim's
+invariants are safety properties, and a runtime that fails closed on an internal error (the
+tool body never runs, the turn still ends) satisfies every one of them; the progress check is
+the liveness half they lack.  What does *not* count: a changed trace digest or a fault rule
+that no longer fires.  Those detect *any* change of behaviour (an equivalent mutant that
+reorders two independent writes changes the digest) and would turn the kill rate into a
+change detector; :func:`replay_changes` reports them separately, for triage only.
+
+Everything is deterministic — fixed seeds, an example budget rather than wall time — so a mutant
+is killed or survives the same way on every run, and the order is cheap first: a replay of the
+whole corpus costs about as much as one bounded explore of a large scenario.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from dsh_sim.drivers.explore import explore
+from dsh_sim.drivers.fuzz import fuzz
+from dsh_sim.drivers.replay import RunResult, judge, run_scenario
+from dsh_sim.engine.machine import Simulation
+from dsh_sim.scenario.files import discover, load
+from dsh_sim.scenario.model import Scenario
+
+CORPUS_DIRS = ("scenarios/starter", "scenarios/regressions")
+
+# Explored with a bound on the states per crash point (sampled with the scenario's seed): one
+# scenario per family of durability code — a call boundary, both compressions and the torn-tail
+# reader, a failed fsync, two writers, a keyed retry after recovery, and the three regressions
+# (unsynced frames after a kill, publication, migration).  Chosen for cost: a surviving mutant
+# runs every item that reaches its function, and on two shared cores the whole command must
+# stay near ten seconds for a run over the priority modules to finish in hours, not days.
+EXPLORE_SET = (
+    "boundary-3-4-pay",
+    "torn-zstd-checksum",
+    "torn-none-mid-line",
+    "fsync-fail-on-append",
+    "two-writers-storage",
+    "idempotent-retry-converges",
+    "kill-leaves-unsynced-frame-then-power-loss",
+    "migration-link-not-yet-durable-then-append",
+    "publication-retry-after-dir-fsync-failure",
+)
+# Not explored: corrupt-complete-frame-refused — on the runtime as shipped its explore reports
+# reference_model violations (the oracle expects events behind the deliberately corrupted frame).
+EXPLORE_BOUND = 1  # states per crash point: the kill or one power-loss state
+
+# (machine, examples, seed): an example budget, never wall time, so the run is reproducible.
+FUZZ_RUNS = (("durability", 8, 1), ("storage", 8, 1))
+
+
+class MutantNoticed(AssertionError):
+    """One of dsh-sim's methods noticed the mutant; the message says which and how."""
+
+
+def project_root() -> Path:
+    """The directory holding ``scenarios/`` (the test command may run from a copy of the tree)."""
+    env = os.environ.get("DSH_SIM_ROOT")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "scenarios" / "starter").is_dir():
+            return parent
+    return Path.cwd()
+
+
+def corpus(root: Path | None = None) -> list[Scenario]:
+    """Every committed scenario that passes on the runtime as shipped (self-tests excluded:
+    they expect a violation or switch on a catalogue mutant)."""
+    root = root or project_root()
+    out = []
+    for folder in CORPUS_DIRS:
+        for path in discover(str(root / folder)):
+            scenario = load(path)
+            if scenario.passes_clean:
+                out.append(attrs.evolve(scenario, origin={**scenario.origin, "path": path}))
+    return out
+
+
+def explore_set(scenarios: list[Scenario]) -> list[Scenario]:
+    by_name = {s.name: s for s in scenarios}
+    missing = [name for name in EXPLORE_SET if name not in by_name]
+    if missing:
+        raise LookupError(f"explore set names scenarios that are not in the corpus: {missing}")
+    return [by_name[name] for name in EXPLORE_SET]
+
+
+REFERENCE = "tests_mutation/reference.json"
+
+
+def observable(result: RunResult, sim: Simulation) -> dict[str, Any]:
+    """What a user of the runtime sees of a run: each step's outcome, every effect the world
+    received (service, operation, call, applied or not, in which lifetime) and the verdicts
+    recovery gave.  Not the bytes, times or order of filesystem operations: a mutant that only
+    changes those (an extra flush, another batching) keeps this equal."""
+    return {
+        "outcomes": list(result.outcomes),
+        "ledger": [[e.service, e.op, e.call_id, e.applied, e.note, e.lifetime] for e in sim.world.ledger],
+        "verdicts": result.stats["verdicts"],
+    }
+
+
+def reference(root: Path | None = None) -> dict[str, Any]:
+    path = (root or project_root()) / REFERENCE
+    data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    return data
+
+
+def check_replay(scenario: Scenario, expected: dict[str, Any] | None = None) -> None:
+    """Safety: no invariant or oracle fails.  Progress (``expected`` given): the observable
+    outcome equals the shipped runtime's."""
+    result, sim = run_scenario(scenario)
+    if result.violations:
+        raise MutantNoticed(f"replay {scenario.name}: " + "; ".join(v.describe() for v in result.violations[:3]))
+    if expected is not None:
+        seen = observable(result, sim)
+        diff = [key for key in expected if seen.get(key) != expected[key]]
+        if diff:
+            raise MutantNoticed(
+                f"replay {scenario.name}: progress: {', '.join(diff)} differ from the shipped runtime's: {seen} != {expected}"
+            )
+
+
+def check_explore(scenario: Scenario, bound: int = EXPLORE_BOUND) -> None:
+    result = explore(scenario, bound=bound, stop_on_violation=True)
+    violations = [v for _, v in result.violations] or list(result.record_violations)
+    if violations:
+        raise MutantNoticed(f"explore {scenario.name} ({len(result.states)} states): {violations[0].describe()}")
+
+
+def check_fuzz(machine: str, examples: int, seed: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="dsh-mutation-fuzz-") as out_dir:
+        run = fuzz(machine, budget=float("inf"), examples=examples, seed=seed, out_dir=out_dir, minimize_budget=0.0, shrink_budget=1.0)
+    if run.found is not None:
+        raise MutantNoticed(f"fuzz {machine} seed {seed}: {run.found.invariant} after {run.examples} examples: {run.found.message}")
+
+
+def replay_changes(scenarios: list[Scenario]) -> Iterator[tuple[str, list[str]]]:
+    """Triage aid, not a kill: per scenario, what :func:`judge` says beyond the invariants
+    (a changed digest, a fault that no longer fires, a step that cannot run)."""
+    for scenario in scenarios:
+        result, _ = run_scenario(scenario)
+        problems = judge(scenario, result)
+        if problems:
+            yield scenario.name, problems
+
+
+def record_reference(root: Path | None = None) -> str:
+    """Write ``tests_mutation/reference.json`` from the runtime as it is now (run it on the
+    shipped runtime, after a deliberate behaviour change, as ``replay --update-digest``)."""
+    root = root or project_root()
+    doc = {}
+    for scenario in corpus(root):
+        result, sim = run_scenario(scenario)
+        if result.violations:
+            raise MutantNoticed(f"{scenario.name} violates {result.invariant} on this runtime: not a reference")
+        doc[scenario.name] = observable(result, sim)
+    path = root / REFERENCE
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return str(path)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--record"]:
+        raise SystemExit("usage: python -m dsh_sim.mutation.harness --record")
+    from dsh_sim.engine.logs import capture_runtime_logs
+
+    with capture_runtime_logs():
+        print(record_reference())
