@@ -154,5 +154,7 @@ def test_every_invariant_has_a_failing_demonstration():
         "format_conformance",
         "durable_when_acknowledged",
         "reader_agrees",
+        "turn_progress",
+        "write_behind_timely",
     }
     assert shown == set(inv.INVARIANTS)

@@ -20,7 +20,7 @@ from dsh_sim.evidence.oracles import agreement, reference, spec_repair
 from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
 from dsh_sim.mutation.patch import Edit, applied
-from dsh_sim.scenario.files import load
+from dsh_sim.scenario.files import load, parse
 from runtime.persistence.log_format import encode_generation
 from runtime.session.events import Event
 
@@ -146,6 +146,42 @@ def test_an_acknowledgement_is_checked_on_the_medium_without_any_crash():
         result, _ = run_scenario(scenario)
     caught = {v.invariant for v in result.violations}
     assert caught == {"durable_when_acknowledged"}, caught
+
+
+def test_a_pipeline_that_refuses_everything_breaks_no_safety_rule_but_makes_no_progress():
+    """Every call needs approval and is denied: nothing unsafe happens, every safety check holds;
+    only the script's prediction of a quiet turn sees that nothing was done."""
+    scenario = load(os.path.join(STARTER, "two-writers.json"))  # two quiet prompts with payments and reads
+    edit = Edit(
+        "runtime.tools.registry",
+        "ToolRegistry._default_decision",
+        "        if tool is not None and tool.requires_approval:",
+        "        if tool is not None:",
+    )
+    with applied([edit]):
+        result, _ = run_scenario(scenario)
+    assert {v.invariant for v in result.violations} == {"turn_progress"}
+
+
+def test_a_write_behind_that_waits_too_long_is_late():
+    """A window of a second instead of 200 ms: durability still holds at every barrier."""
+    scenario = parse(
+        {
+            "format": "dsh-sim-scenario",
+            "version": 1,
+            "name": "appends-then-half-a-second",
+            "machine": "storage",
+            "seed": 1,
+            "steps": [{"op": "boot"}, {"op": "append", "args": {"count": 3}}, {"op": "advance", "args": {"seconds": 0.5}}],
+        }
+    )
+    edit = Edit(
+        "runtime.persistence.write_behind", "WriteBehind.enqueue", "trio.current_time() + self._window", "trio.current_time() + 1.0"
+    )
+    assert not run_scenario(scenario)[0].violations
+    with applied([edit]):
+        result, _ = run_scenario(scenario)
+    assert {v.invariant for v in result.violations} == {"write_behind_timely"}
 
 
 REGRESSIONS = os.path.join(os.path.dirname(__file__), "..", "scenarios", "regressions")

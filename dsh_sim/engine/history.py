@@ -26,6 +26,7 @@ class FaultFired:
     action: str
     rule: int  # index of the rule in the plan
     durability_step: str | None  # the runtime's durability sequence the fault struck
+    time: float = 0.0  # virtual seconds when it fired
 
 
 @attrs.frozen

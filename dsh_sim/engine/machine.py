@@ -175,7 +175,7 @@ class Simulation:
         for firing in self.plan.hit(name, public, life.index):
             rule = firing.rule
             self.trace.record("fault", life.index, name, firing.index, rule.action)
-            self.history.faults.append(FaultFired(life.index, name, rule.action, firing.index, durability.current().step))
+            self.history.faults.append(FaultFired(life.index, name, rule.action, firing.index, durability.current().step, self.now()))
             if rule.action == "crash":
                 assert rule.crash is not None
                 self.crash_process(life, rule.crash, point=name, details=public)

@@ -65,8 +65,8 @@ class Observer:
     def on_reader(self, life: Lifetime, view: ReaderView) -> None:
         """A read-only reader beside the live writer saw ``view``."""
 
-    def on_step(self, op: str, outcome: str) -> None:
-        """A scenario step finished."""
+    def on_step(self, op: str, outcome: str, args: Any = None) -> None:
+        """A scenario step finished (``args``: its typed arguments)."""
 
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         """A process was stopped gracefully (``faults_during``: a fault fired meanwhile)."""

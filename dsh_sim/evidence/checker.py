@@ -55,6 +55,7 @@ class Checker(Observer):
         self.recovered_from: list[CrashRecord] = []
         self.cases: list[dict[str, Any]] = []  # coverage cases (one per crash + recovery)
         self._live: dict[int, _Watch] = {}  # per lifetime: the live log's incremental judges
+        self._faults_before_step = 0
 
     @classmethod
     def attach(cls, sim: Simulation, **kw: Any) -> Checker:
@@ -158,9 +159,15 @@ class Checker(Observer):
     def on_reader(self, life: Lifetime, view: ReaderView) -> None:
         oracles.check_reader(self, view)
 
-    def on_step(self, op: str, outcome: str) -> None:
+    def on_step(self, op: str, outcome: str, args: Any = None) -> None:
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
+        quiet = len(self.history.faults) == self._faults_before_step and not outcome.startswith("crashed")
+        self._faults_before_step = len(self.history.faults)
         life = self.sim.primary
+        if life is not None and not life.dead and life.session is not None:
+            if quiet and op == "prompt" and self.sim.kind == "agent":
+                oracles.check_progress(self, life, outcome, args)
+            oracles.check_timely(self, life)
         if op == "flush" and outcome == "ok" and life is not None and life.session is not None and not life.dead:
             events = life.session.events
             if events:

@@ -305,5 +305,5 @@ RUNNERS: dict[str, Callable[[Simulation, Any], str]] = {
 def apply(sim: Simulation, step: Step) -> str:
     outcome = RUNNERS[step.op](sim, step.args)
     sim.trace.record("step", step.op, outcome)
-    sim.notify("on_step", step.op, outcome)
+    sim.notify("on_step", step.op, outcome, step.args)
     return outcome

@@ -38,6 +38,8 @@ INVARIANTS: dict[str, str] = {
     "world_agreement": "the log and the world's ledger agree for every call: a success reached its service with its own arguments and key, applied its effect (or found the same effect under its key) and carries that response; a call the log says was not dispatched reached nothing",
     "durable_when_acknowledged": "whatever the runtime reports durable — an acknowledged batch, a flush barrier that returned, the tool/call before its tool body, the request header before its model request — is on the medium at that instant: a power cut then would keep it",
     "reader_agrees": "a read-only reader beside the writer lists the session, reads exactly the valid prefix the spec reads from the log as it is, and is refused every write and every read after close",
+    "turn_progress": "a turn with no fault, crash or cancellation does what its script says: each scripted call once, in order, succeeding or refused exactly as the session's approval policy, answers and sandbox mode decide, and the turn completes",
+    "write_behind_timely": "with no fault in between, an event appended at time t is durable by t + 200 ms (the fixed write-behind window) plus the write's own time",
     "format_conformance": "every byte the runtime writes passes an independent strict decoder of the spec's format: a checksummed frame per batch holding exactly its records, strict JSON, the envelope and v3 rules",
     "migration_atomic": "migrating a v0 log never changes it, and a published v3 generation always holds the complete migrated log: old or new readable, never neither, never half a generation",
 }

@@ -216,3 +216,61 @@ def check_reader(obs: Judge, view: ReaderView) -> None:
     for name, error in wanted.items():
         if view.refusals.get(name) != error:
             fail(obs, READER, f"a read-only handle's {name}: {view.refusals.get(name)} (must be refused with {error})")
+
+
+PROGRESS = "turn_progress"
+TIMELY = "write_behind_timely"
+WINDOW = 0.200  # spec §3.5: the fixed write-behind window
+
+
+def _effective(events: Sequence[Event], kind: str, key: str, default: Any) -> Any:
+    """The last ``kind`` event's ``key`` (the session's current setting), else ``default``."""
+    for event in reversed(events):
+        if event.type == kind:
+            return event.data.get(key)
+    return default
+
+
+def check_progress(obs: Judge, life: Lifetime, outcome: str, args: Any) -> None:
+    """After a quiet ``prompt`` step: the turn did what its script says (see :mod:`.progress`)."""
+    from dsh_sim.evidence.oracles import progress
+
+    config = obs.sim.config
+    events = life.session.events
+    predicted = progress.predict(
+        args.responses,
+        args.approvals,
+        approval_policy=_effective(events, "approval/policy", "policy", config.approval_policy) if config.approval_policy else None,
+        approval_tools=config.approval_tools,
+        sandbox_mode=_effective(events, "sandbox/mode", "mode", config.sandbox_mode),
+        workspace=config.workspace,
+    )
+    if predicted.blocked:
+        return
+    obs.count(PROGRESS)
+    start = next((i for i in range(len(events) - 1, -1, -1) if events[i].type == "turn/start"), None)
+    if start is None or outcome != "turn:completed":
+        fail(obs, PROGRESS, f"a quiet turn did not complete: the step ended {outcome!r}")
+        return
+    for difference in progress.differences(predicted, events[start:]):
+        fail(obs, PROGRESS, difference, None, f"turn {events[start].data.get('turn')}")
+
+
+def check_timely(obs: Judge, life: Lifetime) -> None:
+    """The oldest event not yet acknowledged is younger than the window (unless a fault since)."""
+    from dsh_sim.engine.determinism import EPOCH_MS
+
+    events = life.session.events
+    acked = obs.acked
+    first = max(acked) + 1 if acked else 0
+    if first >= len(events):
+        return
+    oldest = events[first]
+    appended = (oldest.time - EPOCH_MS) / 1000
+    now = obs.sim.now()
+    if any(fault.time >= appended - WINDOW for fault in obs.faults) or (obs.crashes and obs.crashes[-1].time >= appended - WINDOW):
+        return  # a fault may legitimately hold the batch back (a failed write pauses retries)
+    obs.count(TIMELY)
+    slack = 0.050 + 20 * max(obs.sim.config.fs_latency.values(), default=0.0) if hasattr(obs.sim.config, "fs_latency") else 0.050
+    if now - appended > WINDOW + slack:
+        fail(obs, TIMELY, f"event seq {oldest.seq} ({oldest.type}) appended at {appended:.3f}s is still not durable at {now:.3f}s")

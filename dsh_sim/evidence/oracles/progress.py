@@ -1,0 +1,115 @@
+"""Progress: what a quiet turn must achieve, predicted from the scenario's own script.
+
+Safety checks hold vacuously for a runtime that does nothing — a tool pipeline that denies
+every call never applies an unsafe effect.  So for a turn that ran with no fault, no crash
+and no cancellation, the outcome of every scripted call is predicted from the script alone,
+as the spec describes the route (§5, §6, §7):
+
+* the model emits its responses in order; each response with tool calls is one step, and the
+  first response without calls ends the turn, which completes;
+* a call to a tool that needs approval succeeds only when the session's policy is ``ask``
+  and the next scripted answer is ``allowed-once`` (``never`` denies without asking; no
+  approval service denies; an answer that fails or is not in the vocabulary denies);
+* a shell call succeeds when its command exists and the session's sandbox mode allows what
+  it does (``read-only`` refuses every write, ``workspace-write`` refuses writes outside the
+  workspace);
+* every other call — payments, messages, reads, notes, nested batches — succeeds.
+
+The runtime's log must show exactly that: each scripted call once, in order, each with one
+result whose success is the predicted one, and the turn completed.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+# answers an approval question may get; anything else (or none left) is "unavailable"
+_HANG = "hang"
+
+
+@attrs.frozen
+class Predicted:
+    calls: tuple[tuple[str, str, bool], ...]  # (call id, tool, succeeds) in the model's order
+    blocked: bool = False  # a scripted answer hangs: the turn cannot complete on its own
+
+
+def predict(
+    responses: Sequence[Any],
+    approvals: Sequence[str],
+    *,
+    approval_policy: str | None,
+    approval_tools: Sequence[str],
+    sandbox_mode: str,
+    workspace: str,
+) -> Predicted:
+    answers = list(approvals)
+    calls: list[tuple[str, str, bool]] = []
+    for response in responses:
+        if not response.tool_calls:
+            break
+        for call in response.tool_calls:
+            if call.name in approval_tools:
+                if approval_policy != "ask":
+                    calls.append((call.id, call.name, False))
+                    continue
+                answer = answers.pop(0) if answers else "unavailable"
+                if answer == _HANG:
+                    return Predicted(tuple(calls), blocked=True)
+                calls.append((call.id, call.name, answer == "allowed-once"))
+            elif call.name == "shell":
+                calls.append((call.id, call.name, _shell_succeeds(call.arguments, sandbox_mode, workspace)))
+            else:
+                calls.append((call.id, call.name, True))
+    return Predicted(tuple(calls))
+
+
+def _shell_succeeds(arguments: Any, mode: str, workspace: str) -> bool:
+    argv = arguments.get("argv") if isinstance(arguments, dict) else None
+    if not isinstance(argv, list) or not argv:
+        return False
+    if argv[0] == "echo":
+        return True
+    if argv[0] != "write" or len(argv) != 3:
+        return False
+    if mode == "read-only":
+        return False
+    if mode == "workspace-write":
+        path = posixpath.normpath(posixpath.join(workspace, argv[1]))
+        return (path + "/").startswith(workspace.rstrip("/") + "/")
+    return True
+
+
+def differences(predicted: Predicted, turn: Sequence[Any]) -> list[str]:
+    """How the log of one turn (its events, ``turn/start`` first) departs from the prediction."""
+    if predicted.blocked:
+        return []
+    blocks: list[str] = []
+    results: dict[str, list[bool]] = {}
+    reason = None
+    for event in turn:
+        if event.type == "assistant/message":
+            blocks += [b["id"] for b in event.data["message"]["content"] if b.get("type") == "tool-call"]
+        elif event.type == "tool/result":
+            ok = not event.data["message"]["content"][0].get("isError")
+            results.setdefault(event.data["message"]["source"]["callId"], []).append(ok)
+        elif event.type == "turn/end":
+            reason = event.data["reason"]["kind"]
+    out = []
+    if reason != "completed":
+        out.append(f"a quiet turn ended {reason!r}, not completed")
+    expected_ids = [call_id for call_id, _, _ in predicted.calls]
+    if blocks != expected_ids:
+        out.append(f"the model's calls {expected_ids} appear in the log as {blocks}")
+    for call_id, tool, succeeds in predicted.calls:
+        got = results.get(call_id, [])
+        if len(got) != 1:
+            out.append(f"{tool} call {call_id} has {len(got)} results")
+        elif got[0] != succeeds:
+            out.append(
+                f"{tool} call {call_id} {'failed' if succeeds else 'succeeded'}, but in a quiet turn it {'succeeds' if succeeds else 'is refused'}"
+            )
+    return out
