@@ -12,10 +12,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from dsh_sim.adapters.simfs import FsFault, ProcessView
+from dsh_sim.adapters.simfs.frames import complete_end
 from dsh_sim.engine.faults import FaultRule
 from dsh_sim.engine.vocabulary import ERRNOS
 from runtime.agent.sandbox import SandboxUnavailableError
-from runtime.persistence.zstd_frames import FrameFormatError, scan_frames
 from runtime.tools.results import HarnessError
 
 if TYPE_CHECKING:
@@ -75,8 +75,4 @@ class Gate:
 
 def complete_frames_end(data: bytes) -> int:
     """End offset of the last complete zstd frame (0 if none or unreadable)."""
-    try:
-        frames = scan_frames(data).frames
-    except FrameFormatError:
-        return 0
-    return frames[-1][1] if frames else 0
+    return complete_end(data)

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from dsh_sim.adapters.simfs.frames import layouts as frame_layouts
 from dsh_sim.engine.faults import CrashSpec
 from dsh_sim.engine.history import SeededLog
 from dsh_sim.engine.lifetime import Lifetime
@@ -36,7 +37,6 @@ from dsh_sim.scenario.v0_writer import encode_v0, v0_history
 from runtime.adapters.script_model import ScriptedResponse, ScriptedToolCall
 from runtime.persistence.migration import migrate_v0
 from runtime.persistence.v0_format import decode_v0
-from runtime.persistence.zstd_frames import frame_layouts
 
 
 def _outcome(life: Lifetime, reply: Any) -> str:

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dsh_sim.adapters.simfs.disk import WriteOp
-from runtime.persistence.zstd_frames import MAGIC_BYTES, frame_layouts
+from dsh_sim.adapters.simfs.frames import MAGIC, FrameStructureError, layouts
 
 
 def zstd_cuts(data: bytes) -> dict[int, str]:
     cuts: dict[int, str] = {}
-    for layout in frame_layouts(data):
+    for layout in layouts(data):
         s = layout.start
         cuts.setdefault(s + 1, "magic")
         cuts.setdefault(s + 4, "frame-header")
@@ -52,10 +52,10 @@ def jsonl_cuts(data: bytes) -> dict[int, str]:
 
 def classify(data: bytes) -> dict[int, str]:
     """Cut length → class for the bytes of one write."""
-    if data.startswith(MAGIC_BYTES):
+    if data.startswith(MAGIC):
         try:
             return zstd_cuts(data)
-        except ValueError:
+        except FrameStructureError:
             pass
     return jsonl_cuts(data)
 

@@ -26,7 +26,8 @@ from typing import Any
 import attrs
 import zstandard
 
-MAGIC = b"\x28\xb5\x2f\xfd"
+from dsh_sim.adapters.simfs.frames import FrameStructureError, layout_at
+
 VERSION = 3
 MAX_SAFE = 2**53 - 1
 ENVELOPE = ("type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs")
@@ -235,39 +236,11 @@ def check_record(record: Any, expected_seq: int, *, writer: bool) -> dict[str, A
 
 def _frame_end(data: bytes, start: int) -> int | None:
     """End of the zstd frame at ``start`` by its structure (RFC 8878); None if cut short."""
-    n, o = len(data), start
-    if n - o < 4:
-        return None
-    if data[o : o + 4] != MAGIC:
-        raise SpecViolation("not a zstd frame magic", o)
-    o += 4
-    if o >= n:
-        return None
-    d = data[o]
-    if d & 0x18:
-        raise SpecViolation("reserved frame-header bits set", o)
-    fcs_code, single, dict_code = d >> 6, bool(d & 0x20), d & 0x03
-    fcs_size = (1 if single else 0) if fcs_code == 0 else (2, 4, 8)[fcs_code - 1]
-    o += 1 + (0 if single else 1) + (0, 1, 2, 4)[dict_code] + fcs_size
-    if o > n:
-        return None
-    while True:
-        if n - o < 3:
-            return None
-        block = data[o] | data[o + 1] << 8 | data[o + 2] << 16
-        kind, size = (block >> 1) & 3, block >> 3
-        if kind == 3:
-            raise SpecViolation("reserved block type", o)
-        o += 3 + (1 if kind == 1 else size)
-        if o > n:
-            return None
-        if block & 1:
-            break
-    if d & 0x04:
-        o += 4
-        if o > n:
-            return None
-    return o
+    try:
+        layout = layout_at(data, start)
+    except FrameStructureError as err:
+        raise SpecViolation(str(err).rsplit(" (at byte", 1)[0], err.offset) from None
+    return None if layout is None else layout.end
 
 
 def _frame_plaintext(frame: bytes, start: int, *, writer: bool) -> bytes:
