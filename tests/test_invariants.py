@@ -156,5 +156,6 @@ def test_every_invariant_has_a_failing_demonstration():
         "reader_agrees",
         "turn_progress",
         "write_behind_timely",
+        "no_residue",
     }
     assert shown == set(inv.INVARIANTS)

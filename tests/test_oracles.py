@@ -184,6 +184,23 @@ def test_a_write_behind_that_waits_too_long_is_late():
     assert {v.invariant for v in result.violations} == {"write_behind_timely"}
 
 
+@pytest.mark.parametrize(
+    "edit",
+    [
+        Edit(
+            "runtime.persistence.handles", "WriteHandle.close", "                await release_lock(self._fs, fd)", "                pass"
+        ),
+        Edit("runtime.persistence.durable", "publish_new_file", "        raise\n    await unlink_quietly(fs, temp)\n", "        raise\n"),
+    ],
+    ids=["a closed handle keeps its lock descriptor", "first publication leaves its temp file"],
+)
+def test_a_clean_stop_leaves_nothing_behind(edit):
+    scenario = load(os.path.join(STARTER, "two-writers.json"))
+    with applied([edit]):
+        result, _ = run_scenario(scenario)
+    assert "no_residue" in {v.invariant for v in result.violations}
+
+
 REGRESSIONS = os.path.join(os.path.dirname(__file__), "..", "scenarios", "regressions")
 
 

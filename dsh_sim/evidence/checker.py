@@ -56,6 +56,7 @@ class Checker(Observer):
         self.cases: list[dict[str, Any]] = []  # coverage cases (one per crash + recovery)
         self._live: dict[int, _Watch] = {}  # per lifetime: the live log's incremental judges
         self._faults_before_step = 0
+        self._stray_at_boot: dict[int, set[str]] = {}
 
     @classmethod
     def attach(cls, sim: Simulation, **kw: Any) -> Checker:
@@ -138,9 +139,12 @@ class Checker(Observer):
 
     def on_second_writer(self, life: Lifetime) -> None:
         inv.check_second_writer(self, life)
+        if life.crash is None:
+            oracles.check_residue(self, life, faults_in_life=True, stray_at_boot=set())  # (the directory belongs to the primary)
 
     def on_boot(self, life: Lifetime) -> None:
         """Post-recovery invariants, after every boot (the coverage case after a crash)."""
+        self._stray_at_boot[life.index] = oracles.stray_names(self)
         previous = [other for other in self.sim.lifetimes if other.index < life.index]
         crash = next((other.crash for other in reversed(previous) if other.crash is not None), self.history.prior_crash)
         inv.check_recovery(self, life, crash)
@@ -203,6 +207,9 @@ class Checker(Observer):
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         if life is not self.sim.primary:
             return
+        if life.boot_error is None and life.exit_error is None:
+            faulted = any(f.lifetime == life.index for f in self.history.faults)
+            oracles.check_residue(self, life, faults_in_life=faulted, stray_at_boot=self._stray_at_boot.get(life.index, set()))
         inv.check_eventually_durable(self, life, faults_during)
         if life.session is not None:
             inv.check_fail_closed(self, life.session.events)

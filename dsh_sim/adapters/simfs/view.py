@@ -78,6 +78,10 @@ class ProcessView:
         self._fds: dict[int, _Open] = {}
         self.alive = True
 
+    def open_paths(self) -> list[str]:
+        """The paths this process still holds open (a clean stop should leave none)."""
+        return sorted(entry.path for entry in self._fds.values())
+
     def revoke(self) -> None:
         """The process died: drop its descriptors, release its locks, refuse everything after."""
         self.alive = False

@@ -40,6 +40,7 @@ INVARIANTS: dict[str, str] = {
     "reader_agrees": "a read-only reader beside the writer lists the session, reads exactly the valid prefix the spec reads from the log as it is, and is refused every write and every read after close",
     "turn_progress": "a turn with no fault, crash or cancellation does what its script says: each scripted call once, in order, succeeding or refused exactly as the session's approval policy, answers and sandbox mode decide, and the turn completes",
     "write_behind_timely": "with no fault in between, an event appended at time t is durable by t + 200 ms (the fixed write-behind window) plus the write's own time",
+    "no_residue": "a process that stops cleanly leaves no descriptor open, and — when no fault struck it — no temp file or other stray name in the session directory",
     "format_conformance": "every byte the runtime writes passes an independent strict decoder of the spec's format: a checksummed frame per batch holding exactly its records, strict JSON, the envelope and v3 rules",
     "migration_atomic": "migrating a v0 log never changes it, and a published v3 generation always holds the complete migrated log: old or new readable, never neither, never half a generation",
 }

@@ -274,3 +274,32 @@ def check_timely(obs: Judge, life: Lifetime) -> None:
     slack = 0.050 + 20 * max(obs.sim.config.fs_latency.values(), default=0.0) if hasattr(obs.sim.config, "fs_latency") else 0.050
     if now - appended > WINDOW + slack:
         fail(obs, TIMELY, f"event seq {oldest.seq} ({oldest.type}) appended at {appended:.3f}s is still not durable at {now:.3f}s")
+
+
+RESIDUE = "no_residue"
+
+
+def stray_names(obs: Judge) -> set[str]:
+    """Names in the session directory that are neither a log generation nor the lock file."""
+    from runtime.persistence.layout import LOCK_FILENAME, parse_generation_filename
+
+    disk = obs.sim.disk
+    ino = disk.resolve(obs.sim.config.log_path.rsplit("/", 1)[0])
+    if ino is None:
+        return set()
+    return {name for name, _ in disk.dir(ino).entries if name != LOCK_FILENAME and parse_generation_filename(name) is None}
+
+
+def check_residue(obs: Judge, life: Lifetime, faults_in_life: bool, stray_at_boot: set[str]) -> None:
+    """After a clean stop: nothing left open; without faults, nothing stray that this process
+    made (what a crashed predecessor left is not this process's to clean, unless it opened
+    the log for write — then the spec's write open removes stale temps)."""
+    obs.count(RESIDUE)
+    still_open = life.view.open_paths()
+    if still_open:
+        fail(obs, RESIDUE, f"process {life.index} stopped with descriptors still open: {still_open}")
+    if faults_in_life:
+        return  # (a failed cleanup may leave a temp file by design: the next write open removes it)
+    stray = sorted(stray_names(obs) - stray_at_boot)
+    if stray:
+        fail(obs, RESIDUE, f"process {life.index} stopped cleanly but left {stray} in the session directory")
