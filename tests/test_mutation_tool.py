@@ -90,22 +90,21 @@ def test_function_lines_use_mutmut_names():
     assert lines == {"x_f": 1, "xǁCǁg": 4}
 
 
-def test_progress_reference_is_current():
-    """tests_mutation/reference.json is what the runtime as shipped does (re-record it with
-    ``python -m dsh_sim.mutation.harness --record`` after a deliberate behaviour change)."""
-    expected = harness.reference(ROOT)
-    scenarios = harness.corpus(ROOT)
-    assert sorted(expected) == sorted(s.name for s in scenarios)
-    for scenario in scenarios:
-        harness.check_replay(scenario, expected[scenario.name])
+def test_replay_check_notices_a_runtime_that_does_nothing():
+    """Without a recorded reference: a pipeline that refuses every call breaks no safety rule,
+    and the script-derived turn_progress oracle still notices."""
+    from dsh_sim.mutation.patch import Edit, applied
 
-
-def test_progress_check_notices_a_runtime_that_does_nothing():
-    scenario = next(s for s in harness.corpus(ROOT) if s.name == "boundary-after-4-pay")
-    expected = harness.reference(ROOT)[scenario.name]
-    assert expected["ledger"], "the scenario pays"
-    with pytest.raises(harness.MutantNoticed, match="progress: ledger"):
-        harness.check_replay(scenario, {**expected, "ledger": []})
+    scenario = next(s for s in harness.corpus(ROOT) if s.name == "two-writers")
+    harness.check_replay(scenario)
+    deny_all = Edit(
+        "runtime.tools.registry",
+        "ToolRegistry._default_decision",
+        "        if tool is not None and tool.requires_approval:",
+        "        if tool is not None:",
+    )
+    with applied([deny_all]), pytest.raises(harness.MutantNoticed, match="turn_progress"):
+        harness.check_replay(scenario)
 
 
 def _workdir(tmp_path: Path) -> Path:

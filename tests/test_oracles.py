@@ -204,6 +204,18 @@ def test_a_clean_stop_leaves_nothing_behind(edit):
 REGRESSIONS = os.path.join(os.path.dirname(__file__), "..", "scenarios", "regressions")
 
 
+def test_fsyncgate_a_writer_rewrites_what_a_failed_fsync_left_in_the_page_cache():
+    """Found by durable_when_acknowledged: after a failed fsync marked the pages clean and a
+    kill before the rollback, a writer that only fsyncs at open builds on bytes a power cut
+    still takes away; the runtime now writes them again first (durable.make_durable)."""
+    scenario = load(os.path.join(REGRESSIONS, "fsync-fail-then-kill-before-rollback.json"))
+    assert not run_scenario(scenario)[0].violations
+    fsync_only = Edit("runtime.persistence.durable", "make_durable", "    await rewrite_synced(fs, path)", "    await fsync_path(fs, path)")
+    with applied([fsync_only]):
+        result, _ = run_scenario(scenario)
+    assert {v.invariant for v in result.violations} == {"durable_when_acknowledged"}
+
+
 @pytest.mark.parametrize(
     "edit",
     [

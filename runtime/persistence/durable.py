@@ -112,11 +112,18 @@ async def make_durable(fs: FileSystem, root: str, path: str) -> None:
     After a crash, what a new process finds may live only in the page cache — unsynced
     bytes, or a name whose directory was never fsynced (a publication killed between link and
     directory fsync).  A writer that builds on it must first make it survive power loss.
+
+    An fsync alone is not enough: after a failed fsync, Linux marks the dirty pages clean
+    while they still hold the bytes that never reached the disk ("fsyncgate"), and fsync of a
+    clean page writes nothing.  A process killed before it rolled such an append back leaves
+    exactly that, and the next writer would read those bytes, build on them and acknowledge
+    batches whose prefix a power cut still takes away.  So the file's bytes are written again
+    — identical, but dirty — before the fsync.
     """
     directory = posixpath.dirname(path)
     await ensure_dir_durable(fs, directory, root)
     await fs.fsync_dir(directory)
-    await fsync_path(fs, path)
+    await rewrite_synced(fs, path)
 
 
 async def write_new_synced(fs: FileSystem, path: str, data: bytes) -> None:
@@ -233,6 +240,22 @@ async def read_prefix(fs: FileSystem, path: str, complete: Callable[[bytes], boo
         raise
     await close_shielded(fs, fd)
     return data
+
+
+async def rewrite_synced(fs: FileSystem, path: str) -> None:
+    """Write a file's bytes over themselves and fsync: whatever reads now see becomes durable
+    even where the page cache holds pages a failed fsync marked clean (see :func:`make_durable`)."""
+    data = await read_all(fs, path)
+    require_regular(await fs.lstat(path), path)
+    fd = await open_nofollow(fs, path, OpenFlags.WRITE)
+    try:
+        if data:
+            await fs.write(fd, data)
+        await fs.fsync(fd)
+    except BaseException:
+        await close_after_error(fs, fd)
+        raise
+    await close_shielded(fs, fd)
 
 
 async def fsync_path(fs: FileSystem, path: str) -> None:
