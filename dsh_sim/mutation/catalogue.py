@@ -157,11 +157,12 @@ _MUTANTS = [
             Edit(
                 FORMAT,
                 "_decode_zstd",
-                "            plain = decode_frame(data[start:end], start, decompressor)\n",
-                "            try:\n"
-                "                plain = decode_frame(data[start:end], start, decompressor)\n"
-                "            except FrameFormatError:\n"
-                "                return DecodedLog(header, tuple(events), TornTail(start, (), len(data) - start), len(data))\n",
+                "                records = tuple(_records_of_frame(decode_frame(frame, start, decompressor), start, len(events)))\n",
+                "                try:\n"
+                "                    plain = decode_frame(frame, start, decompressor)\n"
+                "                except FrameFormatError:\n"
+                "                    return DecodedLog(header, tuple(events), TornTail(start, (), len(data) - start), len(data))\n"
+                "                records = tuple(_records_of_frame(plain, start, len(events)))\n",
             ),
         ),
     ),

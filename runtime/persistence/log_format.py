@@ -19,6 +19,7 @@ from typing import Any, cast
 
 import attrs
 
+from runtime.persistence.decode_memo import Memo
 from runtime.persistence.header import (
     HeaderError,
     HeaderVersionError,
@@ -104,8 +105,12 @@ def _parse_int(text: str) -> Any:
     return -0.0 if text == "-0" else int(text)
 
 
+_DECODER = json.JSONDecoder(parse_int=_parse_int)  # one decoder: json.loads(..., parse_int=) builds one per call
+
+
 def _loads(line: bytes) -> Any:
-    return json.loads(line, parse_int=_parse_int)
+    # exactly what json.loads does with bytes: detect the encoding, keep surrogates for the checks
+    return _DECODER.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
 
 
 class Unparsable(ValueError):
@@ -125,7 +130,7 @@ def parse_record(line: bytes) -> dict[str, Any]:
 
 def _parse_line(line: bytes) -> Event:
     try:
-        return Event.from_record(parse_record(line))
+        return Event.from_parsed(parse_record(line))
     except Unparsable as err:
         raise EnvelopeError(str(err)) from None
 
@@ -173,14 +178,24 @@ def _check_vocabulary(events: Sequence[Event]) -> None:
             raise LogUnknownEventType(event.type, event.seq)
 
 
+# Decoded bytes, remembered by content (see decode_memo for why sharing them is safe).
+LOGS: Memo[tuple[str, bytes], DecodedLog] = Memo(4)
+FRAMES: Memo[bytes, tuple[Event, ...]] = Memo(4096)
+HEADERS: Memo[bytes, SessionHeader] = Memo(64)
+
+
 def decode_log(data: bytes, compression: str) -> DecodedLog:
-    if compression == "zstd":
-        decoded = _decode_zstd(data)
-    elif compression == "none":
-        decoded = _decode_raw(data)
-    else:
+    if compression not in COMPRESSIONS:
         raise ValueError(f"unknown compression {compression!r}")
+    key = (compression, data) if type(data) is bytes else None
+    if key is not None:
+        cached = LOGS.get(key)
+        if cached is not None:
+            return cached
+    decoded = _decode_zstd(data) if compression == "zstd" else _decode_raw(data)
     _check_vocabulary(decoded.events)
+    if key is not None:
+        LOGS.put(key, decoded)
     return decoded
 
 
@@ -214,7 +229,7 @@ def _decode_raw(data: bytes) -> DecodedLog:
                 raise LogCorruption(issue)
             continue
         try:
-            event = Event.from_record(record)
+            event = Event.from_parsed(record)
         except EnvelopeError as err:
             # a complete JSON object is not a torn write: refuse instead of dropping it
             # (and everything after it) as a crash tail
@@ -259,22 +274,32 @@ def _recover_torn(plaintext: bytes, first_seq: int) -> list[Event]:
 
 
 def _decode_zstd(data: bytes) -> DecodedLog:
-    decompressor = new_decompressor()
+    decompressor = None  # made on the first frame the memo does not know
     try:
         scan = scan_frames(data)
         if not scan.frames:
             raise LogCorruption("empty or header-less Zstandard session log")
         first_start, first_end = scan.frames[0]
-        head = decode_frame(data[first_start:first_end], first_start, decompressor)
-        header = _header_from_line(one_header_line(head))
+        frame = data[first_start:first_end]
+        header = HEADERS.get(frame)
+        if header is None:
+            decompressor = new_decompressor()
+            header = _header_from_line(one_header_line(decode_frame(frame, first_start, decompressor)))
+            HEADERS.put(frame, header)
         events: list[Event] = []
         for start, end in scan.frames[1:]:
-            plain = decode_frame(data[start:end], start, decompressor)
-            events.extend(_records_of_frame(plain, start, len(events)))
+            frame = data[start:end]
+            records = FRAMES.get(frame)
+            if records is None or records[0].seq != len(events):  # a hit must also start at the right seq
+                decompressor = decompressor or new_decompressor()
+                records = tuple(_records_of_frame(decode_frame(frame, start, decompressor), start, len(events)))
+                FRAMES.put(frame, records)
+            events.extend(records)
     except FrameFormatError as err:
         raise LogCorruption(str(err)) from None
     torn = None
     if scan.torn_start is not None:
+        decompressor = decompressor or new_decompressor()
         recovered = _recover_torn(decode_torn_frame(data[scan.torn_start :], decompressor), len(events))
         torn = TornTail(scan.torn_start, tuple(recovered), len(data) - scan.torn_start)
         events.extend(recovered)

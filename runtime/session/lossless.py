@@ -31,6 +31,65 @@ def lossless_copy(value: Any, where: str = "data") -> Any:
         raise _fail(where + "".join(map(_step_text, reversed(err.steps))), err.why) from None
 
 
+def check_parsed(value: Any, where: str = "data") -> None:
+    """Refuse what :func:`lossless_copy` refuses, without copying, for freshly parsed JSON.
+
+    A value ``json.loads`` just returned is already made of plain JSON types and owned by no
+    one else, so copying it buys nothing; it can still hold what JSON allows and this format
+    does not (an unsafe integer, ``NaN``/``Infinity``, ``-0``, a lone surrogate), so it is
+    walked once.  The refusal is the very ``TypeError`` ``lossless_copy`` would raise.  Only
+    for parsed JSON: it never meets a cycle, a tuple or a non-string key, so it does not look.
+    """
+    try:
+        _check(value)
+    except _Refused as err:
+        raise _fail(where + "".join(map(_step_text, reversed(err.steps))), err.why) from None
+
+
+def _check_scalar(value: Any, kind: type) -> None:
+    if kind is int:
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise _Refused(f"integer {value} is outside the safe range")
+    elif kind is float:
+        if not math.isfinite(value):
+            raise _Refused(f"non-finite number {value!r}")
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            raise _Refused("negative zero")
+    elif kind is str and not value.isascii():
+        _check_text(value)
+
+
+def _check(value: Any) -> None:
+    """The walk of :func:`check_parsed`; a refusal collects its location on the way out."""
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            if not key.isascii():
+                _check_text(key)  # located at the object, as lossless_copy does
+            try:
+                sub = type(item)
+                if sub is dict or sub is list:
+                    _check(item)
+                elif sub is not bool and item is not None:
+                    _check_scalar(item, sub)
+            except _Refused as err:
+                err.steps.append(key)
+                raise
+    elif kind is list:
+        for index, item in enumerate(value):
+            try:
+                sub = type(item)
+                if sub is dict or sub is list:
+                    _check(item)
+                elif sub is not bool and item is not None:
+                    _check_scalar(item, sub)
+            except _Refused as err:
+                err.steps.append(index)
+                raise
+    elif kind is not bool and value is not None:
+        _check_scalar(value, kind)
+
+
 def _fail(where: str, why: str) -> TypeError:
     return TypeError(f"{_MESSAGE}: {why} at {where}")
 
