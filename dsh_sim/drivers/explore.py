@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from dsh_sim.adapters.simfs.crash import PowerCut, apply_power_cut, crash_states
+from dsh_sim.adapters.simfs.digest import NodeDigests
 from dsh_sim.adapters.simfs.disk import Disk, WriteOp
 from dsh_sim.adapters.simfs.torn import codec_cut_points, torn_class
 from dsh_sim.drivers.replay import run_steps, simulation_for
@@ -112,14 +113,20 @@ def _cut_class(disk: Disk, cut: PowerCut) -> str | None:
     return None
 
 
-def _state_key(disk: Disk, cp: CrashPoint) -> str:
+def _point_key(cp: CrashPoint) -> bytes:
+    """What every state of one point shares besides the disk: the ledger, what was acknowledged."""
     h = hashlib.sha256()
-    h.update(repr(disk.image()).encode())
     h.update(repr([(e.service, e.call_id, e.applied) for e in cp.world.ledger]).encode())
     h.update(repr(sorted(cp.history.acked)).encode())
+    h.update(b"%d:" % len(cp.evidence.acked_bytes))
     h.update(cp.evidence.acked_bytes)
     h.update(repr(cp.history.corruptions).encode())
-    return h.hexdigest()
+    return h.digest()
+
+
+def _state_key(digests: NodeDigests, disk: Disk, point_key: bytes) -> str:
+    """Identical post-crash states (the disk byte for byte, and the point's facts) share a key."""
+    return hashlib.sha256(digests.image(disk.image()) + point_key).hexdigest()
 
 
 def post_crash_disk(cp: CrashPoint, cut: PowerCut | None) -> Disk:
@@ -247,7 +254,10 @@ def explore(
         explored: dict[str, int] = dict.fromkeys(POINTS, 0)
         sampled: dict[str, int] = {}
         log_path = recorded.config.log_path
+        digests = NodeDigests()
         for cp in points:
+            digests.remember(cp.image)
+            point_key = _point_key(cp)
             disk = Disk.from_image(cp.image)  # the state at the point, before any cut (read only)
             specs: list[tuple[CrashSpec, PowerCut | None]] = []
             if crash in ("kill", "both"):
@@ -265,7 +275,7 @@ def explore(
             for spec, cut, phase in options:
                 cls = _cut_class(disk, cut) if cut is not None else None
                 after = post_crash_disk(cp, cut)
-                key = _state_key(after, cp) + spec.kind + config_key
+                key = _state_key(digests, after, point_key) + spec.kind + config_key
                 shared = key in cache
                 if not shared:
                     sim, checker = recover_from(scenario, cp, spec, cut, after, phase, continue_turn=continue_turn, torn_class=cls)

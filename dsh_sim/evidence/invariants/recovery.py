@@ -139,7 +139,8 @@ def check_acked(obs: Judge, live: Sequence[Event]) -> None:
     obs.count("acked_events_survive")
     for seq in sorted(obs.acked):
         acked = obs.acked[seq]
-        if seq >= len(live) or live[seq].to_record() != acked.to_record():
+        # Event equality is record equality (the same fields, compared in C)
+        if seq >= len(live) or live[seq] != acked:
             found = live[seq].type if seq < len(live) else "nothing"
             fail(
                 obs,
