@@ -18,7 +18,10 @@ from typing import Any
 import zstandard
 
 
+@functools.lru_cache(maxsize=256)
 def readable_records(data: bytes, compression: str) -> int | None:
+    """(Remembered per content: explore asks again about the same crash image in every state
+    of a point.)"""
     if compression == "zstd":
         try:
             reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
