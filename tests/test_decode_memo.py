@@ -113,3 +113,36 @@ def test_the_validating_walk_refuses_exactly_what_the_copy_refuses(text: str):
         return None
 
     assert refusal(check_parsed) == refusal(lossless_copy)
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+def test_a_grown_log_decodes_from_its_remembered_prefix_exactly_as_from_scratch(compression: str):
+    header = encode_header(SessionHeader("s", 1), compression)
+    batches = [encode_batch([_event(2 * i), _event(2 * i + 1)], compression) for i in range(6)]
+    cuts = [header + b"".join(batches[:n]) for n in range(1, 7)]
+    torn = cuts[-1] + batches[0][:7]  # a torn tail after a remembered prefix
+    garbage = cuts[2] + b"\x00garbage\n"
+    _clear()
+    grown = [decode_log(data, compression) for data in cuts]
+    grown_torn = decode_log(torn, compression)
+    assert len(log_format.CLEAN)  # the clean prefixes were remembered
+    failures = []
+    for data in (garbage,):
+        try:
+            decode_log(data, compression)
+        except LogCorruption as err:
+            failures.append(str(err))
+    _clear()
+    fresh = [log_format._decode_zstd(d) if compression == "zstd" else log_format._decode_raw(d) for d in cuts]
+    assert [_records(g.events) for g in grown] == [_records(f.events) for f in fresh]
+    assert [len(g.events) for g in grown] == [2 * n for n in range(1, 7)]
+    _clear()
+    assert _records(grown_torn.events) == _records(decode_log(torn, compression).events)
+    assert grown_torn.torn == decode_log(torn, compression).torn
+    _clear()
+    fresh_failures = []
+    try:
+        decode_log(garbage, compression)
+    except LogCorruption as err:
+        fresh_failures.append(str(err))
+    assert failures == fresh_failures

@@ -3,14 +3,16 @@
 Explore shares one recovery between identical post-crash states, so it needs a key for "this
 disk, byte for byte".  ``repr`` of a whole image was the old key: it re-escaped every byte of
 every file for every state.  Here each node is hashed from its raw bytes (every field of the
-node, whatever fields it has), and a :class:`NodeDigests` remembers the digest of each node
-of a recorded image by identity: images are immutable and share unchanged nodes, so most
-nodes of most states are hashed once per exploration.
+node, whatever fields it has, each bytes field by its own SHA-256), and a
+:class:`NodeDigests` remembers the digests of the nodes and contents of recorded images by
+identity: images are immutable and share unchanged nodes and contents (a power cut keeps the
+synced content object itself), so most bytes of most states are hashed once per exploration.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -18,29 +20,34 @@ import attrs
 from dsh_sim.adapters.simfs.disk import DiskImage
 
 
-def _feed(h: Any, value: Any) -> None:
-    """Feed ``value`` into ``h`` unambiguously (type tags and lengths; bytes as they are)."""
+def _feed(h: Any, value: Any, of_bytes: Callable[[bytes], bytes]) -> None:
+    """Feed ``value`` into ``h`` unambiguously (type tags and lengths); bytes by their digest."""
     if type(value) is bytes:
-        h.update(b"B%d:" % len(value))
-        h.update(value)
+        h.update(b"B")
+        h.update(of_bytes(value))
     elif attrs.has(type(value)):
         h.update(type(value).__name__.encode() + b"(")
         for field in attrs.fields(type(value)):
-            _feed(h, getattr(value, field.name))
+            _feed(h, getattr(value, field.name), of_bytes)
         h.update(b")")
     elif type(value) in (tuple, list):
         h.update(b"T%d:" % len(value))
         for item in value:
-            _feed(h, item)
+            _feed(h, item, of_bytes)
     else:
         text = repr(value).encode()
         h.update(b"R%d:" % len(text))
         h.update(text)
 
 
-def node_digest(node: Any) -> bytes:
+def _sha256(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def node_digest(node: Any, of_bytes: Callable[[bytes], bytes] = _sha256) -> bytes:
+    """SHA-256 over every field of ``node``, each bytes field replaced by its own SHA-256."""
     h = hashlib.sha256()
-    _feed(h, node)
+    _feed(h, node, of_bytes)
     return h.digest()
 
 
@@ -49,7 +56,7 @@ class NodeDigests:
     of recorded images: remembering them pins nothing that is not pinned already)."""
 
     def __init__(self) -> None:
-        self._known: dict[int, tuple[Any, bytes]] = {}
+        self._known: dict[int, tuple[Any, bytes]] = {}  # nodes and bytes of recorded images
 
     def remember(self, image: DiskImage) -> None:
         for _, node in image.nodes:
@@ -59,7 +66,20 @@ class NodeDigests:
         known = self._known.get(id(node))
         if known is not None and known[0] is node:
             return known[1]
-        digest = node_digest(node)
+        fresh: dict[int, bytes] = {}  # a node made after a power cut holds one content twice
+
+        def of_bytes(data: bytes) -> bytes:
+            known = self._known.get(id(data))
+            if known is not None and known[0] is data:
+                return known[1]
+            digest = fresh.get(id(data)) or _sha256(data)
+            if keep:
+                self._known[id(data)] = (data, digest)
+            else:
+                fresh[id(data)] = digest  # ``data`` lives as long as ``node``, so its id is stable
+            return digest
+
+        digest = node_digest(node, of_bytes)
         if keep:
             self._known[id(node)] = (node, digest)
         return digest
