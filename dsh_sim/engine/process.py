@@ -71,6 +71,21 @@ class _Task:
     error: BaseException | None = None
 
 
+@attrs.define
+class _Settle:
+    """What the host waits for while a command runs (the driver's old ``_settle`` loop).
+
+    Whenever everything is blocked and the driver is awake, the host asks: is it ``done``?
+    Then reply.  Is there no timer within ``limit``?  Then reply too (quiescent).  Otherwise
+    the driver sleeps until the next timer — its own timer, set by the host, so the driver
+    wakes in the same batch as the tasks due then, exactly as when it slept itself."""
+
+    done: Callable[[], bool]
+    limit: float
+    reply: Callable[[], Reply]
+    boot: _Task | None = None  # booting: main finishing means the process ended
+
+
 class SimProcess:
     def __init__(
         self,
@@ -91,7 +106,8 @@ class SimProcess:
         self._state: dict[str, Any] = {}  # this run's thread-local trio state between steps
         self._hooks: Any = None  # this run's async-generator hooks between steps
         self._parked: trio.lowlevel.Task | None = None  # the driver, waiting for a command
-        self._reply: Reply | None = None
+        self._timer: trio.CancelScope | None = None  # the parked driver's sleep (its deadline)
+        self._settle: _Settle | None = None
         self.ready = False  # set by main when the process finished booting
         self.exited = False
         self.exit_error: BaseException | None = None
@@ -103,21 +119,38 @@ class SimProcess:
         # tasks) before any task of ours could seed it.
         seed_scheduler(self._seed)
         run = run_module()
+        booted = _Task()
         with self._installed():
             # an empty context: the tasks must not inherit whatever the host has set
             runner = contextvars.Context().run(run.setup_runner, self._clock, self._instruments, False, True)
             runner.ki_manager.close()  # Ctrl-C stays the host's, as when runs lived in threads
             self._runner = runner
-            self._gen = run.unrolled_run(runner, self._driver, (), host_uses_signal_set_wakeup_fd=True)
+            self._gen = run.unrolled_run(runner, self._driver, (booted,), host_uses_signal_set_wakeup_fd=True)
         _LIVE.add(self)
+        # the limit is read when the run starts: the clock does not move before the first batch
+        self._settle = _Settle(lambda: self.ready or booted.done, self._clock.current_time() + DEFAULT_HORIZON, _IDLE, booted)
         return self._step(None)
 
     def call(self, fn: Callable[[], Awaitable[Any]], horizon: float = DEFAULT_HORIZON) -> Reply:
         """Run ``fn`` as a task of this process until it finishes or the process is quiescent."""
-        return self._send("call", (fn, horizon))
+        task = _Task()
+        self._settle = _Settle(
+            lambda: task.done,
+            self._clock.current_time() + horizon,
+            lambda: Reply("idle", done=task.done, value=task.value, error=task.error),
+        )
+        return self._send("call", (fn, task))
 
     def advance(self, seconds: float) -> Reply:
-        return self._send("advance", seconds)
+        """Let ``seconds`` of virtual time pass (the driver sleeps them; the host replies at
+        the first moment everything is blocked after it woke)."""
+        self._check_alive()
+        limit = self._clock.current_time() + seconds
+        self._settle = _Settle(lambda: True, limit, _IDLE)
+        with self._installed():
+            assert self._timer is not None
+            self._timer.deadline = limit
+        return self._step(_NO_IO)
 
     def crash(self) -> Reply:
         return self._send("crash", None)
@@ -125,41 +158,71 @@ class SimProcess:
     def stop(self) -> Reply:
         return self._send("stop", None)
 
-    def _send(self, kind: str, payload: Any) -> Reply:
+    def _check_alive(self) -> None:
         if self.exited:
             raise RuntimeError(f"process {self.pid} has already exited")
+
+    def _send(self, kind: str, payload: Any) -> Reply:
+        self._check_alive()
         task, self._parked = self._parked, None
         assert task is not None, "a live process waits for its next command"
         self._runner.reschedule(task, outcome.Value((kind, payload)))
         return self._step(_NO_IO)
 
     def _step(self, first: Any) -> Reply:
-        """Run scheduler batches until the driver replies or the run ends."""
-        self._reply = None
-        send, gen, batches = first, self._gen, 0
+        """Run scheduler batches until the command settles (see :class:`_Settle`) or the run ends."""
+        send, gen, runner, batches = first, self._gen, self._runner, 0
+        queue = runner.entry_queue
         deadline = time.monotonic() + HOST_TIMEOUT
         with self._installed():
-            while self._reply is None:
+            while True:
                 try:
                     gen.send(send)
                 except StopIteration:
-                    return self._exited(self._runner.main_task_outcome)
+                    return self._exited(runner.main_task_outcome)
                 except BaseException as err:  # trio itself failed: the end of this process
                     return self._exited(outcome.Error(err))
-                # trio's own callbacks (``run_sync_soon``: the run's shutdown uses one) arrive
-                # through its wake-up socket: poll for real only when one is queued
-                queue = self._runner.entry_queue
-                send = self._runner.io_manager.get_events(0) if queue.queue or queue.idempotent_queue else _NO_IO
+                send = _NO_IO
+                if queue.queue or queue.idempotent_queue:
+                    # trio's own callbacks (``run_sync_soon``: the run's shutdown uses one)
+                    # arrive through its wake-up socket: poll for real only when one is queued
+                    send = runner.io_manager.get_events(0)
+                elif not runner.runq and self._parked is not None and self._timer is not None and math.isinf(self._timer.deadline):
+                    reply = self._when_blocked()
+                    if reply is not None:
+                        return reply
                 batches += 1
                 if batches % 10_000 == 0 and time.monotonic() > deadline:
                     raise HarnessHang(f"simulated process {self.pid} did not hand back control within {HOST_TIMEOUT}s")
-        return self._reply
+
+    def _when_blocked(self) -> Reply | None:
+        """No task can run and the driver is awake: reply, or sleep the driver to the next timer."""
+        now = self._clock.current_time()
+        gap = trio.lowlevel.current_statistics().seconds_to_next_deadline
+        if gap <= 0:
+            return None  # a timer is due now: trio wakes its task at the next step
+        settle = self._settle
+        assert settle is not None
+        if settle.boot is not None and settle.boot.done:
+            settle.boot = None
+            task, self._parked = self._parked, None
+            assert task is not None
+            self._runner.reschedule(task, outcome.Value(("booted", None)))  # main ended: so does the run
+            return None
+        if settle.done() or math.isinf(gap) or now + gap > settle.limit:
+            return settle.reply()
+        assert self._timer is not None
+        self._timer.deadline = now + gap  # what trio.sleep(gap) set
+        jump = trio.lowlevel.current_statistics().seconds_to_next_deadline  # what autojump moves
+        if 0 < jump < math.inf:
+            self._clock.jump(jump)
+        return None
 
     def _exited(self, result: outcome.Outcome[Any] | None) -> Reply:
         if isinstance(result, outcome.Error):
             self.exit_error = _unwrap(result.error)
         self.exited = True
-        self._gen = self._runner = None
+        self._gen = self._runner = self._timer = self._parked = None
         _LIVE.discard(self)
         if isinstance(self.exit_error, KeyboardInterrupt):
             raise self.exit_error  # Ctrl-C belongs to the host, not to the simulated process
@@ -187,46 +250,34 @@ class SimProcess:
 
     # -- inside the run --------------------------------------------------------------------
 
-    async def _reply_and_wait(self, reply: Reply) -> tuple[str, Any]:
-        """Hand ``reply`` to the host and sleep until its next command (time stands still:
-        the host steps nothing while it holds control)."""
-        self._reply = reply
-        self._parked = trio.lowlevel.current_task()
-        command: tuple[str, Any] = await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
-        return command
+    async def _next_command(self) -> tuple[str, Any]:
+        """Sleep until the host sends a command.  The sleep has a timer the host sets to move
+        virtual time (see :class:`_Settle`); when it fires, the driver simply sleeps again."""
+        while True:
+            with trio.CancelScope() as timer:
+                self._timer = timer
+                self._parked = trio.lowlevel.current_task()
+                command: tuple[str, Any] = await trio.lowlevel.wait_task_rescheduled(_abort)
+                return command
+            self._parked = None  # the timer fired (the scope caught its own cancellation)
 
-    async def _driver(self) -> None:
-        booted = _Task()
+    async def _driver(self, booted: _Task) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._run_main, booted, name="process-main")
-            await self._settle(lambda: self.ready or booted.done, DEFAULT_HORIZON)
-            if booted.done:
-                nursery.cancel_scope.cancel()
-                if booted.error is not None:
-                    raise booted.error
-                return
-            reply = Reply("idle", done=True)
             while True:
-                kind, payload = await self._reply_and_wait(reply)
+                kind, payload = await self._next_command()
+                if kind == "booted":  # main returned or failed while booting
+                    nursery.cancel_scope.cancel()
+                    if booted.error is not None:
+                        raise booted.error
+                    return
                 if kind == "stop":
                     nursery.cancel_scope.cancel()
                     return
                 if kind == "crash":
                     raise SimulatedCrash(f"process {self.pid} killed by the harness")
-                if kind == "advance":
-                    await trio.sleep(payload)
-                    await trio.testing.wait_all_tasks_blocked()
-                    reply = Reply("idle", done=True)
-                    continue
-                fn, horizon = payload
-                task = _Task()
+                fn, task = payload
                 nursery.start_soon(self._run_task, fn, task, name="host-command")
-
-                def finished(task: _Task = task) -> bool:
-                    return task.done
-
-                await self._settle(finished, horizon)
-                reply = Reply("idle", done=task.done, value=task.value, error=task.error)
 
     async def _run_main(self, booted: _Task) -> None:
         try:
@@ -245,18 +296,13 @@ class SimProcess:
         finally:
             task.done = True
 
-    @staticmethod
-    async def _settle(done: Callable[[], bool], horizon: float) -> None:
-        """Run until ``done()`` or until nothing is runnable and no timer falls in the horizon."""
-        limit = trio.current_time() + horizon
-        while True:
-            await trio.testing.wait_all_tasks_blocked()
-            if done():
-                return
-            gap = trio.lowlevel.current_statistics().seconds_to_next_deadline
-            if math.isinf(gap) or trio.current_time() + gap > limit:
-                return
-            await trio.sleep(gap)
+
+def _IDLE() -> Reply:
+    return Reply("idle", done=True)
+
+
+def _abort(_: Any) -> trio.lowlevel.Abort:
+    return trio.lowlevel.Abort.SUCCEEDED
 
 
 def _unwrap(err: BaseException) -> BaseException:
