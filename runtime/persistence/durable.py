@@ -14,7 +14,7 @@ from collections.abc import Callable
 import trio
 
 from runtime.persistence.errors import AppendRollbackError
-from runtime.ports.fs import FileSystem, OpenFlags, StatResult
+from runtime.ports.fs import FileSystem, OpenFlags, RollbackError, StatResult
 
 READ_CHUNK = 1 << 20
 
@@ -173,40 +173,37 @@ async def truncate_durable(fs: FileSystem, path: str, size: int) -> None:
     await close_shielded(fs, fd)
 
 
-async def append_durable(fs: FileSystem, path: str, data: bytes, expected_size: int) -> int:
-    """Append at EOF and fsync; on failure truncate back to the prior length and re-raise.
+async def open_for_append(fs: FileSystem, path: str, expected_size: int) -> int:
+    """Open ``path`` to append at ``expected_size``, the caller's committed length.
 
-    ``expected_size`` is the caller's committed length; bytes beyond it (left by an earlier
-    append whose rollback failed) are removed durably first, so a retry can never leave the
-    same records twice in the file.
+    Bytes beyond it (left by an earlier append whose rollback failed) are removed durably
+    first, so a retry can never leave the same records twice in the file; a file shorter than
+    that is an error.  The write handle keeps the descriptor for its following batches.
     """
     fd = await fs.open(path, OpenFlags.WRITE | OpenFlags.APPEND)
     try:
         size = (await fs.fstat(fd)).size
-    except BaseException:
-        await close_after_error(fs, fd)
-        raise
-    if size < expected_size:
-        # not rolled back: truncating "back" to a larger size would pad the log with zeros
-        await close_after_error(fs, fd)
-        raise OSError(errno.EIO, f'stored log "{path}" shrank below a previously observed prefix ({size} < {expected_size})')
-    try:
+        if size < expected_size:
+            # not rolled back: truncating "back" to a larger size would pad the log with zeros
+            raise OSError(errno.EIO, f'stored log "{path}" shrank below a previously observed prefix ({size} < {expected_size})')
         if size > expected_size:
             await fs.ftruncate(fd, expected_size)
             await fs.fsync(fd)
-        await fs.write(fd, data)
-        await fs.fsync(fd)
-    except OSError as original:
-        await close_after_error(fs, fd)
-        try:
-            await truncate_durable(fs, path, expected_size)
-        except OSError as rollback:
-            raise AppendRollbackError(path, original, rollback) from None
-        raise
     except BaseException:
         await close_after_error(fs, fd)
         raise
-    await close_shielded(fs, fd)
+    return fd
+
+
+async def append_durable(fs: FileSystem, fd: int, path: str, data: bytes, expected_size: int) -> int:
+    """Append ``data`` at EOF of ``fd`` (from :func:`open_for_append`) and fsync it; on failure
+    the file is truncated back to ``expected_size`` (the committed length) and the error
+    re-raised.  Returns the new committed length.  Write and fsync are one port operation: one
+    hop off the event loop in production, still two named points in the simulator."""
+    try:
+        await fs.write_fsync(fd, data, rollback_size=expected_size)
+    except RollbackError as err:
+        raise AppendRollbackError(path, err.original, err.rollback) from None
     return expected_size + len(data)
 
 
