@@ -69,7 +69,18 @@ class Trace:
     def record(self, kind: str, *fields: Any) -> None:
         if not self.enabled:
             return
-        entry = (kind, *map(_field, fields))
+        for field in fields:
+            if type(field) not in _PLAIN:
+                entry = (kind, *map(_field, fields))
+                break
+        else:
+            entry = (kind, *fields)  # all plain: nothing to canonicalize or copy
+        self.add(entry)
+
+    def add(self, entry: tuple[Any, ...]) -> None:
+        """Record an entry that is canonical already (see :meth:`record`)."""
+        if not self.enabled:
+            return
         self._pending.append(entry)
         self.count += 1
         if self.keep:
@@ -99,7 +110,7 @@ class TaskTracer(trio.abc.Instrument):
         label = self._labels.get(task.name)
         if label is None:
             label = self._labels[task.name] = task_label(task.name)
-        self._trace.record("step", self._pid, trio.current_time(), label)
+        self._trace.add(("step", self._pid, round(trio.current_time(), 9), label))  # rounded as _canon rounds
 
 
 def task_label(name: str) -> str:

@@ -159,6 +159,9 @@ def _check_text(text: str) -> None:
         raise _Refused("a lone surrogate in a string") from None
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)  # json.dumps with these builds one per call
+
+
 def dumps(value: Any) -> str:
     """The one JSON encoding used for every stored record: compact, UTF-8, key order kept."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)

@@ -19,18 +19,31 @@ import attrs
 
 from dsh_sim.adapters.simfs.disk import DiskImage
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...]:
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = tuple(field.name for field in attrs.fields(kind))
+    return names
+
 
 def _feed(h: Any, value: Any, of_bytes: Callable[[bytes], bytes]) -> None:
-    """Feed ``value`` into ``h`` unambiguously (type tags and lengths); bytes by their digest."""
-    if type(value) is bytes:
+    """Feed ``value`` into ``h`` unambiguously (type tags and lengths); bytes by their digest.
+
+    A tuple or list that holds no bytes and no attrs object directly goes in by its ``repr``
+    (a directory's entries, a flag); the same value always takes the same path."""
+    kind = type(value)
+    if kind is bytes:
         h.update(b"B")
         h.update(of_bytes(value))
-    elif attrs.has(type(value)):
-        h.update(type(value).__name__.encode() + b"(")
-        for field in attrs.fields(type(value)):
-            _feed(h, getattr(value, field.name), of_bytes)
+    elif kind in _FIELDS or attrs.has(kind):
+        h.update(kind.__name__.encode() + b"(")
+        for name in _field_names(kind):
+            _feed(h, getattr(value, name), of_bytes)
         h.update(b")")
-    elif type(value) in (tuple, list):
+    elif (kind is tuple or kind is list) and any(type(item) is bytes or attrs.has(type(item)) for item in value):
         h.update(b"T%d:" % len(value))
         for item in value:
             _feed(h, item, of_bytes)

@@ -14,6 +14,7 @@ real OS gives; ``tests/test_simfs_conformance.py`` checks that against a real di
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import posixpath
 from collections.abc import Callable
@@ -60,6 +61,16 @@ class NoGate:
 
 def _err(code: int, path: str | None = None) -> OSError:
     return OSError(code, os.strerror(code), path) if path is not None else OSError(code, os.strerror(code))
+
+
+@functools.lru_cache(maxsize=1024)
+def _components(path: str) -> tuple[str, ...] | None:
+    """The components of an absolute path, normalized (``None``: not absolute).  Pure, and
+    every operation of a process names the same few paths, so it is computed once each."""
+    norm = posixpath.normpath(path)
+    if not norm.startswith("/"):
+        return None
+    return tuple(p for p in norm.split("/") if p)
 
 
 @attrs.define
@@ -114,10 +125,9 @@ class ProcessView:
 
     def _split(self, path: str) -> tuple[int, str]:
         """(parent directory inode, final name) for an absolute path."""
-        norm = posixpath.normpath(path)
-        if not norm.startswith("/"):
+        parts = _components(path)
+        if parts is None:
             raise _err(errno.ENOENT, path)
-        parts = [p for p in norm.split("/") if p]
         if not parts:
             return ROOT_INO, ""
         ino = ROOT_INO
