@@ -7,7 +7,8 @@ cache, kill and power loss, prefix model, no bound — every crash state of the 
 
 Figures (CPU time of this process, ``time.process_time``, which includes the simulated
 processes' threads; the machine is shared, so wall time would measure the neighbours):
-crash points, states, distinct recoveries, CPU seconds, states per CPU-second, and the ratio
+(after an untimed warm-up exploration, so that one-time costs such as lazy imports land on
+neither side) crash points, states, distinct recoveries, CPU seconds, states per CPU-second, and the ratio
 of the large session's states/CPU-s to the small one's.  A linear explorer keeps that ratio
 near 1 (each state costs the same however long the log before it); a quadratic one drops it
 roughly by the length ratio.  The ``outcome`` column is a short hash of every state's result
@@ -67,6 +68,7 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=8, help="prompts in the long session (default 8)")
     args = parser.parse_args()
     with capture_runtime_logs():
+        explore(standard_session(1, 0.0, False), cache={}, bound=2)  # warm-up: imports, first-use caches
         small_row, small_rate = measure(args.small)
         large_row, large_rate = measure(args.large)
     print_table(

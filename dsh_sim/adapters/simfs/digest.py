@@ -97,6 +97,15 @@ class NodeDigests:
             self._known[id(node)] = (node, digest)
         return digest
 
+    def content(self, data: bytes) -> bytes:
+        """The SHA-256 of ``data``, remembered by identity (the caller keeps ``data`` alive)."""
+        known = self._known.get(id(data))
+        if known is not None and known[0] is data:
+            return known[1]
+        digest = _sha256(data)
+        self._known[id(data)] = (data, digest)
+        return digest
+
     def image(self, image: DiskImage) -> bytes:
         """The digest of a whole image: its nodes in inode order, and the next inode number."""
         h = hashlib.sha256(b"%d:" % image.next_ino)
