@@ -34,6 +34,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from dsh_sim.drivers import profiles
 from dsh_sim.drivers.machines.durability import DurabilityMachine
 from dsh_sim.drivers.machines.storage import StorageMachine
+from dsh_sim.engine.collector import CollectorPolicy
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.scenario.steps import Step
 
@@ -106,7 +107,7 @@ def main() -> None:
     machine = counting_machine(MACHINES[args.machine], tally, args.seed)
     run_settings = settings(profiles.fuzz_settings(), max_examples=args.examples, stateful_step_count=args.steps, phases=(Phase.generate,))
     start = time.process_time()
-    with capture_runtime_logs():
+    with capture_runtime_logs(), CollectorPolicy():  # the collector settings dsh-sim fuzz runs with
         run_state_machine_as_test(machine, settings=run_settings)
     cpu = time.process_time() - start
 

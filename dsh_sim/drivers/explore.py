@@ -15,7 +15,6 @@ Above ``bound`` states at one point, the states are sampled (seeded) and reporte
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import random
 import time
@@ -28,6 +27,7 @@ from dsh_sim.adapters.simfs.digest import NodeDigests
 from dsh_sim.adapters.simfs.disk import Disk, WriteOp
 from dsh_sim.adapters.simfs.torn import codec_cut_points, torn_class
 from dsh_sim.drivers.replay import run_steps, simulation_for
+from dsh_sim.engine.collector import CollectorPolicy
 from dsh_sim.engine.crash import CrashPoint, crash_phase
 from dsh_sim.engine.determinism import derive_seed
 from dsh_sim.engine.faults import CrashSpec
@@ -279,7 +279,7 @@ def explore(
     """Explore every crash state of ``scenario``; ``cache`` may be shared by several calls
     (recoveries of identical post-crash states under the same configuration are reused)."""
     started = time.perf_counter()
-    with mutants.enabled(scenario.mutants), _CollectorPolicy() as collector:
+    with mutants.enabled(scenario.mutants), CollectorPolicy() as collector:
         points, recorded, recorded_checker = record(scenario)
         collector.freeze()  # the recording lives as long as the exploration: never traverse it again
         rng = random.Random(derive_seed(scenario.seed, "explore-sample"))
@@ -347,36 +347,6 @@ def explore(
         cases=tuple(cases),
         cells=cells,
     )
-
-
-class _CollectorPolicy:
-    """The garbage collector's settings for one exploration, restored afterwards.
-
-    Every recovery allocates tens of thousands of short-lived objects (most freed by
-    reference counting before any collection sees them) while the recorded crash points,
-    the decode memos and the results grow for the whole run, so with the default thresholds
-    the collector kept re-traversing long-lived objects: about a tenth of explore's CPU.
-    Here the young generation collects less often, the older ones rarely, and the recording
-    is frozen (excluded from collections) once it is complete.  Cyclic garbage is still
-    collected, just in larger batches."""
-
-    THRESHOLDS = (5000, 200, 100)
-
-    def __enter__(self) -> _CollectorPolicy:
-        self._saved = gc.get_threshold()
-        self._frozen = False
-        gc.set_threshold(*self.THRESHOLDS)
-        return self
-
-    def freeze(self) -> None:
-        if gc.get_freeze_count() == 0:  # never unfreeze what someone else froze
-            gc.freeze()
-            self._frozen = True
-
-    def __exit__(self, *exc: object) -> None:
-        gc.set_threshold(*self._saved)
-        if self._frozen:
-            gc.unfreeze()
 
 
 def _cell(cells: dict[str, Any], cp: CrashPoint, barrier: str, col: str, key: str) -> None:
