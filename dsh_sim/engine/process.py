@@ -10,9 +10,12 @@ batches: a simulated process does no real I/O (every port it has is simulated), 
 trio queued a callback for itself (``run_sync_soon``, which its shutdown uses), whose
 wake-up arrives through a socket.
 
-Inside the run a driver task waits until every other task is blocked, parks itself with its
-reply, and is woken with the next command.  The run's scheduler is seeded before the run
-starts, so its very first batch (the init and system tasks) is already deterministic.
+Inside the run a driver task starts what the host asks for (the program, a command's task)
+and sleeps until the next command.  The host watches the run: whenever every task is blocked
+it replies (the command is done, or nothing is due within its horizon) or moves virtual time
+to the next timer, waking the driver with the tasks due then (see :class:`_Settle`).  The
+run's scheduler is seeded before the run starts, so its very first batch (the init and
+system tasks) is already deterministic.
 
 A crash ends the run by raising :class:`SimulatedCrash` (a ``BaseException`` application
 code cannot swallow).  The disk image is fixed *before* the raise; the unwinding that
