@@ -22,7 +22,7 @@ from runtime.persistence.header import SessionHeader
 from runtime.persistence.layout import SessionPaths
 from runtime.persistence.zstd_frames import compress_frame, scan_frames
 from runtime.ports import Ports
-from runtime.ports.fs import OpenFlags, StatResult
+from runtime.ports.fs import OpenFlags, StatResult, write_fsync_in_steps
 from runtime.session.events import Event
 
 T = TypeVar("T")
@@ -187,6 +187,9 @@ class FaultFS:
         if self.fsyncs in self.fail_fsync:
             raise OSError(errno.ENOSPC, "simulated fsync ENOSPC")
         await self.inner.fsync(fd)
+
+    async def write_fsync(self, fd: int, data: bytes, rollback_size: int | None = None) -> None:
+        await write_fsync_in_steps(self, fd, data, rollback_size)  # every step hooked as before
 
     async def fsync_dir(self, path: str) -> None:
         self._hook("fsync_dir", path)

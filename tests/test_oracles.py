@@ -138,7 +138,7 @@ def test_an_acknowledgement_is_checked_on_the_medium_without_any_crash():
     edit = Edit(
         "runtime.persistence.durable",
         "append_durable",
-        "        await fs.write(fd, data)\n        await fs.fsync(fd)\n",
+        "        await fs.write_fsync(fd, data, rollback_size=expected_size)\n",
         "        await fs.write(fd, data)\n",
     )
     assert not run_scenario(scenario)[0].violations

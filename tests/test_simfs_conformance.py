@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from dsh_sim.adapters.simfs import Disk, ProcessView
 from runtime.adapters.os_fs import OsFileSystem
 from runtime.ports.fs import OpenFlags as F
+from runtime.ports.fs import RollbackError
 
 NAMES = ("a", "b", "d", "d/a", "a/x", "l", "d/l", "l/a")
 TARGETS = ("a", "d", "d/a", "nowhere", "..", "l", "d/l", "../d", "d/../b")
@@ -42,6 +43,7 @@ ops = st.one_of(
     st.tuples(st.just("write"), st.integers(0, 4), st.binary(min_size=0, max_size=12)),
     st.tuples(st.just("read"), st.integers(0, 4), st.integers(0, 16)),
     st.tuples(st.just("fsync"), st.integers(0, 4)),
+    st.tuples(st.just("write_fsync"), st.integers(0, 4), st.binary(min_size=0, max_size=12), st.one_of(st.none(), st.integers(0, 20))),
     st.tuples(st.just("ftruncate"), st.integers(0, 4), st.integers(0, 20)),
     st.tuples(st.just("fstat"), st.integers(0, 4)),
     st.tuples(st.just("flock"), st.integers(0, 4)),
@@ -75,6 +77,11 @@ async def apply(fs, root: str, fds: list, inos: dict, op: tuple) -> object:
             return ("fd", len(fds) - 1)
         if kind == "write":
             return await fs.write(fd(op[1]), op[2])
+        if kind == "write_fsync":
+            try:
+                return await fs.write_fsync(fd(op[1]), op[2], op[3])
+            except RollbackError as err:
+                return ("rollback failed", err.original.errno, err.rollback.errno)
         if kind == "read":
             return await fs.read(fd(op[1]), op[2])
         if kind in ("fsync", "close", "flock"):

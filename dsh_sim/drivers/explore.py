@@ -23,9 +23,11 @@ from typing import Any
 import attrs
 
 from dsh_sim.adapters.simfs.crash import PowerCut, apply_power_cut, crash_states
+from dsh_sim.adapters.simfs.digest import NodeDigests
 from dsh_sim.adapters.simfs.disk import Disk, WriteOp
 from dsh_sim.adapters.simfs.torn import codec_cut_points, torn_class
 from dsh_sim.drivers.replay import run_steps, simulation_for
+from dsh_sim.engine.collector import CollectorPolicy
 from dsh_sim.engine.crash import CrashPoint, crash_phase
 from dsh_sim.engine.determinism import derive_seed
 from dsh_sim.engine.faults import CrashSpec, FaultRule
@@ -113,14 +115,57 @@ def _cut_class(disk: Disk, cut: PowerCut) -> str | None:
     return None
 
 
-def _state_key(disk: Disk, cp: CrashPoint) -> str:
+def _point_key(cp: CrashPoint, digests: NodeDigests) -> bytes:
+    """What every state of one point shares besides the disk: the ledger, what was acknowledged."""
     h = hashlib.sha256()
-    h.update(repr(disk.image()).encode())
     h.update(repr([(e.service, e.call_id, e.applied) for e in cp.world.ledger]).encode())
     h.update(repr(sorted(cp.history.acked)).encode())
-    h.update(cp.evidence.acked_bytes)
+    h.update(digests.content(cp.evidence.acked_bytes))  # the same bytes object for every point until the next ack
     h.update(repr(cp.history.corruptions).encode())
-    return h.hexdigest()
+    return h.digest()
+
+
+# One crash state a point allows: the crash, the power cut (None for kill), the phase it leaves
+# the log in, the torn-write class of the cut, and the digest of the post-crash disk.
+CrashOption = tuple[CrashSpec, PowerCut | None, str, str | None, bytes]
+
+
+class _CrashLayouts:
+    """The crash states of each recorded point, computed once per distinct disk image.
+
+    Identical post-crash states share a key: the digest of the post-crash disk (byte for byte)
+    with the point's facts (:func:`_point_key`).  Most points change nothing on the disk
+    (a stat, a read, a model chunk), and images share unchanged nodes, so the options of a
+    point whose image has exactly the same nodes as an earlier one are that point's options —
+    the enumeration, the cuts and the digests are not redone."""
+
+    def __init__(self, crash: str, model: str, log_path: str) -> None:
+        self._crash, self._model, self._log_path = crash, model, log_path
+        self.digests = NodeDigests()
+        self._seen: dict[tuple[int, tuple[tuple[int, int], ...]], list[CrashOption]] = {}
+
+    def of(self, cp: CrashPoint) -> list[CrashOption]:
+        image = cp.image
+        self.digests.remember(image)  # pins the image's nodes: their ids stay theirs
+        identity = (image.next_ino, tuple((ino, id(node)) for ino, node in image.nodes))
+        options = self._seen.get(identity)
+        if options is None:
+            options = self._seen[identity] = self._compute(cp)
+        return options
+
+    def _compute(self, cp: CrashPoint) -> list[CrashOption]:
+        disk = Disk.from_image(cp.image)  # the state at the point, before any cut (read only)
+        specs: list[tuple[CrashSpec, PowerCut | None]] = []
+        if self._crash in ("kill", "both"):
+            specs.append((CrashSpec("kill"), None))
+        if self._crash in ("power", "both"):
+            specs.extend((CrashSpec("power", "cut"), c) for c in _power_states(disk, self._model))
+        out: list[CrashOption] = []
+        for spec, cut in specs:
+            phase = crash_phase(disk, self._log_path, spec.kind, cut)
+            cls = _cut_class(disk, cut) if cut is not None else None
+            out.append((spec, cut, phase, cls, self.digests.image(post_crash_disk(cp, cut).image())))
+        return out
 
 
 def post_crash_disk(cp: CrashPoint, cut: PowerCut | None) -> Disk:
@@ -235,8 +280,9 @@ def explore(
     """Explore every crash state of ``scenario``; ``cache`` may be shared by several calls
     (recoveries of identical post-crash states under the same configuration are reused)."""
     started = time.perf_counter()
-    with mutants.enabled(scenario.mutants):
+    with mutants.enabled(scenario.mutants), CollectorPolicy() as collector:
         points, recorded, recorded_checker = record(scenario)
+        collector.freeze()  # the recording lives as long as the exploration: never traverse it again
         rng = random.Random(derive_seed(scenario.seed, "explore-sample"))
         cache = {} if cache is None else cache
         cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
@@ -248,27 +294,22 @@ def explore(
         explored: dict[str, int] = dict.fromkeys(POINTS, 0)
         sampled: dict[str, int] = {}
         log_path = recorded.config.log_path
+        layouts = _CrashLayouts(crash, model, log_path)
         for cp in points:
-            disk = Disk.from_image(cp.image)  # the state at the point, before any cut (read only)
-            specs: list[tuple[CrashSpec, PowerCut | None]] = []
-            if crash in ("kill", "both"):
-                specs.append((CrashSpec("kill"), None))
-            if crash in ("power", "both"):
-                specs.extend((CrashSpec("power", "cut"), c) for c in _power_states(disk, model))
-            possible[cp.point] += len(specs)
+            options = layouts.of(cp)
+            point_key = _point_key(cp, layouts.digests)
+            possible[cp.point] += len(options)
             barrier = barrier_of(cp.evidence.barrier, cp.evidence.step)
-            options = [(spec, cut, crash_phase(disk, log_path, spec.kind, cut)) for spec, cut in specs]
-            for spec, _, phase in options:
+            for spec, _, phase, _, _ in options:
                 _cell(cells, cp, barrier, phase_group(spec.kind, phase), "possible")
             if bound is not None and len(options) > bound:
                 options = rng.sample(options, bound)
                 sampled[cp.point] = sampled.get(cp.point, 0) + 1
-            for spec, cut, phase in options:
-                cls = _cut_class(disk, cut) if cut is not None else None
-                after = post_crash_disk(cp, cut)
-                key = _state_key(after, cp) + spec.kind + config_key
+            for spec, cut, phase, cls, disk_digest in options:
+                key = hashlib.sha256(disk_digest + point_key).hexdigest() + spec.kind + config_key
                 shared = key in cache
                 if not shared:
+                    after = post_crash_disk(cp, cut)
                     sim, checker = recover_from(scenario, cp, spec, cut, after, phase, continue_turn=continue_turn, torn_class=cls)
                     report = sim.primary.report if sim.primary is not None else None
                     verdicts = dict(report.verdicts) if report is not None else {}

@@ -26,6 +26,7 @@ from dsh_sim.drivers.machines.durability import DurabilityMachine
 from dsh_sim.drivers.machines.storage import StorageMachine
 from dsh_sim.drivers.minimize import minimize, set_hypothesis_shrink_budget
 from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.engine.collector import CollectorPolicy
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.mutation import catalogue as mutants
 from dsh_sim.scenario.codec import describe_step
@@ -150,7 +151,7 @@ def fuzz(
     started = run.started
     set_hypothesis_shrink_budget(shrink_budget)
     base_settings = profiles.fuzz_settings()
-    with mutants.enabled(active_mutants):
+    with mutants.enabled(active_mutants), CollectorPolicy():
         while True:
             elapsed = time.perf_counter() - started
             if elapsed >= budget or (examples is not None and run.examples >= examples):

@@ -2,7 +2,8 @@
 
 * Virtual time: trio's ``MockClock`` with ``autojump_threshold=0`` and ``rate=0``.
 * Scheduling: trio's deterministic-scheduling switch, and its scheduler RNG seeded per
-  process lifetime.  Both are private trio knobs, so the trio range is pinned in
+  process lifetime; each run is stepped by the host through trio's run-loop generator.  All
+  are private trio knobs, so the trio range is pinned in
   ``pyproject.toml`` and checked here; ``tests/test_determinism.py`` proves the helper still
   works (same seed → same schedule, different seed → different schedule).
 * Ids and randomness: one ``random.Random`` per simulation, derived from the scenario seed.
@@ -36,13 +37,18 @@ def check_trio() -> None:
             f"dsh-sim relies on private trio scheduling knobs tested for trio {low[0]}.{low[1]} up to (not "
             f"including) {high[0]}.{high[1]}; found {trio.__version__}"
         )
-    run = _run_module()
+    run = run_module()
     if not hasattr(run, "_r") or not hasattr(run, "_ALLOW_DETERMINISTIC_SCHEDULING"):
         raise RuntimeError("this trio build lacks the deterministic-scheduling knobs dsh-sim relies on")
+    if not all(hasattr(run, name) for name in ("setup_runner", "unrolled_run", "GLOBAL_RUN_CONTEXT")):
+        raise RuntimeError("this trio build lacks the run-loop generator dsh-sim steps its processes with")
 
 
-def _run_module() -> Any:
-    """trio's private ``_run`` module, untyped on purpose: its knobs are private, one is ``Final``."""
+def run_module() -> Any:
+    """trio's private ``_run`` module, untyped on purpose: its knobs are private, one is ``Final``.
+
+    Besides the scheduling knobs, :mod:`dsh_sim.engine.process` steps a run through the
+    generator behind ``trio.run`` and guest mode (``setup_runner``, ``unrolled_run``)."""
     from trio._core import _run
 
     return _run
@@ -50,7 +56,7 @@ def _run_module() -> Any:
 
 def seed_scheduler(seed: int) -> None:
     """Make trio's scheduler deterministic and seed its batch shuffling."""
-    run = _run_module()
+    run = run_module()
     run._ALLOW_DETERMINISTIC_SCHEDULING = True
     run._r.seed(seed)
 

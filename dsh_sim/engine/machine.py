@@ -60,6 +60,8 @@ class Simulation:
         keep_trace: bool = False,
         kind: str = "agent",
         trace: bool = True,
+        disk: Disk | None = None,
+        world: World | None = None,
     ) -> None:
         if kind not in ("agent", "storage"):
             raise ValueError(f"simulation kind must be agent or storage, got {kind!r}")
@@ -71,10 +73,12 @@ class Simulation:
         self.clock = new_clock()
         self.ids_rng = random.Random(derive_seed(seed, "ids"))
         self.fault_rng = random.Random(derive_seed(seed, "faults"))
-        self.disk = Disk()
-        self.disk.mkdirs_durable(self.config.root)
-        self.disk.mkdirs_durable(self.config.workspace)
-        self.world = World()
+        if disk is None:
+            disk = Disk()
+            disk.mkdirs_durable(self.config.root)
+            disk.mkdirs_durable(self.config.workspace)
+        self.disk = disk
+        self.world = World() if world is None else world
         self.model_queue: list[ScriptedResponse] = []
         self.approval_answers: list[str] = []
         self.lifetimes: list[Lifetime] = []
@@ -126,9 +130,7 @@ class Simulation:
         ``disk`` (the recorded image, cut by ``cut`` under power loss; ``phase`` names what that
         did to the log), the world and history as they were, the clock at the crash instant.
         No process runs yet; the next boot recovers."""
-        sim = cls(seed, config, FaultPlan(), kind=kind, trace=False)
-        sim.disk = disk
-        sim.world = point.world.snapshot()
+        sim = cls(seed, config, FaultPlan(), kind=kind, trace=False, disk=disk, world=point.world.snapshot())
         sim.history = point.history.snapshot()
         sim.history.prior_crash = point.record(
             kind=crash.kind, label=crash.label(), cut=cut.describe() if cut else None, phase=phase, image=disk.image()
@@ -156,7 +158,11 @@ class Simulation:
     async def point(self, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
         """Announce a named point; apply crash/delay/cancel/corrupt; return a domain fault."""
         point_spec(name)
-        public = {k: v for k, v in details.items() if not k.startswith("_")}
+        public = details  # private details (``_events``) stay out of traces and fault matching
+        for key in details:
+            if key.startswith("_"):
+                public = {k: v for k, v in details.items() if not k.startswith("_")}
+                break
         if not life.view.alive:
             # cleanup code of a dead process unwinding: not a point a crash could strike, not
             # counted, no fault fires (its filesystem calls are refused anyway)

@@ -1,33 +1,54 @@
-"""A simulated OS process: one ``trio.run`` per lifetime, driven in strict turns.
+"""A simulated OS process: one trio run per lifetime, stepped by the host in strict turns.
 
-The run lives in its own thread only so that a synchronous caller (a Hypothesis rule, the
-scenario replayer) can hand it one command at a time; the two never run at once.  Inside
-the run a driver task waits until every other task is blocked, hands control back, and
-then blocks the whole thread on the next command — so virtual time is frozen between
-commands and results depend only on the seed.
+The run is trio's own run loop — the generator that ``trio.run`` and guest mode drive —
+stepped directly on the caller's thread: the host advances it one scheduler batch at a time
+until the driver task inside hands back a reply, and then simply stops stepping.  Virtual
+time is frozen between commands because nothing runs, and results depend only on the seed.
+There is no thread per process and no thread handoff per command, and no I/O wait between
+batches: a simulated process does no real I/O (every port it has is simulated), so where
+``trio.run`` would poll epoll the host reports "no I/O happened" and steps on — except when
+trio queued a callback for itself (``run_sync_soon``, which its shutdown uses), whose
+wake-up arrives through a socket.
+
+Inside the run a driver task starts what the host asks for (the program, a command's task)
+and sleeps until the next command.  The host watches the run: whenever every task is blocked
+it replies (the command is done, or nothing is due within its horizon) or moves virtual time
+to the next timer, waking the driver with the tasks due then (see :class:`_Settle`).  The
+run's scheduler is seeded before the run starts, so its very first batch (the init and
+system tasks) is already deterministic.
 
 A crash ends the run by raising :class:`SimulatedCrash` (a ``BaseException`` application
 code cannot swallow).  The disk image is fixed *before* the raise; the unwinding that
 follows runs ``finally`` blocks, whose filesystem calls the revoked view refuses.
+
+Several runs can be paused at once on one thread (a second writer boots while the primary
+waits), so each step installs its run's thread-local trio state and puts the host's back
+afterwards: between steps the host thread is not "inside" any run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-import queue
-import threading
-from collections.abc import Awaitable, Callable
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import attrs
+import outcome
 import trio
 import trio.testing
+from sniffio import thread_local as sniffio_library
 
 from dsh_sim.adapters.simfs.disk import FidelityError
-from dsh_sim.engine.determinism import seed_scheduler
+from dsh_sim.engine.determinism import run_module, seed_scheduler
 
-HOST_TIMEOUT = 120.0  # real seconds a host waits for one command before declaring a hang
+HOST_TIMEOUT = 120.0  # real seconds one command may take before it is declared a hang
 DEFAULT_HORIZON = 600.0  # virtual seconds a command may run before it stops waiting
+_NO_IO: list[Any] = []  # what the host reports after every batch: no descriptor became ready
+_LIVE: set[SimProcess] = set()  # runs not finished: kept alive as a blocked thread kept its run
 
 
 class SimulatedCrash(BaseException):
@@ -53,6 +74,21 @@ class _Task:
     error: BaseException | None = None
 
 
+@attrs.define
+class _Settle:
+    """What the host waits for while a command runs (the driver's old ``_settle`` loop).
+
+    Whenever everything is blocked and the driver is awake, the host asks: is it ``done``?
+    Then reply.  Is there no timer within ``limit``?  Then reply too (quiescent).  Otherwise
+    the driver sleeps until the next timer — its own timer, set by the host, so the driver
+    wakes in the same batch as the tasks due then, exactly as when it slept itself."""
+
+    done: Callable[[], bool]
+    limit: float
+    reply: Callable[[], Reply]
+    boot: _Task | None = None  # booting: main finishing means the process ended
+
+
 class SimProcess:
     def __init__(
         self,
@@ -68,9 +104,13 @@ class SimProcess:
         self._clock = clock
         self._seed = seed
         self._instruments = instruments or []
-        self._commands: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self._replies: queue.Queue[Reply] = queue.Queue()
-        self._thread: threading.Thread | None = None
+        self._runner: Any = None
+        self._gen: Any = None  # trio's run loop, a generator of I/O timeouts
+        self._state: dict[str, Any] = {}  # this run's thread-local trio state between steps
+        self._hooks: Any = None  # this run's async-generator hooks between steps
+        self._parked: trio.lowlevel.Task | None = None  # the driver, waiting for a command
+        self._timer: trio.CancelScope | None = None  # the parked driver's sleep (its deadline)
+        self._settle: _Settle | None = None
         self.ready = False  # set by main when the process finished booting
         self.exited = False
         self.exit_error: BaseException | None = None
@@ -78,16 +118,42 @@ class SimProcess:
     # -- host side -----------------------------------------------------------------------
 
     def start(self) -> Reply:
-        self._thread = threading.Thread(target=self._thread_main, name=f"simproc-{self.pid}", daemon=True)
-        self._thread.start()
-        return self._wait()
+        # Seed before the run starts: trio shuffles its very first batch (the init and system
+        # tasks) before any task of ours could seed it.
+        seed_scheduler(self._seed)
+        run = run_module()
+        booted = _Task()
+        with self._installed():
+            # an empty context: the tasks must not inherit whatever the host has set
+            runner = contextvars.Context().run(run.setup_runner, self._clock, self._instruments, False, True)
+            runner.ki_manager.close()  # Ctrl-C stays the host's, as when runs lived in threads
+            self._runner = runner
+            self._gen = run.unrolled_run(runner, self._driver, (booted,), host_uses_signal_set_wakeup_fd=True)
+        _LIVE.add(self)
+        # the limit is read when the run starts: the clock does not move before the first batch
+        self._settle = _Settle(lambda: self.ready or booted.done, self._clock.current_time() + DEFAULT_HORIZON, _IDLE, booted)
+        return self._step(None)
 
     def call(self, fn: Callable[[], Awaitable[Any]], horizon: float = DEFAULT_HORIZON) -> Reply:
         """Run ``fn`` as a task of this process until it finishes or the process is quiescent."""
-        return self._send("call", (fn, horizon))
+        task = _Task()
+        self._settle = _Settle(
+            lambda: task.done,
+            self._clock.current_time() + horizon,
+            lambda: Reply("idle", done=task.done, value=task.value, error=task.error),
+        )
+        return self._send("call", (fn, task))
 
     def advance(self, seconds: float) -> Reply:
-        return self._send("advance", seconds)
+        """Let ``seconds`` of virtual time pass (the driver sleeps them; the host replies at
+        the first moment everything is blocked after it woke)."""
+        self._check_alive()
+        limit = self._clock.current_time() + seconds
+        self._settle = _Settle(lambda: True, limit, _IDLE)
+        with self._installed():
+            assert self._timer is not None
+            self._timer.deadline = limit
+        return self._step(_NO_IO)
 
     def crash(self) -> Reply:
         return self._send("crash", None)
@@ -95,67 +161,126 @@ class SimProcess:
     def stop(self) -> Reply:
         return self._send("stop", None)
 
-    def _send(self, kind: str, payload: Any) -> Reply:
+    def _check_alive(self) -> None:
         if self.exited:
             raise RuntimeError(f"process {self.pid} has already exited")
-        self._commands.put((kind, payload))
-        return self._wait()
 
-    def _wait(self) -> Reply:
+    def _send(self, kind: str, payload: Any) -> Reply:
+        self._check_alive()
+        task, self._parked = self._parked, None
+        assert task is not None, "a live process waits for its next command"
+        self._runner.reschedule(task, outcome.Value((kind, payload)))
+        return self._step(_NO_IO)
+
+    def _step(self, first: Any) -> Reply:
+        """Run scheduler batches until the command settles (see :class:`_Settle`) or the run ends."""
+        send, gen, runner, batches = first, self._gen, self._runner, 0
+        queue = runner.entry_queue
+        deadline = time.monotonic() + HOST_TIMEOUT
+        with self._installed():
+            while True:
+                try:
+                    gen.send(send)
+                except StopIteration:
+                    return self._exited(runner.main_task_outcome)
+                except BaseException as err:  # trio itself failed: the end of this process
+                    return self._exited(outcome.Error(err))
+                send = _NO_IO
+                if queue.queue or queue.idempotent_queue:
+                    # trio's own callbacks (``run_sync_soon``: the run's shutdown uses one)
+                    # arrive through its wake-up socket: poll for real only when one is queued
+                    send = runner.io_manager.get_events(0)
+                elif not runner.runq and self._parked is not None and self._timer is not None and math.isinf(self._timer.deadline):
+                    reply = self._when_blocked()
+                    if reply is not None:
+                        return reply
+                batches += 1
+                if batches % 10_000 == 0 and time.monotonic() > deadline:
+                    raise HarnessHang(f"simulated process {self.pid} did not hand back control within {HOST_TIMEOUT}s")
+
+    def _when_blocked(self) -> Reply | None:
+        """No task can run and the driver is awake: reply, or sleep the driver to the next timer."""
+        now = self._clock.current_time()
+        gap = trio.lowlevel.current_statistics().seconds_to_next_deadline
+        if gap <= 0:
+            return None  # a timer is due now: trio wakes its task at the next step
+        settle = self._settle
+        assert settle is not None
+        if settle.boot is not None and settle.boot.done:
+            settle.boot = None
+            task, self._parked = self._parked, None
+            assert task is not None
+            self._runner.reschedule(task, outcome.Value(("booted", None)))  # main ended: so does the run
+            return None
+        if settle.done() or math.isinf(gap) or now + gap > settle.limit:
+            return settle.reply()
+        assert self._timer is not None
+        self._timer.deadline = now + gap  # what trio.sleep(gap) set
+        jump = trio.lowlevel.current_statistics().seconds_to_next_deadline  # what autojump moves
+        if 0 < jump < math.inf:
+            self._clock.jump(jump)
+        return None
+
+    def _exited(self, result: outcome.Outcome[Any] | None) -> Reply:
+        if isinstance(result, outcome.Error):
+            self.exit_error = _unwrap(result.error)
+        self.exited = True
+        self._gen = self._runner = self._timer = self._parked = None
+        _LIVE.discard(self)
+        if isinstance(self.exit_error, KeyboardInterrupt):
+            raise self.exit_error  # Ctrl-C belongs to the host, not to the simulated process
+        return Reply("exited", error=self.exit_error)
+
+    @contextlib.contextmanager
+    def _installed(self) -> Iterator[None]:
+        """This run's thread-local trio state in place for one stretch of steps, then the host's."""
+        run = run_module()
+        local = run.GLOBAL_RUN_CONTEXT.__dict__
+        host_state, host_hooks, host_library = dict(local), sys.get_asyncgen_hooks(), sniffio_library.name
+        local.clear()
+        local.update(self._state)
+        if self._hooks is not None:
+            sys.set_asyncgen_hooks(firstiter=self._hooks.firstiter, finalizer=self._hooks.finalizer)
+        sniffio_library.name = "trio"
         try:
-            reply = self._replies.get(timeout=HOST_TIMEOUT)
-        except queue.Empty:
-            raise HarnessHang(f"simulated process {self.pid} did not hand back control within {HOST_TIMEOUT}s") from None
-        if reply.state == "exited":
-            self.exited = True
-            if self._thread is not None:
-                self._thread.join()
-        return reply
+            yield
+        finally:
+            self._state, self._hooks = dict(local), sys.get_asyncgen_hooks()
+            local.clear()
+            local.update(host_state)
+            sys.set_asyncgen_hooks(firstiter=host_hooks.firstiter, finalizer=host_hooks.finalizer)
+            sniffio_library.name = host_library
 
     # -- inside the run --------------------------------------------------------------------
 
-    def _thread_main(self) -> None:
-        # Seed before the run starts: trio shuffles its very first batch (the init and system
-        # tasks) before any task of ours could seed it.
-        seed_scheduler(self._seed)
-        try:
-            trio.run(self._driver, clock=self._clock, instruments=self._instruments, strict_exception_groups=True)
-        except BaseException as err:  # the end of this process, reported to the host
-            self.exit_error = _unwrap(err)
-        self._replies.put(Reply("exited", error=self.exit_error))
+    async def _next_command(self) -> tuple[str, Any]:
+        """Sleep until the host sends a command.  The sleep has a timer the host sets to move
+        virtual time (see :class:`_Settle`); when it fires, the driver simply sleeps again."""
+        while True:
+            with trio.CancelScope() as timer:
+                self._timer = timer
+                self._parked = trio.lowlevel.current_task()
+                command: tuple[str, Any] = await trio.lowlevel.wait_task_rescheduled(_abort)
+                return command
+            self._parked = None  # the timer fired (the scope caught its own cancellation)
 
-    async def _driver(self) -> None:
-        booted = _Task()
+    async def _driver(self, booted: _Task) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._run_main, booted, name="process-main")
-            await self._settle(lambda: self.ready or booted.done, DEFAULT_HORIZON)
-            if booted.done:
-                nursery.cancel_scope.cancel()
-                if booted.error is not None:
-                    raise booted.error
-                return
-            self._replies.put(Reply("idle", done=True))
             while True:
-                kind, payload = self._commands.get()  # blocks the thread: virtual time stands still
+                kind, payload = await self._next_command()
+                if kind == "booted":  # main returned or failed while booting
+                    nursery.cancel_scope.cancel()
+                    if booted.error is not None:
+                        raise booted.error
+                    return
                 if kind == "stop":
                     nursery.cancel_scope.cancel()
                     return
                 if kind == "crash":
                     raise SimulatedCrash(f"process {self.pid} killed by the harness")
-                if kind == "advance":
-                    await trio.sleep(payload)
-                    await trio.testing.wait_all_tasks_blocked()
-                    self._replies.put(Reply("idle", done=True))
-                    continue
-                fn, horizon = payload
-                task = _Task()
+                fn, task = payload
                 nursery.start_soon(self._run_task, fn, task, name="host-command")
-
-                def finished(task: _Task = task) -> bool:
-                    return task.done
-
-                await self._settle(finished, horizon)
-                self._replies.put(Reply("idle", done=task.done, value=task.value, error=task.error))
 
     async def _run_main(self, booted: _Task) -> None:
         try:
@@ -174,18 +299,13 @@ class SimProcess:
         finally:
             task.done = True
 
-    @staticmethod
-    async def _settle(done: Callable[[], bool], horizon: float) -> None:
-        """Run until ``done()`` or until nothing is runnable and no timer falls in the horizon."""
-        limit = trio.current_time() + horizon
-        while True:
-            await trio.testing.wait_all_tasks_blocked()
-            if done():
-                return
-            gap = trio.lowlevel.current_statistics().seconds_to_next_deadline
-            if math.isinf(gap) or trio.current_time() + gap > limit:
-                return
-            await trio.sleep(gap)
+
+def _IDLE() -> Reply:
+    return Reply("idle", done=True)
+
+
+def _abort(_: Any) -> trio.lowlevel.Abort:
+    return trio.lowlevel.Abort.SUCCEEDED
 
 
 def _unwrap(err: BaseException) -> BaseException:

@@ -1,4 +1,4 @@
-"""The trace digest: one running hash over everything that decides a simulated run.
+"""The trace digest: one hash over everything that decides a simulated run.
 
 Records are small tuples of ``str``/``int``/``float`` — virtual time, task steps, named
 points, fault decisions and filesystem operations — so their ``repr`` is stable across
@@ -38,9 +38,29 @@ def _plain_dict(d: dict[Any, Any]) -> bool:
     return all(type(v) in _PLAIN for v in d.values())
 
 
+_CHUNK = 2048  # records hashed together
+
+
+def _field(value: Any) -> Any:
+    # Fields are built by deterministic code (dicts in insertion order, plain scalars), so
+    # their repr is already stable; only foreign objects need canonicalizing.  A plain dict is
+    # copied: it is hashed later, and its owner may change it meanwhile.
+    if type(value) in _PLAIN:
+        return value
+    if type(value) is dict and _plain_dict(value):
+        return dict(value)
+    return _canon(value)
+
+
 class Trace:
+    """The digest is the SHA-256 of every record's ``repr`` followed by a newline, in order.
+
+    Records are buffered and hashed in chunks (one ``repr`` pass and one hash update per
+    chunk instead of per record); the bytes hashed, and so the digest, are the same."""
+
     def __init__(self, *, keep: bool = False, enabled: bool = True) -> None:
         self._hash = hashlib.sha256()
+        self._pending: list[tuple[Any, ...]] = []
         self.count = 0
         self.keep = keep
         self.enabled = enabled  # a disabled trace (explore's recovery runs) records nothing
@@ -49,16 +69,32 @@ class Trace:
     def record(self, kind: str, *fields: Any) -> None:
         if not self.enabled:
             return
-        # Fields are built by deterministic code (dicts in insertion order, plain scalars),
-        # so their repr is already stable; only foreign objects need canonicalizing.
-        entry = (kind, *(f if type(f) in _PLAIN or (type(f) is dict and _plain_dict(f)) else _canon(f) for f in fields))
-        self._hash.update(repr(entry).encode())
-        self._hash.update(b"\n")
+        for field in fields:
+            if type(field) not in _PLAIN:
+                entry = (kind, *map(_field, fields))
+                break
+        else:
+            entry = (kind, *fields)  # all plain: nothing to canonicalize or copy
+        self.add(entry)
+
+    def add(self, entry: tuple[Any, ...]) -> None:
+        """Record an entry that is canonical already (see :meth:`record`)."""
+        if not self.enabled:
+            return
+        self._pending.append(entry)
         self.count += 1
         if self.keep:
             self.records.append(entry)
+        if len(self._pending) >= _CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._hash.update(("\n".join(map(repr, self._pending)) + "\n").encode())
+            self._pending.clear()
 
     def digest(self) -> str:
+        self._flush()
         return self._hash.hexdigest()
 
 
@@ -68,9 +104,13 @@ class TaskTracer(trio.abc.Instrument):
     def __init__(self, trace: Trace, pid: int) -> None:
         self._trace = trace
         self._pid = pid
+        self._labels: dict[str, str] = {}  # task name -> label (a run has few distinct names)
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        self._trace.record("step", self._pid, trio.current_time(), task_label(task.name))
+        label = self._labels.get(task.name)
+        if label is None:
+            label = self._labels[task.name] = task_label(task.name)
+        self._trace.add(("step", self._pid, round(trio.current_time(), 9), label))  # rounded as _canon rounds
 
 
 def task_label(name: str) -> str:

@@ -10,13 +10,18 @@ bytes are damaged in a way a crash cannot produce (then the check does not apply
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+from typing import Any
 
 import zstandard
 
 
+@functools.lru_cache(maxsize=256)
 def readable_records(data: bytes, compression: str) -> int | None:
+    """(Remembered per content: explore asks again about the same crash image in every state
+    of a point.)"""
     if compression == "zstd":
         try:
             reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
@@ -39,11 +44,24 @@ def readable_records(data: bytes, compression: str) -> int | None:
         return None
     count = 0
     for line in lines[1:]:  # line 0 is the header
-        try:
-            record = json.loads(line)
-        except ValueError:
-            break
-        if not isinstance(record, dict) or record.get("seq") != count:
+        if _seq_of(line) != count:
             break
         count += 1
     return count
+
+
+_NOT_A_RECORD = object()
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _seq_of(line: bytes) -> Any:
+    """The ``seq`` member of a record line (``_NOT_A_RECORD`` if the line is none).
+
+    Remembered per line: explore asks about thousands of crash images that share most of
+    their records, and parsing each record again was most of this reader's cost.  The value
+    is only compared, never changed, so sharing it is safe."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return _NOT_A_RECORD
+    return record.get("seq") if isinstance(record, dict) else _NOT_A_RECORD

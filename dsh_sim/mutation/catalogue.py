@@ -72,7 +72,7 @@ _MUTANTS = [
             Edit(
                 DURABLE,
                 "append_durable",
-                "        await fs.write(fd, data)\n        await fs.fsync(fd)\n",
+                "        await fs.write_fsync(fd, data, rollback_size=expected_size)\n",
                 "        await fs.write(fd, data)\n",
             ),
         ),
@@ -89,16 +89,15 @@ _MUTANTS = [
             Edit(
                 DURABLE,
                 "append_durable",
-                "        await fs.write(fd, data)\n        await fs.fsync(fd)\n",
+                "        await fs.write_fsync(fd, data, rollback_size=expected_size)\n",
                 "        await fs.write(fd, data)\n",
             ),
             Edit(
                 "runtime.persistence.handles",
                 "WriteHandle._append_bytes",
-                "        self._committed_bytes = await append_durable(",
-                "        from runtime.persistence.durable import fsync_path\n"
-                "        await fsync_path(self._fs, self.paths.log)  # the previous batch's fsync, paid late\n"
-                "        self._committed_bytes = await append_durable(",
+                "            self._committed_bytes = await append_durable(",
+                "            await self._fs.fsync(self._append_fd)  # the previous batch's fsync, paid late\n"
+                "            self._committed_bytes = await append_durable(",
             ),
         ),
     ),
@@ -109,8 +108,9 @@ _MUTANTS = [
             Edit(
                 DURABLE,
                 "append_durable",
-                "        await fs.write(fd, data)\n        await fs.fsync(fd)\n",
-                "        await fs.write(fd, data)\n        try:\n            await fs.fsync(fd)\n        except OSError:\n            pass\n",
+                "        await fs.write_fsync(fd, data, rollback_size=expected_size)\n",
+                "        await fs.write(fd, data)  # the fsync's failure is swallowed, the rollback never runs\n"
+                "        try:\n            await fs.fsync(fd)\n        except OSError:\n            pass\n",
             ),
         ),
     ),
@@ -121,8 +121,8 @@ _MUTANTS = [
             Edit(
                 DURABLE,
                 "append_durable",
-                "    except OSError as original:\n        await close_after_error(fs, fd)\n        try:",
-                "    except OSError as original:\n        await close_after_error(fs, fd)\n        raise\n        try:",
+                "rollback_size=expected_size)",
+                "rollback_size=None)",
             ),
         ),
     ),
@@ -157,11 +157,12 @@ _MUTANTS = [
             Edit(
                 FORMAT,
                 "_decode_zstd",
-                "            plain = decode_frame(data[start:end], start, decompressor)\n",
-                "            try:\n"
-                "                plain = decode_frame(data[start:end], start, decompressor)\n"
-                "            except FrameFormatError:\n"
-                "                return DecodedLog(header, tuple(events), TornTail(start, (), len(data) - start), len(data))\n",
+                "                records = tuple(_records_of_frame(decode_frame(frame, start, decompressor), start, len(events)))\n",
+                "                try:\n"
+                "                    plain = decode_frame(frame, start, decompressor)\n"
+                "                except FrameFormatError:\n"
+                "                    return DecodedLog(header, tuple(events), TornTail(start, (), len(data) - start), len(data))\n"
+                "                records = tuple(_records_of_frame(plain, start, len(events)))\n",
             ),
         ),
     ),

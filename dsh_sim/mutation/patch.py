@@ -24,6 +24,8 @@ from typing import Any
 
 import attrs
 
+from runtime.persistence import decode_memo
+
 
 class StaleMutant(RuntimeError):
     """An edit's snippet is not (exactly once) in the current source of its function."""
@@ -105,7 +107,9 @@ def applied(edits: Sequence[Edit]) -> Iterator[None]:
     try:
         for function, code in swaps:
             function.__code__ = code
+        decode_memo.clear_all()  # decodes remembered by the shipped code are not the mutant's
         yield
     finally:
         for function, code in reversed(originals):
             function.__code__ = code
+        decode_memo.clear_all()  # nor are the mutant's decodes the shipped code's

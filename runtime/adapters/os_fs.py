@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import trio
 
-from runtime.ports.fs import FileKind, OpenFlags, StatResult
+from runtime.ports.fs import FileKind, OpenFlags, RollbackError, StatResult
 
 T = TypeVar("T")
 
@@ -71,6 +71,22 @@ def _write_all(fd: int, data: bytes) -> int:
     return total
 
 
+def _write_fsync(fd: int, data: bytes, rollback_size: int | None) -> None:
+    """:meth:`FileSystem.write_fsync` in one go (one worker-thread hop instead of up to four)."""
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    except OSError as original:
+        if rollback_size is None:
+            raise
+        try:
+            os.ftruncate(fd, rollback_size)
+            os.fsync(fd)
+        except OSError as rollback:
+            raise RollbackError(original, rollback) from None
+        raise
+
+
 def _fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
@@ -100,6 +116,9 @@ class OsFileSystem:
 
     async def fsync(self, fd: int) -> None:
         await self._run(os.fsync, fd)
+
+    async def write_fsync(self, fd: int, data: bytes, rollback_size: int | None = None) -> None:
+        await self._run(_write_fsync, fd, bytes(data), rollback_size)
 
     async def fsync_dir(self, path: str) -> None:
         await self._run(_fsync_dir, path)

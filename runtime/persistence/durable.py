@@ -15,7 +15,7 @@ import trio
 
 from runtime.persistence.errors import AppendRollbackError
 from runtime.persistence.safe_paths import open_nofollow, require_directory, require_regular
-from runtime.ports.fs import FileSystem, OpenFlags, StatResult
+from runtime.ports.fs import FileSystem, OpenFlags, RollbackError, StatResult
 
 READ_CHUNK = 1 << 20
 
@@ -185,40 +185,37 @@ async def truncate_durable(fs: FileSystem, path: str, size: int) -> None:
     await close_shielded(fs, fd)
 
 
-async def append_durable(fs: FileSystem, path: str, data: bytes, expected_size: int) -> int:
-    """Append at EOF and fsync; on failure truncate back to the prior length and re-raise.
+async def open_for_append(fs: FileSystem, path: str, expected_size: int) -> int:
+    """Open ``path`` to append at ``expected_size``, the caller's committed length.
 
-    ``expected_size`` is the caller's committed length; bytes beyond it (left by an earlier
-    append whose rollback failed) are removed durably first, so a retry can never leave the
-    same records twice in the file.
+    Bytes beyond it (left by an earlier append whose rollback failed) are removed durably
+    first, so a retry can never leave the same records twice in the file; a file shorter than
+    that is an error.  The write handle keeps the descriptor for its following batches.
     """
     fd = await open_nofollow(fs, path, OpenFlags.WRITE | OpenFlags.APPEND)
     try:
         size = require_regular(await fs.fstat(fd), path).size
-    except BaseException:
-        await close_after_error(fs, fd)
-        raise
-    if size < expected_size:
-        # not rolled back: truncating "back" to a larger size would pad the log with zeros
-        await close_after_error(fs, fd)
-        raise OSError(errno.EIO, f'stored log "{path}" shrank below a previously observed prefix ({size} < {expected_size})')
-    try:
+        if size < expected_size:
+            # not rolled back: truncating "back" to a larger size would pad the log with zeros
+            raise OSError(errno.EIO, f'stored log "{path}" shrank below a previously observed prefix ({size} < {expected_size})')
         if size > expected_size:
             await fs.ftruncate(fd, expected_size)
             await fs.fsync(fd)
-        await fs.write(fd, data)
-        await fs.fsync(fd)
-    except OSError as original:
-        await close_after_error(fs, fd)
-        try:
-            await truncate_durable(fs, path, expected_size)
-        except OSError as rollback:
-            raise AppendRollbackError(path, original, rollback) from None
-        raise
     except BaseException:
         await close_after_error(fs, fd)
         raise
-    await close_shielded(fs, fd)
+    return fd
+
+
+async def append_durable(fs: FileSystem, fd: int, path: str, data: bytes, expected_size: int) -> int:
+    """Append ``data`` at EOF of ``fd`` (from :func:`open_for_append`) and fsync it; on failure
+    the file is truncated back to ``expected_size`` (the committed length) and the error
+    re-raised.  Returns the new committed length.  Write and fsync are one port operation: one
+    hop off the event loop in production, still two named points in the simulator."""
+    try:
+        await fs.write_fsync(fd, data, rollback_size=expected_size)
+    except RollbackError as err:
+        raise AppendRollbackError(path, err.original, err.rollback) from None
     return expected_size + len(data)
 
 
@@ -245,8 +242,8 @@ async def read_prefix(fs: FileSystem, path: str, complete: Callable[[bytes], boo
 async def rewrite_synced(fs: FileSystem, path: str) -> None:
     """Write a file's bytes over themselves and fsync: whatever reads now see becomes durable
     even where the page cache holds pages a failed fsync marked clean (see :func:`make_durable`)."""
+    require_regular(await fs.lstat(path), path)  # opening a FIFO planted there would block
     data = await read_all(fs, path)
-    require_regular(await fs.lstat(path), path)
     fd = await open_nofollow(fs, path, OpenFlags.WRITE)
     try:
         if data:

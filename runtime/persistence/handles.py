@@ -14,7 +14,13 @@ from typing import Protocol
 import trio
 
 from runtime.persistence import context
-from runtime.persistence.durable import append_durable, truncate_durable
+from runtime.persistence.durable import (
+    append_durable,
+    close_after_error,
+    close_shielded,
+    open_for_append,
+    truncate_durable,
+)
 from runtime.persistence.errors import (
     SessionHandleClosedError,
     SessionPersistenceCorruptionError,
@@ -142,6 +148,7 @@ class WriteHandle:
         self._committed_bytes = committed_bytes
         self._torn = torn
         self._lock_fd = lock_fd
+        self._append_fd: int | None = None  # kept open across batches (see _append_bytes)
         self._chain = trio.Lock()
         self._closed = False
         self._observed = 0
@@ -222,7 +229,21 @@ class WriteHandle:
             await self._acknowledged(torn.recovered)
 
     async def _append_bytes(self, data: bytes) -> None:
-        self._committed_bytes = await append_durable(self._fs, self.paths.log, data, self._committed_bytes)
+        """One durable batch through the handle's append descriptor, opened by the first
+        batch and kept; a failed batch closes it (the next one opens afresh and re-checks
+        the file's length)."""
+        if self._append_fd is None:
+            self._append_fd = await open_for_append(self._fs, self.paths.log, self._committed_bytes)
+        try:
+            self._committed_bytes = await append_durable(self._fs, self._append_fd, self.paths.log, data, self._committed_bytes)
+        except BaseException:
+            await self._drop_append_fd()
+            raise
+
+    async def _drop_append_fd(self) -> None:
+        fd, self._append_fd = self._append_fd, None
+        if fd is not None:
+            await close_after_error(self._fs, fd)
 
     def _materialized(self, size: int) -> None:
         self.materialized = True
@@ -244,9 +265,14 @@ class WriteHandle:
                 return
             self._closed = True
             self._backend._release(self)  # ownership is freed even if the release below fails
-            if self._lock_fd is not None:
-                fd, self._lock_fd = self._lock_fd, None
-                await release_lock(self._fs, fd)
+            try:
+                if self._append_fd is not None:
+                    fd, self._append_fd = self._append_fd, None
+                    await close_shielded(self._fs, fd)
+            finally:
+                if self._lock_fd is not None:
+                    fd, self._lock_fd = self._lock_fd, None
+                    await release_lock(self._fs, fd)
 
     async def __aenter__(self) -> WriteHandle:
         return self

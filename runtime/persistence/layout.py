@@ -4,11 +4,13 @@
 header's ``cwd`` through :func:`project_key`; ``encodedId`` from :func:`encode_segment`.
 Both encodings work on UTF-16 code units like the reference runtime, so the same id maps to
 the same directory in both implementations, and ``encode_segment`` is injective: no id can
-name ``.``, ``..`` or a path separator, so no id escapes the root.
+name ``.``, ``..`` or a path separator, so no id escapes the root.  Both are pure and called on
+every open, locate and publication of the same few ids, so their results are cached.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 import attrs
@@ -40,6 +42,7 @@ def _escape(unit: int) -> str:
     return f"~{unit:04X}"
 
 
+@functools.lru_cache(maxsize=256)
 def encode_segment(segment: str) -> str:
     """Injective encoding of an id into one path segment."""
     if segment == "":
@@ -54,6 +57,7 @@ def encode_segment(segment: str) -> str:
     return encoded
 
 
+@functools.lru_cache(maxsize=256)
 def project_key(cwd: str | None) -> str:
     """The project directory name for a header ``cwd`` (spec §3.2)."""
     if cwd is None:

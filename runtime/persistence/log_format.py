@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import attrs
 
+from runtime.persistence.decode_memo import Memo
 from runtime.persistence.header import (
     HeaderError,
     HeaderVersionError,
@@ -104,11 +105,15 @@ def _parse_int(text: str) -> Any:
     return -0.0 if text == "-0" else int(text)
 
 
+_DECODER = json.JSONDecoder(parse_int=_parse_int)  # one decoder: json.loads(..., parse_int=) builds one per call
+
+
 def _loads(line: bytes) -> Any:
     """One JSON value; nesting deeper than the parser's recursion bound is invalid JSON here
     (a hostile record must not surface as a RecursionError in the reader)."""
     try:
-        return json.loads(line, parse_int=_parse_int)
+        # exactly what json.loads does with bytes: detect the encoding, keep surrogates for the checks
+        return _DECODER.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
 
@@ -130,7 +135,7 @@ def parse_record(line: bytes) -> dict[str, Any]:
 
 def _parse_line(line: bytes) -> Event:
     try:
-        return Event.from_record(parse_record(line))
+        return Event.from_parsed(parse_record(line))
     except Unparsable as err:
         raise EnvelopeError(str(err)) from None
 
@@ -178,27 +183,68 @@ def _check_vocabulary(events: Sequence[Event]) -> None:
             raise LogUnknownEventType(event.type, event.seq)
 
 
+@attrs.frozen
+class _Clean:
+    """A decode that ended exactly at the end of its bytes (no torn tail, no crash tail):
+    a longer log that starts with the same bytes is decoded from there on."""
+
+    size: int
+    header: SessionHeader
+    events: tuple[Event, ...]
+
+
+# Decoded bytes, remembered by content (see decode_memo for why sharing them is safe).
+LOGS: Memo[tuple[str, bytes], DecodedLog] = Memo(4)
+CLEAN: Memo[tuple[str, bytes], _Clean] = Memo(8)
+FRAMES: Memo[bytes, tuple[Event, ...]] = Memo(4096)
+LINES: Memo[bytes, Event] = Memo(8192)
+HEADERS: Memo[bytes, SessionHeader] = Memo(64)
+
+
 def decode_log(data: bytes, compression: str) -> DecodedLog:
-    if compression == "zstd":
-        decoded = _decode_zstd(data)
-    elif compression == "none":
-        decoded = _decode_raw(data)
-    else:
+    if compression not in COMPRESSIONS:
         raise ValueError(f"unknown compression {compression!r}")
+    key = (compression, data) if type(data) is bytes else None
+    base = None
+    if key is not None:
+        cached = LOGS.get(key)
+        if cached is not None:
+            return cached
+        base = _clean_prefix(compression, data)
+    decoded = _decode_zstd(data, base) if compression == "zstd" else _decode_raw(data, base)
     _check_vocabulary(decoded.events)
+    if key is not None:
+        LOGS.put(key, decoded)
     return decoded
 
 
-def _decode_raw(data: bytes) -> DecodedLog:
-    end = data.find(b"\n")
-    if end < 0:
-        raise LogCorruption("empty or header-less session log")
-    header = _header_from_line(data[:end])
-    events: list[Event] = []
-    committed = end + 1
+def _clean_prefix(compression: str, data: bytes) -> _Clean | None:
+    """The longest remembered clean decode of a proper prefix of ``data``."""
+    best: _Clean | None = None
+    for (kind, prefix), clean in CLEAN.items():
+        if kind == compression and len(prefix) < len(data) and (best is None or clean.size > best.size) and data.startswith(prefix):
+            best = clean
+    return best
+
+
+def _remember_clean(compression: str, data: bytes, header: SessionHeader, events: list[Event], base: _Clean | None) -> None:
+    """Called by a decoder that reached the end of ``data`` cleanly; the new events' types
+    are checked first (what ``decode_log`` would refuse must never become a base)."""
+    if type(data) is bytes:
+        _check_vocabulary(events[len(base.events) if base else 0 :])
+        CLEAN.put((compression, data), _Clean(len(data), header, tuple(events)))
+
+
+def _decode_raw(data: bytes, base: _Clean | None = None) -> DecodedLog:
+    if base is not None:
+        header, events, committed, line_no = base.header, list(base.events), base.size, 1 + len(base.events)
+    else:
+        end = data.find(b"\n")
+        if end < 0:
+            raise LogCorruption("empty or header-less session log")
+        header, events, committed, line_no = _header_from_line(data[:end]), [], end + 1, 1
     issue: str | None = None
     pos = committed
-    line_no = 1
     while True:
         nl = data.find(b"\n", pos)
         if nl < 0:
@@ -206,6 +252,12 @@ def _decode_raw(data: bytes) -> DecodedLog:
         line_no += 1
         line = data[pos:nl]
         pos = nl + 1
+        if issue is None:
+            known = LINES.get(line)
+            if known is not None and known.seq == len(events):
+                events.append(known)
+                committed = pos
+                continue
         try:
             record = parse_record(line)
         except Unparsable:
@@ -219,7 +271,7 @@ def _decode_raw(data: bytes) -> DecodedLog:
                 raise LogCorruption(issue)
             continue
         try:
-            event = Event.from_record(record)
+            event = Event.from_parsed(record)
         except EnvelopeError as err:
             # a complete JSON object is not a torn write: refuse instead of dropping it
             # (and everything after it) as a crash tail
@@ -229,8 +281,11 @@ def _decode_raw(data: bytes) -> DecodedLog:
             if event.type == "turn/end":
                 raise LogCorruption(issue)
             continue
+        LINES.put(line, event)
         events.append(event)
         committed = pos
+    if committed == len(data):
+        _remember_clean("none", data, header, events, base)
     torn = TornTail(committed, (), len(data) - committed) if committed < len(data) else None
     return DecodedLog(header, tuple(events), torn, len(data))
 
@@ -263,27 +318,46 @@ def _recover_torn(plaintext: bytes, first_seq: int) -> list[Event]:
     return out
 
 
-def _decode_zstd(data: bytes) -> DecodedLog:
-    decompressor = new_decompressor()
+def _decode_zstd(data: bytes, base: _Clean | None = None) -> DecodedLog:
+    decompressor = None  # made on the first frame the memo does not know
     try:
-        scan = scan_frames(data)
-        if not scan.frames:
-            raise LogCorruption("empty or header-less Zstandard session log")
-        first_start, first_end = scan.frames[0]
-        head = decode_frame(data[first_start:first_end], first_start, decompressor)
-        header = _header_from_line(one_header_line(head))
-        events: list[Event] = []
-        for start, end in scan.frames[1:]:
-            plain = decode_frame(data[start:end], start, decompressor)
-            events.extend(_records_of_frame(plain, start, len(events)))
+        if base is not None:
+            scan = scan_frames(data, base.size)
+            header, events, body = base.header, list(base.events), scan.frames
+        else:
+            scan = scan_frames(data)
+            if not scan.frames:
+                raise LogCorruption("empty or header-less Zstandard session log")
+            header, events, body = _header_frame(data, scan.frames[0]), [], scan.frames[1:]
+        for start, end in body:
+            frame = data[start:end]
+            records = FRAMES.get(frame)
+            if records is None or records[0].seq != len(events):  # a hit must also start at the right seq
+                decompressor = decompressor or new_decompressor()
+                records = tuple(_records_of_frame(decode_frame(frame, start, decompressor), start, len(events)))
+                FRAMES.put(frame, records)
+            events.extend(records)
     except FrameFormatError as err:
         raise LogCorruption(str(err)) from None
+    if scan.torn_start is None:
+        _remember_clean("zstd", data, header, events, base)
     torn = None
     if scan.torn_start is not None:
+        decompressor = decompressor or new_decompressor()
         recovered = _recover_torn(decode_torn_frame(data[scan.torn_start :], decompressor), len(events))
         torn = TornTail(scan.torn_start, tuple(recovered), len(data) - scan.torn_start)
         events.extend(recovered)
     return DecodedLog(header, tuple(events), torn, len(data))
+
+
+def _header_frame(data: bytes, span: tuple[int, int]) -> SessionHeader:
+    """The header of a zstd log from its first frame (remembered by the frame's bytes)."""
+    frame = data[span[0] : span[1]]
+    header = HEADERS.get(frame)
+    if header is None:
+        header = _header_from_line(one_header_line(decode_frame(frame, span[0])))
+        HEADERS.put(frame, header)
+    return header
 
 
 def header_of(data: bytes, compression: str) -> SessionHeader | None:
@@ -325,50 +399,3 @@ def encode_generation(header: SessionHeader, events: Sequence[Event], compressio
     """A whole generation in one go: header frame (or line), then every event as one batch."""
     data = encode_header(header, compression)
     return data + encode_batch(events, compression) if events else data
-
-
-def verify_exact(data: bytes, compression: str, header: SessionHeader, events: Sequence[Event]) -> None:
-    """Strict check that ``data`` is exactly the generation ``header`` + ``events``.
-
-    Decoded by the ordinary reader with no torn tail allowed; the header, the event count
-    and every record must be equal, and the events must replay: dense seqs from 0 and a
-    surface whose replacements name live nodes in order and cite every node they shadow.
-    CPU-bound (a whole log), so migration runs it through an injectable verifier.
-    """
-    try:
-        decoded = decode_log(data, compression)
-    except (LogCorruption, LogVersionUnsupported, LogUnknownEventType) as err:
-        raise GenerationMismatch(f"staged session generation failed strict decoding: {err}") from None
-    if decoded.torn is not None:
-        raise GenerationMismatch("current session generation has a torn physical tail")
-    if decoded.header.to_record() != header.to_record():
-        raise GenerationMismatch(f'session generation header id "{decoded.header.id}" or its fields differ from the expected header')
-    if len(decoded.events) != len(events):
-        raise GenerationMismatch(f"session generation contains {len(decoded.events)} events, expected {len(events)}")
-    for got, want in zip(decoded.events, events):
-        if got.to_record() != want.to_record():
-            raise GenerationMismatch(f"session generation differs from the expected log at seq {want.seq}")
-    replay_surface(decoded.events)
-
-
-def replay_surface(events: Sequence[Event]) -> None:
-    """Replay seqs and surface operations; raise :class:`GenerationMismatch` where they break."""
-    surface: list[int] = []
-    for index, event in enumerate(events):
-        if event.seq != index:
-            raise GenerationMismatch(f"session generation does not replay: event {index} has seq {event.seq}")
-        op = event.surface_op
-        if op is None:
-            continue
-        if op != "append":
-            # every event here passed validate_surface: a surfaceOp other than "append" is a replace dict
-            span = cast(dict[str, Any], op)
-            start, end = span["startSeq"], span["endSeq"]
-            if start not in surface or end not in surface or surface.index(start) > surface.index(end):
-                raise GenerationMismatch(f"session generation does not replay: seq {event.seq} replaces a span that is not live")
-            i, j = surface.index(start), surface.index(end)
-            if not set(surface[i : j + 1]) <= set(event.source_event_seqs or ()):
-                raise GenerationMismatch(f"session generation does not replay: seq {event.seq} does not cite every node it shadows")
-            surface[i : j + 1] = [event.seq]
-            continue
-        surface.append(event.seq)

@@ -38,8 +38,9 @@ from typing import Any
 import attrs
 
 from runtime.persistence.header import HeaderError, SessionHeader
-from runtime.persistence.log_format import GenerationMismatch, replay_surface
+from runtime.persistence.log_format import GenerationMismatch
 from runtime.persistence.v0_format import V0_EVENT_TYPES, V0Event, V0Header, V0Log
+from runtime.persistence.verify import replay_surface
 from runtime.session.events import EnvelopeError, Event
 
 SYSTEM_PLUGIN = "@deepseek-ai/dsh-system-prompt"

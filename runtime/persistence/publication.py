@@ -23,12 +23,9 @@ from runtime.persistence.errors import (
     GenerationTargetConflictError,
 )
 from runtime.persistence.layout import stage_path
-from runtime.persistence.log_format import (
-    GenerationMismatch,
-    encode_generation,
-    verify_exact,
-)
+from runtime.persistence.log_format import GenerationMismatch, encode_generation
 from runtime.persistence.migration import MigratedLog
+from runtime.persistence.verify import verify_exact
 from runtime.ports.fs import FileSystem
 from runtime.ports.ids import Ids
 from runtime.ports.probe import Probe

@@ -104,10 +104,10 @@ def first_frame(data: bytes) -> FrameLayout | None:
     return _frame_at(data, 0) if data else None
 
 
-def frame_layouts(data: bytes) -> list[FrameLayout]:
-    """Layouts of the complete frames in ``data`` (for building torn-write cut points)."""
+def frame_layouts(data: bytes, start: int = 0) -> list[FrameLayout]:
+    """Layouts of the complete frames in ``data`` from ``start`` (a frame boundary) on."""
     out: list[FrameLayout] = []
-    o = 0
+    o = start
     while o < len(data):
         layout = _frame_at(data, o)
         if layout is None:
@@ -117,10 +117,11 @@ def frame_layouts(data: bytes) -> list[FrameLayout]:
     return out
 
 
-def scan_frames(data: bytes) -> FrameScan:
-    """Complete frames, and where a structurally incomplete final frame starts (if any)."""
-    layouts = frame_layouts(data)
-    end = layouts[-1].end if layouts else 0  # the scan stops here: at EOF or a torn frame
+def scan_frames(data: bytes, start: int = 0) -> FrameScan:
+    """Complete frames, and where a structurally incomplete final frame starts (if any);
+    ``start``: a frame boundary already known (the frames before it are not reported)."""
+    layouts = frame_layouts(data, start)
+    end = layouts[-1].end if layouts else start  # the scan stops here: at EOF or a torn frame
     return FrameScan(tuple((layout.start, layout.end) for layout in layouts), end if end < len(data) else None)
 
 

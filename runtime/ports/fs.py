@@ -56,6 +56,15 @@ class StatResult:
         return f"{self.dev}:{self.ino}:{self.size}:{self.mtime_ns}:{self.ctime_ns}"
 
 
+class RollbackError(OSError):
+    """:meth:`FileSystem.write_fsync` failed, and so did undoing it (``original``: why it failed)."""
+
+    def __init__(self, original: OSError, rollback: OSError) -> None:
+        super().__init__(original.errno, f"{original}; the rollback failed too: {rollback}")
+        self.original = original
+        self.rollback = rollback
+
+
 class FileSystem(Protocol):
     """Async filesystem operations. Paths are absolute POSIX strings."""
 
@@ -68,6 +77,16 @@ class FileSystem(Protocol):
     async def write(self, fd: int, data: bytes) -> int: ...
 
     async def fsync(self, fd: int) -> None: ...
+
+    async def write_fsync(self, fd: int, data: bytes, rollback_size: int | None = None) -> None:
+        """``write(fd, data)`` then ``fsync(fd)``, as one operation.
+
+        If either fails and ``rollback_size`` is given, ``ftruncate(fd, rollback_size)`` and
+        ``fsync(fd)`` follow before the error is raised (:class:`RollbackError` when they fail
+        too).  The production adapter does it all in one hop off the event loop; an adapter
+        whose operations are observable one by one runs :func:`write_fsync_in_steps`.
+        """
+        ...
 
     async def fsync_dir(self, path: str) -> None:
         """Make the directory's entries (creates, links, unlinks) durable."""
@@ -106,3 +125,24 @@ class FileSystem(Protocol):
         ...
 
     async def close(self, fd: int) -> None: ...
+
+
+async def write_fsync_in_steps(fs: FileSystem, fd: int, data: bytes, rollback_size: int | None = None) -> None:
+    """:meth:`FileSystem.write_fsync` as its separate operations, in order.
+
+    For adapters where each operation is its own observable step — SimFS, where every one is
+    a named point a crash or a fault can strike — so combining them in production changes
+    neither the sequence nor where it can be interrupted.
+    """
+    try:
+        await fs.write(fd, data)
+        await fs.fsync(fd)
+    except OSError as original:
+        if rollback_size is None:
+            raise
+        try:
+            await fs.ftruncate(fd, rollback_size)
+            await fs.fsync(fd)
+        except OSError as rollback:
+            raise RollbackError(original, rollback) from None
+        raise

@@ -8,12 +8,12 @@ sourceEventSeqs`` — the order of the reference runtime's synthetic closers);
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
 
-from runtime.session.lossless import is_safe_integer, lossless_copy
+from runtime.session.lossless import check_parsed, is_safe_integer, lossless_copy
 from runtime.session.vocabulary import SURFACE_EVENT_TYPES
 
 # 'append' or {"op": "replace", "startSeq": a, "endSeq": b}
@@ -51,7 +51,21 @@ class Event:
 
     @classmethod
     def from_record(cls, record: Any) -> Event:
-        """Validate one stored record; raise :class:`EnvelopeError` naming what is wrong."""
+        """Validate one stored record; raise :class:`EnvelopeError` naming what is wrong.
+
+        The event gets a private copy of ``data``: the caller may keep using ``record``."""
+        return cls._validated(record, lossless_copy)
+
+    @classmethod
+    def from_parsed(cls, record: Any) -> Event:
+        """:meth:`from_record` for a record ``json.loads`` just returned, which no one else holds.
+
+        The same checks and refusals, but ``data`` is walked instead of copied: the decoders
+        call this for every stored record, and a copy of freshly parsed JSON was pure cost."""
+        return cls._validated(record, _checked_in_place)
+
+    @classmethod
+    def _validated(cls, record: Any, own: Callable[[Any], Any]) -> Event:
         if type(record) is not dict:
             raise EnvelopeError("event record is not a JSON object")
         extra = sorted(set(record) - _ENVELOPE_KEYS)
@@ -71,7 +85,7 @@ class Event:
         if "data" not in record:
             raise EnvelopeError(f"{kind} event at seq {seq} has no data")
         try:
-            data = lossless_copy(record["data"])
+            data = own(record["data"])
         except TypeError as err:
             raise EnvelopeError(f"{kind} event at seq {seq}: {err}") from None
         ignorable = record.get("ignorable", False)
@@ -83,6 +97,11 @@ class Event:
         event = cls(kind, seq, time, data, bool(ignorable), surface_op, sources)
         validate_surface(event)
         return event
+
+
+def _checked_in_place(data: Any) -> Any:
+    check_parsed(data)
+    return data
 
 
 def checked_copy(event: Event) -> Event:

@@ -31,6 +31,65 @@ def lossless_copy(value: Any, where: str = "data") -> Any:
         raise _fail(where + "".join(map(_step_text, reversed(err.steps))), err.why) from None
 
 
+def check_parsed(value: Any, where: str = "data") -> None:
+    """Refuse what :func:`lossless_copy` refuses, without copying, for freshly parsed JSON.
+
+    A value ``json.loads`` just returned is already made of plain JSON types and owned by no
+    one else, so copying it buys nothing; it can still hold what JSON allows and this format
+    does not (an unsafe integer, ``NaN``/``Infinity``, ``-0``, a lone surrogate), so it is
+    walked once.  The refusal is the very ``TypeError`` ``lossless_copy`` would raise.  Only
+    for parsed JSON: it never meets a cycle, a tuple or a non-string key, so it does not look.
+    """
+    try:
+        _check(value)
+    except _Refused as err:
+        raise _fail(where + "".join(map(_step_text, reversed(err.steps))), err.why) from None
+
+
+def _check_scalar(value: Any, kind: type) -> None:
+    if kind is int:
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise _Refused(f"integer {value} is outside the safe range")
+    elif kind is float:
+        if not math.isfinite(value):
+            raise _Refused(f"non-finite number {value!r}")
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            raise _Refused("negative zero")
+    elif kind is str and not value.isascii():
+        _check_text(value)
+
+
+def _check(value: Any) -> None:
+    """The walk of :func:`check_parsed`; a refusal collects its location on the way out."""
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            if not key.isascii():
+                _check_text(key)  # located at the object, as lossless_copy does
+            try:
+                sub = type(item)
+                if sub is dict or sub is list:
+                    _check(item)
+                elif sub is not bool and item is not None:
+                    _check_scalar(item, sub)
+            except _Refused as err:
+                err.steps.append(key)
+                raise
+    elif kind is list:
+        for index, item in enumerate(value):
+            try:
+                sub = type(item)
+                if sub is dict or sub is list:
+                    _check(item)
+                elif sub is not bool and item is not None:
+                    _check_scalar(item, sub)
+            except _Refused as err:
+                err.steps.append(index)
+                raise
+    elif kind is not bool and value is not None:
+        _check_scalar(value, kind)
+
+
 def _fail(where: str, why: str) -> TypeError:
     return TypeError(f"{_MESSAGE}: {why} at {where}")
 
@@ -52,45 +111,74 @@ def _copy(value: Any, step: int | str | None, active: set[int]) -> Any:
     """Copy ``value`` (found at ``step`` of its container); a refusal records ``step`` on its way out."""
     try:
         kind = type(value)
-        if value is None or kind is bool:
-            return value
-        if kind is int:
-            if not is_safe_integer(value):
-                raise _Refused(f"integer {value} is outside the safe range")
-            return value
-        if kind is float:
-            if not math.isfinite(value):
-                raise _Refused(f"non-finite number {value!r}")
-            if value == 0.0 and math.copysign(1.0, value) < 0:
-                raise _Refused("negative zero")
-            return value
-        if kind is str:
-            if not value.isascii():  # only a non-ASCII string can hold a lone surrogate
-                _check_text(value)
-            return value
-        if kind is list or kind is dict:
-            ident = id(value)
-            if ident in active:
-                raise _Refused("a cycle")
-            active.add(ident)
-            try:
-                if kind is list:
-                    return [_copy(item, i, active) for i, item in enumerate(value)]
-                out: dict[str, Any] = {}
-                for key, item in value.items():
-                    if type(key) is not str:
-                        raise _Refused(f"non-string key {key!r}")
-                    if not key.isascii():
-                        _check_text(key)
-                    out[key] = _copy(item, key, active)
-                return out
-            finally:
-                active.discard(ident)
-        raise _Refused(f"unsupported type {kind.__name__}")
+        if kind is dict or kind is list:
+            return _copy_container(value, kind, active)
+        _check_leaf(value, kind)
+        return value
     except _Refused as err:
         if step is not None:
             err.steps.append(step)
         raise
+
+
+def _check_leaf(value: Any, kind: type) -> None:
+    """Refuse a scalar JSON cannot carry losslessly (or anything that is not a JSON scalar)."""
+    if kind is str:
+        if not value.isascii():  # only a non-ASCII string can hold a lone surrogate
+            _check_text(value)
+    elif kind is int:
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise _Refused(f"integer {value} is outside the safe range")
+    elif kind is float:
+        if not math.isfinite(value):
+            raise _Refused(f"non-finite number {value!r}")
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            raise _Refused("negative zero")
+    elif value is not None and kind is not bool:
+        raise _Refused(f"unsupported type {kind.__name__}")
+
+
+def _copy_container(value: Any, kind: type, active: set[int]) -> Any:
+    """A list's or dict's copy; scalars are checked in line (most of a document is scalars, and a
+    call per scalar was most of the cost).  A refusal records the item's index or key."""
+    ident = id(value)
+    if ident in active:
+        raise _Refused("a cycle")
+    active.add(ident)
+    try:
+        if kind is list:
+            items: list[Any] = []
+            for index, item in enumerate(value):
+                sub = type(item)
+                try:
+                    if sub is dict or sub is list:
+                        items.append(_copy_container(item, sub, active))
+                    else:
+                        _check_leaf(item, sub)
+                        items.append(item)
+                except _Refused as err:
+                    err.steps.append(index)
+                    raise
+            return items
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Refused(f"non-string key {key!r}")
+            if not key.isascii():
+                _check_text(key)
+            sub = type(item)
+            try:
+                if sub is dict or sub is list:
+                    out[key] = _copy_container(item, sub, active)
+                else:
+                    _check_leaf(item, sub)
+                    out[key] = item
+            except _Refused as err:
+                err.steps.append(key)
+                raise
+        return out
+    finally:
+        active.discard(ident)
 
 
 def _check_text(text: str) -> None:
@@ -100,6 +188,9 @@ def _check_text(text: str) -> None:
         raise _Refused("a lone surrogate in a string") from None
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)  # json.dumps with these builds one per call
+
+
 def dumps(value: Any) -> str:
     """The one JSON encoding used for every stored record: compact, UTF-8, key order kept."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)

@@ -33,11 +33,23 @@ class _Pending:
     call_seq: int | None = None
 
 
+def _open_turn_start(events: Sequence[Event]) -> int | None:
+    """Index of the last ``turn/start`` or ``turn/end``: every event before it is settled
+    (each one resets the state below), so only the events from here on need a look."""
+    for index in range(len(events) - 1, -1, -1):
+        if events[index].type in ("turn/start", "turn/end"):
+            return index
+    return None
+
+
 def interrupted_turn_closers(events: Sequence[Event]) -> list[Event]:
     open_turn: int | None = None
     open_step: int | None = None
     pending: dict[str, _Pending] = {}
-    for event in events:
+    start = _open_turn_start(events)
+    if start is None:
+        return []  # no turn was ever opened: nothing to close
+    for event in events[start:]:
         kind = event.type
         if kind == "turn/start":
             open_turn, open_step = event.data["turn"], None

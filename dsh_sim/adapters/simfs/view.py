@@ -32,7 +32,7 @@ from dsh_sim.adapters.simfs.disk import (
     apply_op,
 )
 from dsh_sim.adapters.simfs.paths import existing, lookup, os_error, realpath
-from runtime.ports.fs import OpenFlags, StatResult
+from runtime.ports.fs import OpenFlags, StatResult, write_fsync_in_steps
 
 
 @attrs.frozen
@@ -226,6 +226,10 @@ class ProcessView:
             durable = apply_op(durable, op)
         self.disk.nodes[entry.ino] = attrs.evolve(node, durable=durable, pending=())
         self._done("fsync", path, f"durable:{len(durable)}")
+
+    async def write_fsync(self, fd: int, data: bytes, rollback_size: int | None = None) -> None:
+        """Write then fsync (then the rollback), each its own named point, as the port defines."""
+        await write_fsync_in_steps(self, fd, data, rollback_size)
 
     async def fsync_dir(self, path: str) -> None:
         fault = await self._enter("fsync_dir", path)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from dsh_sim.evidence.invariants.base import Judge, fail
 
 
+@functools.lru_cache(maxsize=4096)  # judged after every step: the same ids again and again
 def logical_call(call_id: str) -> str:
     """A call and the harness's retries of it (``<id>-retry<n>``) are one logical request."""
     return re.sub(r"-retry[0-9]+$", "", call_id)
