@@ -37,7 +37,7 @@ import zstandard
 
 from dsh_sim.scenario.v0.model import V0Session
 from dsh_sim.scenario.v0.plan import CREATED_AT, PARENT, Item, Plan, build
-from dsh_sim.scenario.v0.render import Source, damaged_line, members, render
+from dsh_sim.scenario.v0.render import Source, damaged_line, frame_fails, members, render
 
 SYSTEM_PLUGIN = "@deepseek-ai/dsh-system-prompt"
 _STEP_BOUNDS = ("step/start", "step/end", "turn/end")
@@ -65,7 +65,9 @@ def kept(source: Source) -> int | None:
     before = plan.batches[-1][0]
     if source.damage is not None:
         if source.compression == "zstd":
-            return None  # a complete frame that fails its checksum is damage, never a crash tail
+            frame = source.data[source.tail_start :]
+            # a complete frame that fails decoding or its checksum is damage, never a crash tail
+            return None if frame_fails(frame) else len(plan.items)
         line = damaged_line(final)
         if any(r["type"] == "turn/end" for r in final[line + 1 :]):
             return None  # a committed record after the damage: refuse (§3.7)

@@ -11,8 +11,9 @@ lines or as one checksummed zstd frame after the header frame.  Then the final b
   holds the row); ``tail`` — its very end (raw: the final newline; zstd: inside the frame's
   checksum, every block complete);
 * **damaged**: one byte flipped, as a failing disk would (zstd: inside the payload of the
-  frame's last block, so the frame's structure stands and only its content is wrong; raw:
-  the first byte of the record before the batch's last ``turn/end``, or of its last record).
+  frame's last block, so the frame's structure stands and only its content is wrong — or,
+  when that flip lands in bits the decoder never uses, in the content checksum; raw: the
+  first byte of the record before the batch's last ``turn/end``, or of its last record).
 
 The frame walk is the harness's own (:mod:`dsh_sim.adapters.simfs.frames`); plaintext lengths
 of block prefixes come from the ``zstandard`` library, never from the runtime.
@@ -81,8 +82,7 @@ def render(plan: Plan, compression: str) -> Source:
         return attrs.evolve(source, data=data[:cut], cut=cut)
     if session.damaged and records:
         offset = _damage_offset(source)
-        flipped = data[:offset] + bytes([data[offset] ^ 0x40]) + data[offset + 1 :]
-        return attrs.evolve(source, data=flipped, damage=offset)
+        return attrs.evolve(source, data=flip(data, offset), damage=offset)
     return source
 
 
@@ -142,9 +142,26 @@ def _row_cut(source: Source, frame: Layout) -> int:
 
 def _damage_offset(source: Source) -> int:
     if source.compression == "zstd":
-        block_start, block_end = _final_frame(source).blocks[-1]
-        return block_start + 3 + (block_end - block_start - 3) // 2
+        frame = _final_frame(source)
+        block_start, block_end = frame.blocks[-1]
+        offset = block_start + 3 + (block_end - block_start - 3) // 2
+        if frame_fails(flip(source.data, offset)[frame.start : frame.end]) or frame.checksum_start is None:
+            return offset
+        return frame.checksum_start  # that flip happened to decode to the same content (unused bits): hit the checksum
     return _line_starts(source)[damaged_line(source.records[-1])]
+
+
+def flip(data: bytes, offset: int) -> bytes:
+    return data[:offset] + bytes([data[offset] ^ 0x40]) + data[offset + 1 :]
+
+
+def frame_fails(frame: bytes) -> bool:
+    """A complete frame fails decoding or its content checksum (the ``zstandard`` library)."""
+    try:
+        zstandard.ZstdDecompressor().decompressobj().decompress(frame)
+    except zstandard.ZstdError:
+        return True
+    return False
 
 
 def damaged_line(records: tuple[dict[str, Any], ...]) -> int:
