@@ -40,6 +40,8 @@ def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> Non
         )
         return
     obs.count("recovery_succeeds")  # counted when it holds too: a check that only shows up failing proves nothing
+    if life.session is None:
+        return  # (a boot that crashed before it opened the session accepted nothing: the next boot is judged)
     if complete_frame_damage and sim.config.compression == "zstd":
         obs.count("corrupt_frame_refused")
         fail(
@@ -49,8 +51,6 @@ def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> Non
             None,
             f"corruptions {[(c.path, c.offset) for c in obs.corruptions]}",
         )
-    if life.session is None:
-        return
     live = tuple(life.session.events)
     report = life.report
     stored = tuple(report.events) if report is not None else ()
