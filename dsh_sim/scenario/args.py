@@ -200,6 +200,10 @@ class SeedV0Args:
         metadata=doc("leading turns inherited from a parent session (header seedLength, session/end-seed)"),
     )
     title: bool = attrs.field(default=False, metadata=doc("a session/title naming the first turn's user message follows that turn"))
+    compact: bool = attrs.field(
+        default=False,
+        metadata=doc("a compaction follows the first turn: a summary user/message replaces that turn's surface (v0 surfaceOp replace)"),
+    )
     batch: int = attrs.field(
         default=0, validator=integer(0, 1000), metadata=doc("0: one durable batch per turn; n: a batch every n events (cutting chunk runs)")
     )
@@ -227,6 +231,8 @@ class SeedV0Args:
             raise FieldError("end", "open-call needs a turn with tool calls (shape tools, calls ≥ 1)")
         if self.inherited >= self.turns:
             raise FieldError("inherited", f"must be below turns ({self.turns}): the session's own turns follow the inherited ones")
+        if self.compact and self.turns < 2:
+            raise FieldError("compact", "the compaction follows the first turn: it needs turns ≥ 2")
         if self.inherited and self.batch:
             raise FieldError("inherited", "an inherited prefix is written as one batch: it needs batch 0")
         if self.turns * self.deltas * self.pad > MAX_APPEND_BYTES:

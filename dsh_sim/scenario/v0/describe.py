@@ -82,6 +82,7 @@ def describe(args: SeedV0Args, session_id: str, cwd: str, system: str | None) ->
         end=args.end,
         inherited=args.inherited,
         title=args.title,
+        compact=args.compact,
         batch=args.batch,
         jitter=args.shape != "text",
         tear=args.tear if args.torn else None,

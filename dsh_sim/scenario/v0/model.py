@@ -65,6 +65,7 @@ class V0Session:
     end: str = "balanced"  # how the final turn stops (ENDS)
     inherited: int = 0  # leading turns inherited from a parent session (header seedLength)
     title: bool = False  # a session/title naming the first turn's user message, after that turn
+    compact: bool = False  # a compaction after the first turn: a summary replacing that turn's surface
     batch: int = 0  # 0: one durable batch per turn; n: a batch every n events (a window cuts anywhere)
     jitter: bool = False  # uneven arrival times (packed rows with uneven and negative gaps)
     tear: str | None = None  # the final batch is torn (TEARS: where the cut lands)

@@ -34,7 +34,9 @@ class Item:
     time: int
     data: Any
     surface: bool = False  # appended to the model-visible surface (v0 surfaceOp 'append')
-    cites: tuple[int, ...] = ()  # message → its chunks; tool/result → its tool/call; title → messages
+    cites: tuple[int, ...] = ()  # message → its chunks; tool/result → its tool/call; title → messages;
+    # a replacing summary → the nodes it shadows; compaction/summary → its shadowed range
+    replaces: tuple[int, int] | None = None  # a surface replacement: the v0 span [start, end] it replaces
     attempt: int | None = None  # chunks and messages: the streamed attempt they belong to / close
     prompt: str | None = None  # request/header: the system prompt it carried
 
@@ -123,6 +125,18 @@ class _Builder:
             self.add("tool/result", {"turn": t, "step": s, "message": result}, surface=True, cites=(seq,))
         self.add("step/end", {"turn": t, "step": s})
 
+    def compaction(self) -> None:
+        """A summary replacing every surface node so far (the spec names the compaction events,
+        not their payloads: ``shadowedRange`` is the reference the runtime's migration renumbers)."""
+        nodes = tuple(i for i, item in enumerate(self.items) if item.surface)
+        span = (nodes[0], nodes[-1])
+        self.add("compaction/start", {"reason": "manual"})
+        summary = {"shadowedRange": {"start": span[0], "end": span[1]}, "summary": "the first turn, in short"}
+        self.add("compaction/summary", summary, cites=span)
+        message = {"id": "v0-summary-1", "role": "user", "content": [{"type": "text", "text": "Summary of turn 1."}]}
+        self.add("user/message", dict(message, source={"kind": "plugin", "plugin": "compaction"}), surface=True, cites=nodes, replaces=span)
+        self.add("compaction/end", {})
+
     def chunks(self, t: int, s: int, stream: V0Stream, *, complete: bool) -> list[int]:
         """The stream's chunk events (an abandoned attempt stops after its deltas)."""
         self.attempts += 1
@@ -200,6 +214,8 @@ def build(session: V0Session) -> Plan:
         if t == 1 and session.title:
             users = tuple(i for i, item in enumerate(b.items) if item.type == "user/message")
             b.add("session/title", {"title": "A historical session", "messageSeqs": list(users)}, cites=users)
+        if t == 1 and session.compact:
+            b.compaction()
     if session.notes:
         starts.append(len(b.items))
         for n in range(session.notes):

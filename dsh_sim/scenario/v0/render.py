@@ -53,8 +53,11 @@ def events(plan: Plan, start: int, end: int) -> list[V0Event]:
     out = []
     for seq in range(start, end):
         item = plan.items[seq]
-        cites = item.cites if item.type in _CITING else None
-        out.append(V0Event(item.type, seq, item.time, item.data, surface_op="append" if item.surface else None, source_event_seqs=cites))
+        cites = item.cites if item.type in _CITING or item.replaces else None
+        op: Any = None
+        if item.surface:
+            op = "append" if item.replaces is None else {"op": "replace", "start": item.replaces[0], "end": item.replaces[1]}
+        out.append(V0Event(item.type, seq, item.time, item.data, surface_op=op, source_event_seqs=cites))
     return out
 
 

@@ -3,7 +3,7 @@
 Draws every knob of :class:`~dsh_sim.scenario.args.SeedV0Args` within small bounds (a few
 turns, short streams) so a state machine can start from any shape the generator makes:
 text or tool turns, packed rows and unpacked runs, retried attempts, prompts that change,
-inherited prefixes, titles, windows that cut chunk runs, balanced or interrupted ends, and
+inherited prefixes, titles, compactions, windows that cut chunk runs, balanced or interrupted ends, and
 a final batch intact, torn at any of the tear points, or damaged.  Large rows (``pad``,
 several zstd blocks per frame) are drawn rarely: they cost time in every judge.
 
@@ -40,6 +40,7 @@ def seed_v0_args(draw: st.DrawFn, max_turns: int = 3) -> SeedV0Args:
         system_change=draw(st.booleans()),
         inherited=inherited,
         title=draw(st.booleans()),
+        compact=turns > 1 and draw(st.booleans()),
         batch=0 if inherited else draw(st.sampled_from((0, 0, 1, 3, 7))),
         tear=draw(st.sampled_from(TEARS)),
         damaged=damage == "damaged",
