@@ -43,6 +43,9 @@ class SeededLog:
     path: str  # the v0 generation
     target: str  # where its current (v3) generation is published
     data: bytes  # its bytes, which must never change
+    # what the log means (a dsh_sim.scenario.v0 description, opaque to the kernel): the judges
+    # derive what migrating it must publish from it, never from the runtime's decoder
+    description: object = None
 
 
 @attrs.define

@@ -20,6 +20,9 @@ from dsh_sim.engine.bounds import at_most, each, integer, member, number, text
 from dsh_sim.engine.faults import CrashSpec, FaultRule
 from dsh_sim.engine.vocabulary import APPROVAL_ANSWERS, MACHINES
 from dsh_sim.errors import FieldError
+from dsh_sim.scenario.v0.model import ENDS as V0_ENDS
+from dsh_sim.scenario.v0.model import SHAPES as V0_SHAPES
+from dsh_sim.scenario.v0.model import TEARS as V0_TEARS
 from runtime.agent.approval import APPROVAL_POLICIES
 from runtime.agent.sandbox import SANDBOX_MODES
 
@@ -142,11 +145,98 @@ class RetryUnknownArgs:
 
 @attrs.frozen
 class SeedV0Args:
-    """Before the first boot: place a historical v0 log of the session on the disk."""
+    """Before the first boot: place a historical v0 log of the session on the disk.
+
+    The knobs pick the shape of the history (what its turns hold, how it ends, how its
+    last batch was damaged); the content is filled in deterministically, so the same args
+    always mean the same bytes.  The defaults are the first v0 writer's log: balanced
+    one-step text turns, one durable batch per turn, two notes in a last batch.
+    """
 
     turns: int = attrs.field(default=2, validator=integer(1, 200), metadata=doc("turns in the historical log"))
-    notes: int = attrs.field(default=2, validator=integer(0, 100), metadata=doc("notes per turn"))
-    torn: bool = attrs.field(default=False, metadata=doc("cut the last batch in half, as a crash of the old runtime would"))
+    notes: int = attrs.field(
+        default=2, validator=integer(0, 100), metadata=doc("log-only todo/write events after the turns, as a last batch of their own")
+    )
+    torn: bool = attrs.field(default=False, metadata=doc("tear the last batch where `tear` says, as a crash of the old runtime would"))
+    shape: str = attrs.field(
+        default="text",
+        validator=member(V0_SHAPES, "v0 shape"),
+        metadata=doc(
+            "what each turn holds — text: one step streaming a text answer; tools: a step streaming reasoning, "
+            "text and `calls` tool calls (tool-call-delta runs, tool/call and tool/result citing it), then a step "
+            "answering in text (events arrive at uneven intervals)"
+        ),
+    )
+    end: str = attrs.field(
+        default="balanced",
+        validator=member(V0_ENDS, "v0 end"),
+        metadata=doc(
+            "how the final turn stops — balanced: closed; open-stream: inside its last step's stream (chunks no "
+            "message claims); open-call: right after the first tool/call of its last step with calls (no result; "
+            "the later calls never started); open-step: right after its last step's request"
+        ),
+    )
+    calls: int = attrs.field(default=2, validator=integer(0, 8), metadata=doc("tool calls per turn (shape tools)"))
+    deltas: int = attrs.field(
+        default=4,
+        validator=integer(1, 64),
+        metadata=doc("deltas per streamed block: 3 or more pack into a row, 1–2 stay one event per line"),
+    )
+    pad: int = attrs.field(
+        default=0,
+        validator=integer(0, 20_000),
+        metadata=doc("extra characters in every text and reasoning delta (large rows make zstd frames of several blocks)"),
+    )
+    retry: bool = attrs.field(
+        default=False, metadata=doc("every turn's first step streams an attempt the provider breaks off (then llm/retry) before its answer")
+    )
+    system_change: bool = attrs.field(
+        default=False,
+        metadata=doc("every even turn's steps carry a system prompt of their own (the prompt changes between and within turns)"),
+    )
+    inherited: int = attrs.field(
+        default=0,
+        validator=integer(0, 199),
+        metadata=doc("leading turns inherited from a parent session (header seedLength, session/end-seed)"),
+    )
+    title: bool = attrs.field(default=False, metadata=doc("a session/title naming the first turn's user message follows that turn"))
+    compact: bool = attrs.field(
+        default=False,
+        metadata=doc("a compaction follows the first turn: a summary user/message replaces that turn's surface (v0 surfaceOp replace)"),
+    )
+    batch: int = attrs.field(
+        default=0, validator=integer(0, 1000), metadata=doc("0: one durable batch per turn; n: a batch every n events (cutting chunk runs)")
+    )
+    tear: str = attrs.field(
+        default="half",
+        validator=member(V0_TEARS, "tear"),
+        metadata=doc(
+            "where `torn` cuts the last batch — half: the middle of its bytes; row: inside its last packed row "
+            "(zstd: at a block boundary inside the row, when a large row spans blocks); tail: its last bytes "
+            "(raw: the final newline; zstd: inside the frame checksum, every record recoverable)"
+        ),
+    )
+    damaged: bool = attrs.field(
+        default=False,
+        metadata=doc(
+            "flip a byte of the last batch (zstd: inside its complete frame — the source must be refused, never "
+            "migrated; raw: the record before its last turn/end becomes unparsable)"
+        ),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if self.torn and self.damaged:
+            raise FieldError("damaged", "a torn last batch cannot also be damaged: pick one")
+        if self.end == "open-call" and (self.shape != "tools" or not self.calls):
+            raise FieldError("end", "open-call needs a turn with tool calls (shape tools, calls ≥ 1)")
+        if self.inherited >= self.turns:
+            raise FieldError("inherited", f"must be below turns ({self.turns}): the session's own turns follow the inherited ones")
+        if self.compact and self.turns < 2:
+            raise FieldError("compact", "the compaction follows the first turn: it needs turns ≥ 2")
+        if self.inherited and self.batch:
+            raise FieldError("inherited", "an inherited prefix is written as one batch: it needs batch 0")
+        if self.turns * self.deltas * self.pad > MAX_APPEND_BYTES:
+            raise FieldError("pad", f"turns × deltas × pad must be at most {MAX_APPEND_BYTES}, got {self.turns * self.deltas * self.pad}")
 
 
 @attrs.frozen

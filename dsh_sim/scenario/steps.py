@@ -13,9 +13,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from dsh_sim.adapters.simfs.frames import layouts as frame_layouts
 from dsh_sim.engine.faults import CrashSpec
-from dsh_sim.engine.history import SeededLog
+from dsh_sim.engine.history import Corruption, SeededLog
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.engine.observer import ReaderView
@@ -33,10 +32,11 @@ from dsh_sim.scenario.args import (
     Step,
     ToolCall,
 )
-from dsh_sim.scenario.v0_writer import encode_v0, v0_history
+from dsh_sim.scenario.v0.describe import describe
+from dsh_sim.scenario.v0.expect import expected_migration
+from dsh_sim.scenario.v0.plan import build
+from dsh_sim.scenario.v0.render import render
 from runtime.adapters.script_model import ScriptedResponse, ScriptedToolCall
-from runtime.persistence.migration import migrate_v0
-from runtime.persistence.v0_format import decode_v0
 
 
 def _outcome(life: Lifetime, reply: Any) -> str:
@@ -259,29 +259,28 @@ def op_retry_unknown(sim: Simulation, args: object) -> str:
 
 def op_seed_v0(sim: Simulation, args: SeedV0Args) -> str:
     """Start from a historical log: place a v0 generation (written the way the reference writes
-    it) for the configured session on the disk, durably, before the first boot.  ``torn``
-    cuts the last batch in half, as a crash of the old runtime would have left it."""
+    it) for the configured session on the disk, durably, before the first boot.
+
+    The history is described logically (:func:`~dsh_sim.scenario.v0.describe.describe`) and
+    rendered as v0 bytes, torn or damaged as ``args`` says; the description goes on the
+    history, where the judges derive what migrating it must publish — independently of the
+    runtime's decoder and migration."""
     if sim.lifetimes:
         raise StepNotApplicable("seed_v0 sets up the starting state: it must come before the first boot")
     cfg = sim.config
     path = cfg.v0_path
     if sim.disk.resolve(path) is not None or sim.disk.resolve(cfg.log_path) is not None:
         raise StepNotApplicable("the session already has a log")
-    header, batches = v0_history(cfg.session_id, cfg.workspace, args.turns, args.notes, cfg.system)
-    data = encode_v0(header, batches, cfg.compression)
-    if args.torn and len(batches) > 1:
-        whole = encode_v0(header, batches[:-1], cfg.compression)
-        last = len(data) - len(whole)
-        if cfg.compression == "zstd":
-            last = frame_layouts(data)[-1].end - frame_layouts(data)[-1].start
-        data = data[: len(whole) + last // 2]
-        if data.endswith(b"\n"):
-            data = data[:-1]  # a raw cut that happened to end a line would not be torn
-    sim.disk.write_file_durable(path, data)
-    sim.history.seeded = SeededLog(path, cfg.log_path, data)
-    migrated = migrate_v0(decode_v0(data, cfg.compression))
-    sim.trace.record("seed_v0", path, len(data), len(migrated.events))
-    return f"seeded:v0:{len(decode_v0(data, cfg.compression).events)}->{len(migrated.events)}"
+    session = describe(args, cfg.session_id, cfg.workspace, cfg.system)
+    source = render(build(session), cfg.compression)
+    expected = expected_migration(session, cfg.compression)
+    sim.disk.write_file_durable(path, source.data)
+    if source.damage is not None and expected.refused:
+        sim.history.corruptions.append(Corruption(path, source.damage, complete_frame=True))
+    sim.history.seeded = SeededLog(path, cfg.log_path, source.data, session)
+    migrated: int | str = "refused" if expected.refused else len(expected.records)
+    sim.trace.record("seed_v0", path, len(source.data), migrated)
+    return f"seeded:v0:{'damaged' if expected.refused else expected.source_events}->{migrated}"
 
 
 RUNNERS: dict[str, Callable[[Simulation, Any], str]] = {

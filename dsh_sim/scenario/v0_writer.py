@@ -2,7 +2,8 @@
 
 The runtime never writes v0; the simulator needs such sources to test migration (a header
 frame, one frame per batch, packed chunk rows of three or more same-block deltas, or raw
-JSONL), so the writer lives here.
+JSONL), so the writer lives here.  What the logs hold — turns, streams, calls, how they end
+and how their last batch was damaged — is described and rendered by :mod:`dsh_sim.scenario.v0`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from dsh_sim.engine.determinism import EPOCH_MS
 from runtime.persistence.v0_format import ROW_TAGS, V0Event, V0Header
 from runtime.persistence.zstd_frames import compress_frame
 from runtime.session.lossless import dumps
@@ -91,59 +91,3 @@ def encode_v0(header: V0Header, batches: Sequence[Sequence[V0Event]], compressio
     if compression == "zstd":
         return b"".join(compress_frame(p) for p in parts)
     return b"".join(parts)
-
-
-def v0_history(session_id: str, cwd: str, turns: int, notes: int, system: str | None) -> tuple[V0Header, list[list[V0Event]]]:
-    """Balanced v0 turns as the reference agent logged them, one durable batch per turn.
-
-    Each turn: ``turn/start``, ``step/start``, a user message, ``request/header`` (with the
-    system prompt, as v0 kept it), ``request/context``, the streamed ``assistant/chunk``
-    events (block start, text deltas that pack into a row, block end, finish), the
-    ``assistant/message`` citing them, ``step/end``, ``turn/end``.  ``notes`` log-only
-    ``todo/write`` events follow as a last batch (the one a torn seed tears).
-    """
-    events: list[V0Event] = []
-    batches: list[list[V0Event]] = []
-
-    def add(kind: str, data: Any, **extra: Any) -> int:
-        events.append(V0Event(kind, len(events), EPOCH_MS - 60_000 + 10 * len(events), data, **extra))
-        return len(events) - 1
-
-    for turn in range(1, turns + 1):
-        start = len(events)
-        add("turn/start", {"turn": turn})
-        add("step/start", {"turn": turn, "step": 1})
-        add(
-            "user/message",
-            {"id": f"v0-user-{turn}", "role": "user", "content": [{"type": "text", "text": f"prompt {turn}"}], "source": {"kind": "user"}},
-            surface_op="append",
-        )
-        header: dict[str, Any] = {"config": {"provider": "sim", "model": "sim-v0"}}
-        if system is not None:
-            header["system"] = system
-        add("request/header", {"header": header, "reason": "initial" if turn == 1 else "resume"})
-        if turn == 1:
-            add("request/context", {"provider": "sim", "model": "sim-v0"})
-        chunks = [{"type": "block-start", "index": 0, "blockType": "text"}]
-        chunks += [{"type": "text-delta", "index": 0, "text": t} for t in ("an", "sw", "er ", str(turn))]
-        chunks += [
-            {"type": "block-end", "index": 0, "block": {"type": "text", "text": f"answer {turn}"}},
-            {"type": "finish", "reason": {"kind": "stop"}},
-        ]
-        cited = tuple(add("assistant/chunk", {"turn": turn, "step": 1, "chunk": c}) for c in chunks)
-        message = {
-            "id": f"v0-assistant-{turn}",
-            "role": "assistant",
-            "content": [{"type": "text", "text": f"answer {turn}"}],
-            "source": {"kind": "model", "provider": "sim", "model": "sim-v0"},
-        }
-        add("assistant/message", {"turn": turn, "step": 1, "message": message}, surface_op="append", source_event_seqs=cited)
-        add("step/end", {"turn": turn, "step": 1})
-        add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
-        batches.append(events[start:])
-    if notes:
-        start = len(events)
-        for n in range(notes):
-            add("todo/write", {"n": n, "text": "legacy note"})
-        batches.append(events[start:])
-    return V0Header(session_id, EPOCH_MS - 120_000, cwd=cwd), batches

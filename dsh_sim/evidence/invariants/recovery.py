@@ -40,6 +40,8 @@ def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> Non
         )
         return
     obs.count("recovery_succeeds")  # counted when it holds too: a check that only shows up failing proves nothing
+    if life.session is None:
+        return  # (a boot that crashed before it opened the session accepted nothing: the next boot is judged)
     if complete_frame_damage and sim.config.compression == "zstd":
         obs.count("corrupt_frame_refused")
         fail(
@@ -49,8 +51,6 @@ def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> Non
             None,
             f"corruptions {[(c.path, c.offset) for c in obs.corruptions]}",
         )
-    if life.session is None:
-        return
     live = tuple(life.session.events)
     report = life.report
     stored = tuple(report.events) if report is not None else ()
@@ -63,11 +63,11 @@ def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> Non
         check_committed_bytes(obs, crash)
         if not obs.corruptions:
             check_recovery_maximal(obs, crash, stored)
-    check_one_result_per_call(obs, on_disk if on_disk is not None else live)
+    check_one_result_per_call(obs, on_disk if on_disk is not None else live, repaired=sim.kind == "agent")
     check_verdicts(obs, stored, closers)
     obs.count("repair_idempotent")
-    again = interrupted_turn_closers(full)
-    if again:
+    again = interrupted_turn_closers(full) if sim.kind == "agent" else ()
+    if again:  # (a storage process does not repair: persistence returns the valid prefix, spec §10.7)
         fail(obs, "repair_idempotent", f"repair of the repaired log adds {[e.type for e in again]}")
     needs_seed = bool(full) and full[-1].type != "session/end-seed"  # spec §1.2: one end-seed per resume
     if stored and needs_seed and (len(live) <= len(full) or live[len(full)].type != "session/end-seed"):
@@ -194,7 +194,9 @@ def check_committed_bytes(obs: Judge, crash: CrashRecord) -> None:
         )
 
 
-def check_one_result_per_call(obs: Judge, events: Sequence[Any]) -> None:
+def check_one_result_per_call(obs: Judge, events: Sequence[Any], *, repaired: bool = True) -> None:
+    """Every call has exactly one result (``repaired=False``, a storage process, which does not
+    repair: at most one — an interrupted historical call may stay open there)."""
     obs.count("one_result_per_call")
     blocks: list[str] = []
     results: dict[str, int] = {}
@@ -206,7 +208,7 @@ def check_one_result_per_call(obs: Judge, events: Sequence[Any]) -> None:
             call_id = data["message"]["source"]["callId"]
             results[call_id] = results.get(call_id, 0) + 1
     for call_id in blocks:
-        if results.get(call_id, 0) != 1:
+        if results.get(call_id, 0) > 1 or (repaired and results.get(call_id, 0) != 1):
             fail(obs, "one_result_per_call", f"the call has {results.get(call_id, 0)} tool/result events", call_id)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -13,6 +15,7 @@ from runtime.persistence.errors import SessionAlreadyOwnedError
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
+    from dsh_sim.engine.history import SeededLog
     from dsh_sim.engine.lifetime import Lifetime
 
 
@@ -55,28 +58,38 @@ def check_fidelity(obs: Judge, crash: CrashRecord) -> None:
 
 @attrs.frozen
 class SeededSource:
-    """A historical (v0) log on disk, and what migrating it must publish."""
+    """A historical (v0) log on disk, and what migrating it must publish.
+
+    The expectation comes from the log's logical description (the ``seed_v0`` step put it on
+    the history), through :func:`dsh_sim.scenario.v0.expect.expected_migration`: the spec's
+    reading and migration rules applied to what the log was meant to hold — never the
+    runtime's decoder, migration or encoder, whose bugs would otherwise move the oracle too.
+    """
 
     path: str  # the v0 generation
     target: str  # where the v3 generation is published
     data: bytes  # the v0 bytes, which must never change
-    expected: bytes  # the exact v3 generation the migration publishes
-    events: tuple[dict[str, Any], ...]  # the migrated events, as records
+    header: dict[str, Any] | None  # the v3 header record (None: unknown, or the source must be refused)
+    events: tuple[dict[str, Any], ...] | None  # the migrated events, as stored records (None: unknown)
+    refused: bool = False  # the source is damaged: it must be refused, never migrated
 
     @classmethod
-    def of(cls, path: str, target: str, data: bytes, compression: str) -> SeededSource:
-        from runtime.persistence.migration import migrate_v0
-        from runtime.persistence.publication import encode_migrated
-        from runtime.persistence.v0_format import decode_v0
+    def of(cls, placed: SeededLog, compression: str) -> SeededSource:
+        if placed.description is None:
+            return cls(placed.path, placed.target, placed.data, None, None)
+        from dsh_sim.scenario.v0.expect import expected_migration
+        from dsh_sim.scenario.v0.model import V0Session
 
-        migrated = migrate_v0(decode_v0(data, compression))
-        return cls(path, target, data, encode_migrated(migrated, compression), tuple(e.to_record() for e in migrated.events))
+        assert isinstance(placed.description, V0Session)
+        expected = expected_migration(placed.description, compression)
+        return cls(placed.path, placed.target, placed.data, expected.header, expected.records, expected.refused)
 
 
 def _source_on_disk(sim: Any) -> SeededSource | None:
-    """A v0 generation of the configured session found on the disk (e.g. a state explore
-    restored from a recording): judged the same way, except that its original bytes are
-    unknown, so they are taken as found."""
+    """A v0 generation of the configured session found on the disk without a description
+    (e.g. a state restored from elsewhere): its bytes are taken as found and what it means is
+    unknown, so only the parts of the check that need no expectation apply."""
+    from dsh_sim.engine.history import SeededLog
     from runtime.persistence.layout import SessionPaths, generation_filename
 
     cfg = sim.config
@@ -85,20 +98,18 @@ def _source_on_disk(sim: Any) -> SeededSource | None:
     data = sim.disk.read_path(path)
     if data is None:
         return None
-    try:
-        return SeededSource.of(path, paths.log, data, cfg.compression)
-    except ValueError:
-        return None  # not a migratable source: recovery_succeeds judges the refusal
+    return SeededSource.of(SeededLog(path, paths.log, data), cfg.compression)
 
 
 def check_migration_atomic(obs: Judge, life: Lifetime) -> None:
-    """After every boot of a seeded-v0 simulation (crashed or not): judge the generations on disk."""
+    """After every boot of a seeded-v0 simulation (crashed or not): judge the generations on disk.
+
+    The source is never changed; the old or the new generation always exists; a damaged
+    source is refused, never migrated; and the published v3 generation, read by the spec's
+    reader (:func:`read_recoverable`), begins with exactly the expected header and events —
+    a half-written or differently migrated generation does not."""
     placed = obs.history.seeded
-    seeded = (
-        SeededSource.of(placed.path, placed.target, placed.data, obs.sim.config.compression)
-        if placed is not None
-        else _source_on_disk(obs.sim)
-    )
+    seeded = SeededSource.of(placed, obs.sim.config.compression) if placed is not None else _source_on_disk(obs.sim)
     if seeded is None:
         return
     obs.count("migration_atomic")
@@ -115,26 +126,66 @@ def check_migration_atomic(obs: Judge, life: Lifetime) -> None:
         )
     if source is None and current is None:
         fail(obs, "migration_atomic", "neither the v0 nor the v3 generation exists")
-    if current is not None and not current.startswith(seeded.expected):
-        common = next((i for i, (a, b) in enumerate(zip(seeded.expected, current)) if a != b), min(len(current), len(seeded.expected)))
-        fail(
-            obs,
-            "migration_atomic",
-            "a half-written or different v3 generation is published",
-            None,
-            f"the complete generation is {len(seeded.expected)} bytes; the file at {seeded.target} has {len(current)}, first difference at byte {common}",
-        )
-    if life.session is not None and not life.dead:
+    if seeded.refused:
+        if current is not None or (life.session is not None and not life.dead):
+            fail(
+                obs,
+                "migration_atomic",
+                "a damaged v0 source was migrated instead of refused",
+                None,
+                f"v3 generation: {'none' if current is None else f'{len(current)} bytes'}; boot error: {life.boot_error!r}",
+            )
+        return
+    if current is not None and seeded.events is not None:
+        _judge_published(obs, seeded, current)
+    if life.session is not None and not life.dead and seeded.events is not None:
         live = [e.to_record() for e in life.session.events[: len(seeded.events)]]
         if live != list(seeded.events):
-            at = next((i for i, (a, b) in enumerate(zip(live, seeded.events)) if a != b), min(len(live), len(seeded.events)))
+            at = _first_difference(live, seeded.events)
             fail(
                 obs,
                 "migration_atomic",
                 "the recovered session does not begin with the migrated log",
                 None,
                 f"{len(seeded.events)} migrated events; first difference at seq {at}",
+                *_difference(live, seeded.events, at),
             )
+
+
+def _judge_published(obs: Judge, seeded: SeededSource, current: bytes) -> None:
+    """The v3 generation on disk, read by the spec reader, begins with exactly the expected log."""
+    assert seeded.events is not None
+    try:
+        log = read_recoverable(current, obs.sim.config.compression)
+    except SpecViolation as err:
+        if not any(c.path == seeded.target for c in obs.corruptions):  # (injected damage is judged by corrupt_frame_refused)
+            fail(obs, "migration_atomic", "the published v3 generation does not read", None, str(err))
+        return
+    stored = list(log.records[: len(seeded.events)])
+    if log.header != seeded.header or stored != list(seeded.events):
+        at = _first_difference(stored, seeded.events)
+        fail(
+            obs,
+            "migration_atomic",
+            "a half-written or different v3 generation is published",
+            None,
+            f"the migrated generation holds {len(seeded.events)} events; the file at {seeded.target} reads as {len(log.records)}, "
+            + ("its header differs" if log.header != seeded.header else f"first difference at seq {at}"),
+            *_difference(stored, seeded.events, at),
+        )
+
+
+def _first_difference(got: list[dict[str, Any]], want: tuple[dict[str, Any], ...]) -> int:
+    return next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+
+
+def _difference(got: list[dict[str, Any]], want: tuple[dict[str, Any], ...], at: int) -> list[str]:
+    """The two records where the logs part (short, for the report)."""
+
+    def show(records: Sequence[dict[str, Any]]) -> str:
+        return json.dumps(records[at], sort_keys=True)[:300] if at < len(records) else "nothing"
+
+    return [f"expected {show(want)}", f"found {show(got)}"]
 
 
 def check_failed_append(obs: Judge, life: Lifetime, error: BaseException) -> None:
