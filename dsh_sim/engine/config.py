@@ -36,6 +36,9 @@ def _absolute(inst: Any, attribute: Any, value: Any) -> None:
         raise FieldError(attribute.name, f"must be a normalised absolute path below /, got {value!r}")
 
 
+PERTURB_MAX = 0.020  # virtual seconds: the longest sleep a perturbed point takes
+
+
 @functools.lru_cache(maxsize=64)
 def session_paths(root: str, workspace: str, session_id: str, compression: str) -> SessionPaths:
     """The session's paths, computed once per configuration: harness code asks for the log
@@ -72,6 +75,24 @@ class SimConfig:
     )
     system: str | None = attrs.field(
         metadata={"doc": "system prompt (null: none)"}, default="You are a simulated agent.", validator=optional(text(10_000))
+    )
+    io_latency: float = attrs.field(
+        metadata={"doc": "virtual seconds every filesystem operation at a named point takes (0: instant)"},
+        default=0.0,
+        validator=number(0.0, 10.0),
+    )
+    fsync_latency: float = attrs.field(
+        metadata={"doc": "further virtual seconds each fsync and directory fsync takes (a slow disk)"},
+        default=0.0,
+        validator=number(0.0, 10.0),
+    )
+    perturb: float = attrs.field(
+        metadata={
+            "doc": "probability, at each named point, that the task first yields to the others or sleeps up to "
+            "PERTURB_MAX seconds (drawn from the seed): other task orders than the scheduler's own"
+        },
+        default=0.0,
+        validator=number(0.0, 1.0),
     )
     approval_tools: tuple[str, ...] = attrs.field(
         metadata={"doc": "tools that need an approval"}, default=("send_message",), validator=each(member(TOOL_KINDS, "tool"))

@@ -27,8 +27,9 @@ from dsh_sim.adapters.simfs.crash import (
     random_state,
     torn_last_write,
 )
+from dsh_sim.adapters.simfs.frames import damage_detectable
 from dsh_sim.adapters.world import World
-from dsh_sim.engine.config import SimConfig
+from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.engine.crash import CrashPoint, CrashRecord, Evidence, crash_phase
 from dsh_sim.engine.determinism import SimClock, SimIds, derive_seed, new_clock
 from dsh_sim.engine.faults import CrashSpec, FaultPlan, FaultRule, Firing
@@ -73,6 +74,7 @@ class Simulation:
         self.clock = new_clock()
         self.ids_rng = random.Random(derive_seed(seed, "ids"))
         self.fault_rng = random.Random(derive_seed(seed, "faults"))
+        self.perturb_rng = random.Random(derive_seed(seed, "perturb"))
         if disk is None:
             disk = Disk()
             disk.mkdirs_durable(self.config.root)
@@ -195,7 +197,22 @@ class Simulation:
                 self.corrupt(rule)
             else:
                 domain = firing
+        await self._take_time(life, name)
         return domain
+
+    async def _take_time(self, life: Lifetime, name: str) -> None:
+        """What the configuration says a point costs: a filesystem operation's latency (the
+        operation runs after it, so a barrier, an append or a crash can meet it in flight), and
+        the seeded perturbation that lets other tasks go first."""
+        config = self.config
+        if config.perturb and self.perturb_rng.random() < config.perturb:
+            pause = self.perturb_rng.choice((0.0, self.perturb_rng.uniform(0.0, PERTURB_MAX)))
+            self.trace.record("perturb", life.index, name, pause)
+            await trio.sleep(pause)  # 0: a bare yield, the other runnable tasks go first
+        if name.startswith("fs."):
+            latency = config.io_latency + (config.fsync_latency if name in ("fs.fsync", "fs.fsync_dir") else 0.0)
+            if latency:
+                await trio.sleep(latency)
 
     def corrupt(self, rule: FaultRule) -> None:
         """Media corruption: flip one stored byte (volatile and durable alike)."""
@@ -211,7 +228,11 @@ class Simulation:
         def flip(data: bytes) -> bytes:
             return data[:offset] + bytes([data[offset] ^ 0x40]) + data[offset + 1 :] if offset < len(data) else data
 
-        complete = self.config.compression == "zstd" and offset < complete_frames_end(node.durable)
+        complete = (
+            self.config.compression == "zstd"
+            and offset < complete_frames_end(node.durable)
+            and damage_detectable(node.durable, flip(node.durable))
+        )
         self.disk.nodes[ino] = attrs.evolve(node, durable=flip(node.durable), volatile=flip(node.volatile))
         self.history.corruptions.append(Corruption(path, offset, complete))
 

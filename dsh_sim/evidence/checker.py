@@ -43,6 +43,9 @@ def _last_turn(events: Any) -> int:
     return 0
 
 
+FOREIGN_STEPS = ("second_writer", "read_only")  # steps that run a process beside the primary
+
+
 class Checker(Observer):
     def __init__(self, sim: Simulation, *, source: str = "fuzz", torn_class: str | None = None) -> None:
         self.sim = sim
@@ -57,6 +60,7 @@ class Checker(Observer):
         self._live: dict[int, _Watch] = {}  # per lifetime: the live log's incremental judges
         self._faults_before_step = 0
         self._stray_at_boot: dict[int, set[str]] = {}
+        self._paused_until = float("-inf")
 
     @classmethod
     def attach(cls, sim: Simulation, **kw: Any) -> Checker:
@@ -96,7 +100,16 @@ class Checker(Observer):
 
     @property
     def crashes(self) -> list[CrashRecord]:
-        return self.sim.history.crashes
+        """Every crash so far, the one a simulation started after (explore's) first."""
+        prior = self.sim.history.prior_crash
+        return ([prior] if prior is not None else []) + self.sim.history.crashes
+
+    @property
+    def paused_until(self) -> float:
+        """When the primary process last stood still while another one ran (a second writer,
+        a reader beside it): the simulator steps one process at a time, so virtual time a
+        foreign step spends passes the primary by — its window timer cannot fire meanwhile."""
+        return self._paused_until
 
     def report(self, violation: inv.Violation) -> None:
         self.violations.append(violation)
@@ -167,6 +180,8 @@ class Checker(Observer):
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
         quiet = len(self.history.faults) == self._faults_before_step and not outcome.startswith("crashed")
         self._faults_before_step = len(self.history.faults)
+        if op in FOREIGN_STEPS:
+            self._paused_until = self.sim.now()
         life = self.sim.primary
         if life is not None and not life.dead and life.session is not None:
             if quiet and op == "prompt" and self.sim.kind == "agent":

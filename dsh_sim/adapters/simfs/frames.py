@@ -4,12 +4,14 @@ The crash model places torn writes inside frames (magic, header, block header, b
 and the judges find where complete frames end.  Both need the frame structure, and neither may
 borrow it from ``runtime.persistence.zstd_frames``: a bug there would then move the crash model
 and the oracle with the code under test, and hide itself.  This walker is written from the
-format's specification alone; it never decompresses.
+format's specification alone; only :func:`damage_detectable` decompresses, with the
+zstandard library itself.
 """
 
 from __future__ import annotations
 
 import attrs
+import zstandard
 
 MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -93,3 +95,38 @@ def complete_end(data: bytes) -> int:
     except FrameStructureError:
         return 0
     return found[-1].end if found else 0
+
+
+def _decoded(frame: bytes) -> bytes | None:
+    try:
+        return zstandard.ZstdDecompressor().decompressobj().decompress(frame)
+    except zstandard.ZstdError:
+        return None
+
+
+def damage_detectable(before: bytes, after: bytes) -> bool:
+    """Whether a reader can tell ``after`` (``before`` with bytes flipped in place) is damaged
+    rather than torn: the complete frames end where they ended, and one of them no longer
+    decodes, or decodes to other content (its checksum then fails).  A flip that makes a
+    complete frame claim more bytes than the file holds reads exactly like a torn tail, and a
+    flip in bits the decoder never uses changes nothing; neither can be asked to be refused."""
+    old = layouts_safe(before)
+    try:
+        new = layouts(after)
+    except FrameStructureError:
+        return bool(old)  # no prefix of a valid frame looks like this: damage, not a tear
+    if [(f.start, f.end) for f in old] != [(f.start, f.end) for f in new]:
+        return False
+    for frame in new:
+        a, b = before[frame.start : frame.end], after[frame.start : frame.end]
+        if a != b and _decoded(b) != _decoded(a):
+            return True
+    return False
+
+
+def layouts_safe(data: bytes) -> list[Layout]:
+    """:func:`layouts`, or ``[]`` when the bytes are not frames."""
+    try:
+        return layouts(data)
+    except FrameStructureError:
+        return []

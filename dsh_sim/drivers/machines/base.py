@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import event, target
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from dsh_sim.drivers.machines.strategies import crash_specs
+from dsh_sim.drivers.machines.strategies import corruptions, crash_specs
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
@@ -51,6 +52,14 @@ class SimulationMachine(RuleBasedStateMachine):
             self.crashed()
         return outcome
 
+    def do_while_alive(self, *steps: Step) -> None:
+        """Several steps in a row, stopping where one leaves no live process (a crash armed
+        earlier may strike in any of them); the recorded steps are exactly the ones run."""
+        for step in steps:
+            if not self.alive:
+                return
+            self.do(step)
+
     @property
     def alive(self) -> bool:
         return self.sim is not None and self.sim.alive
@@ -70,6 +79,14 @@ class SimulationMachine(RuleBasedStateMachine):
     @rule(crash=crash_specs)
     def crash_now(self, crash: dict[str, Any]) -> None:
         self.do(step_of("crash_now", crash))
+
+    @precondition(lambda self: self.alive and self.sim.config.compression == "zstd")
+    @rule(fault=corruptions, hit=st.integers(1, 2))
+    def corrupt(self, fault: dict[str, Any], hit: int) -> None:
+        """A byte of the log flips on the medium (bit rot) once a batch is durable: a damaged
+        complete frame must be refused, never repaired or read past.  zstd only: a raw log has
+        no checksum, and the spec reads damage there as a crash tail (§ raw scanner)."""
+        self.do(step_of("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
 
     @precondition(lambda self: self.dead)
     @rule()

@@ -24,6 +24,7 @@ from dsh_sim.drivers.machines.strategies import (
     crash_specs,
     domain_faults,
     io_faults,
+    timings,
     turn_script,
 )
 from dsh_sim.engine.config import SimConfig
@@ -63,12 +64,10 @@ class DurabilityMachine(SimulationMachine):
 
     # -- rules -----------------------------------------------------------------------------
 
-    @initialize(seed=st.integers(0, 2**31 - 1), compression=st.sampled_from(["zstd", "none"]))
-    def start(self, seed: int, compression: str) -> None:
+    @initialize(seed=st.integers(0, 2**31 - 1), compression=st.sampled_from(["zstd", "none"]), timing=timings)
+    def start(self, seed: int, compression: str, timing: Any = None) -> None:
         self.seed = seed
-        cfg = type(self).config
-        if compression != cfg.compression:
-            cfg = attrs.evolve(cfg, compression=compression)
+        cfg = attrs.evolve(type(self).config, compression=compression, **(timing or {}))
         self.sim = Simulation(seed, cfg)
         self.checker = Checker.attach(self.sim)
         self.do(Step("boot"))
@@ -93,14 +92,18 @@ class DurabilityMachine(SimulationMachine):
     @precondition(lambda self: self.alive)
     @rule(
         fault=st.one_of(
-            st.builds(lambda p, c: {"point": p, "action": "crash", "crash": c}, st.sampled_from(MOMENT_POINTS + FS_POINTS), crash_specs),
+            st.builds(
+                lambda p, c: {"point": p, "action": "crash", "crash": c},
+                st.sampled_from(MOMENT_POINTS + FS_POINTS + ("llm.chunk",)),  # llm.chunk: mid-stream, maybe no call pending
+                crash_specs,
+            ),
             io_faults,
             domain_faults,
         ),
         hit=st.integers(1, 3),
     )
     def arm(self, fault: dict[str, Any], hit: int) -> None:
-        """A crash at any named point, or an I/O, network, approval, sandbox or model fault."""
+        """A crash at any named point, or an I/O, network, approval, sandbox, or model fault."""
         self.do(step_of("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
 
     @precondition(lambda self: self.dead)

@@ -20,12 +20,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 from dsh_sim.drivers.machines.base import SimulationMachine
-from dsh_sim.drivers.machines.strategies import FS_POINTS, crash_specs, io_faults
+from dsh_sim.drivers.machines.strategies import FS_POINTS, crash_specs, io_faults, timings, window_write_faults
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.scenario.args import Step
 from dsh_sim.scenario.codec import step_of
+from dsh_sim.scenario.v0.strategy import seed_v0_args
 
 STORAGE_POINTS = FS_POINTS + ("persist.batch.durable", "session.flush")
 # the steps of publishing a migrated generation: named runtime points, and the fs operations
@@ -55,25 +56,61 @@ class StorageMachine(SimulationMachine):
     @initialize(
         seed=st.integers(0, 2**31 - 1),
         compression=st.sampled_from(["zstd", "none"]),
-        origin=st.sampled_from(["fresh", "v0", "v0-torn"]),
+        origin=st.one_of(st.just("fresh"), seed_v0_args()),
         boot_crash=boot_crashes,
+        timing=timings,
     )
-    def start(self, seed: int, compression: str, origin: str = "fresh", boot_crash: Any = None) -> None:
+    def start(self, seed: int, compression: str, origin: str = "fresh", boot_crash: Any = None, timing: Any = None) -> None:
         self.seed = seed
-        cfg = attrs.evolve(type(self).config, compression=compression, approval_tools=())
+        cfg = attrs.evolve(type(self).config, compression=compression, approval_tools=(), **(timing or {}))
         self.sim = Simulation(seed, cfg, kind="storage")
         self.checker = Checker.attach(self.sim)
-        if origin != "fresh":
-            self.do(step_of("seed_v0", {"turns": 2, "torn": origin == "v0-torn"}))
+        if origin != "fresh":  # a historical v0 log of any shape the generator makes
+            self.do(Step("seed_v0", origin))
             if boot_crash is not None:
                 point, hit, crash = boot_crash
                 self.do(step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": 1, "crash": crash}}))
         self.do(Step("boot"))
 
     @precondition(lambda self: self.alive)
-    @rule(count=st.integers(1, 5), size=st.sampled_from([8, 200, 5000]))
+    @rule(count=st.integers(1, 5), size=st.sampled_from([8, 200, 5000, 300_000]))
     def append(self, count: int, size: int) -> None:
+        """Events of ``size`` bytes; the largest span several zstd blocks in one frame."""
         self.do(step_of("append", {"count": count, "size": size}))
+
+    @precondition(lambda self: self.alive)
+    @rule(
+        fault=window_write_faults,
+        before=st.integers(1, 3),
+        wait=st.sampled_from([0.21, 0.25, 0.6]),
+        after=st.integers(1, 3),
+        then=st.sampled_from(["nothing", "flush", "window", "append"]),
+    )
+    def append_across_failed_window_write(self, fault: dict[str, Any], before: int, wait: float, after: int, then: str) -> None:
+        """Events admitted while a background window write fails (or is still in flight with a
+        slow disk) and before anything retries it: the retry must keep the failed batch in
+        front of them, write each event once, and acknowledge nothing it did not make durable."""
+        steps = [
+            step_of("append", {"count": before}),
+            step_of("arm", {"rule": {**fault, "hit": 1, "lifetime": len(self._running().lifetimes)}}),
+            step_of("advance", {"seconds": wait}),
+            step_of("append", {"count": after}),
+        ]
+        if then == "flush":
+            steps.append(Step("flush"))
+        elif then == "window":
+            steps.append(step_of("advance", {"seconds": 0.25}))
+        elif then == "append":
+            steps += [step_of("append", {"count": 1}), step_of("advance", {"seconds": 0.25})]
+        self.do_while_alive(*steps)
+
+    @precondition(lambda self: self.alive)
+    @rule(wait=st.sampled_from([0.21, 0.25]), then=st.sampled_from(["flush", "append", "crash"]), crash=crash_specs)
+    def barrier_meets_write_in_flight(self, wait: float, then: str, crash: dict[str, Any]) -> None:
+        """A window expires and its write starts; before it lands (a slow disk keeps it in
+        flight) a barrier, more events or a crash arrive."""
+        last = {"flush": Step("flush"), "append": step_of("append", {"count": 1}), "crash": step_of("crash_now", crash)}[then]
+        self.do_while_alive(step_of("append", {"count": 2}), step_of("advance", {"seconds": wait}), last)
 
     @precondition(lambda self: self.alive)
     @rule()

@@ -86,7 +86,33 @@ def turn_script(draw: st.DrawFn, next_id: list[int]) -> dict[str, Any]:
 crash_specs = st.one_of(
     st.just({"kind": "kill"}),
     st.builds(lambda s: {"kind": "power", "state": s}, st.sampled_from(["drop", "keep", "random"])),
-    st.builds(lambda f: {"kind": "power", "state": "torn", "torn_fraction": f}, st.sampled_from([0.1, 0.5, 0.9])),
+    # any byte position of the last unsynced write: a float, not a few fixed fractions
+    st.builds(lambda f: {"kind": "power", "state": "torn", "torn_fraction": f}, st.floats(0.0, 1.0, allow_nan=False)),
+)
+
+# The deployment's timing, drawn once per run: filesystem latency and slow fsyncs make a
+# background window write still be in flight when a barrier, an append, a failure or a crash
+# arrives; the perturbation lets other tasks go first at named points.  Zero first: examples
+# shrink toward an instant, unperturbed disk.
+timings = st.fixed_dictionaries(
+    {
+        "io_latency": st.sampled_from([0.0, 0.001, 0.02]),
+        "fsync_latency": st.sampled_from([0.0, 0.005, 0.3]),
+        "perturb": st.sampled_from([0.0, 0.25, 0.6]),
+    }
+)
+
+# Media corruption: one byte of the session log flips on the medium (negative: from the end),
+# at a point where the log exists; readers must refuse a damaged complete frame, never guess.
+corruptions = st.builds(
+    lambda point, offset: {"point": point, "action": "corrupt", "corrupt_offset": offset},
+    st.sampled_from(["persist.batch.durable", "session.flush"]),
+    st.integers(-64, 4096),
+)
+# the failures of a background window write (what it meets: the write or the fsync)
+window_write_faults = st.one_of(
+    st.builds(lambda e: {"point": "fs.write", "action": "error", "errno": e}, st.sampled_from(["EIO", "ENOSPC"])),
+    st.builds(lambda d: {"point": "fs.fsync", "action": "fsync_fail", "errno": "EIO", "drop_dirty": d}, st.booleans()),
 )
 
 io_faults = st.one_of(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from dsh_sim.adapters.simfs.frames import layouts_safe
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.invariants.storage import check_migration_atomic
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
@@ -30,6 +31,8 @@ def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> Non
         if isinstance(error, SessionPersistenceCorruptionError) and complete_frame_damage:
             obs.count("corrupt_frame_refused")
             return
+        if isinstance(error, SessionPersistenceCorruptionError) and obs.corruptions:
+            return  # refusing a log the medium damaged is always safe (recovery_succeeds: crashes only)
         obs.count("recovery_succeeds")
         fail(
             obs,
@@ -163,9 +166,39 @@ def _same(acked: Event, live: Event) -> bool:
     return True
 
 
+def undamaged_end(obs: Judge, data: bytes) -> int | None:
+    """With media corruption injected into the log: where the frames (raw: lines) of ``data``
+    before the first damaged byte end.  What lies before it must survive whatever the damage
+    did after it.  ``None`` when the log was never damaged."""
+    log = obs.sim.config.log_path
+    offsets = [c.offset for c in obs.corruptions if c.path == log]
+    if not offsets:
+        return None
+    first = min(offsets)
+    if obs.sim.config.compression == "zstd":
+        return max((f.end for f in layouts_safe(data) if f.end <= first), default=0)
+    return data.rfind(b"\n", 0, first) + 1
+
+
+def undamaged_prefix(obs: Judge) -> int | None:
+    """How many acknowledged events lie wholly before the first damaged byte (see
+    :func:`undamaged_end`); ``None`` when the log was never damaged."""
+    data = obs.acked_bytes
+    end = undamaged_end(obs, data)
+    if end is None:
+        return None
+    try:
+        return len(read_recoverable(data[:end], obs.sim.config.compression).records)
+    except SpecViolation:
+        return 0  # the damage is in the header: nothing before it to protect
+
+
 def check_acked(obs: Judge, live: Sequence[Event]) -> None:
     obs.count("acked_events_survive")
+    protected = undamaged_prefix(obs)
     for seq in sorted(obs.acked):
+        if protected is not None and seq >= protected:
+            break  # media damage may take what lies at and after it (see undamaged_prefix)
         acked = obs.acked[seq]
         if seq >= len(live) or not _same(acked, live[seq]):
             found = live[seq].type if seq < len(live) else "nothing"
@@ -183,6 +216,9 @@ def check_committed_bytes(obs: Judge, crash: CrashRecord) -> None:
     obs.count("committed_bytes_stable")
     data = obs.sim.disk.read_path(obs.sim.config.log_path) or b""
     acked = crash.acked_bytes
+    end = undamaged_end(obs, acked)
+    if end is not None:
+        acked = acked[:end]  # media damage may take what lies at and after it
     if not data.startswith(acked):
         common = next((i for i, (a, b) in enumerate(zip(acked, data)) if a != b), min(len(acked), len(data)))
         fail(

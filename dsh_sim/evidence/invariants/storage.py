@@ -188,16 +188,27 @@ def _difference(got: list[dict[str, Any]], want: tuple[dict[str, Any], ...], at:
     return [f"expected {show(want)}", f"found {show(got)}"]
 
 
+def truncation_failed(obs: Judge) -> bool:
+    """The failure is a truncation's: a rollback's, or the healing one before an append that
+    removes what an earlier failed rollback left.  Those bytes cannot be removed now; the
+    append did not run on top of them, and the next one heals the file first."""
+    return bool(obs.faults) and obs.faults[-1].point == "fs.ftruncate"
+
+
 def check_failed_append(obs: Judge, life: Lifetime, error: BaseException) -> None:
     """After a flush failed: no record beyond the acknowledged ones may remain in the log.
 
     Skipped when the rollback failed too (the runtime reports both errors, and its next
-    append heals the file first) and when the fault struck the torn-tail rewrite (the torn
-    bytes are a crash's, not this append's).
+    append heals the file first), when the failure is that healing truncation itself (the
+    bytes an earlier failed rollback left could not be removed yet: no append runs on top of
+    them), and when the fault struck the torn-tail rewrite (the torn bytes are a crash's, not
+    this append's).
     """
     if isinstance(error, BaseExceptionGroup):
         return
     if obs.faults and obs.faults[-1].durability_step == "torn-tail rewrite":
+        return
+    if truncation_failed(obs):
         return
     obs.count("failed_append_rolled_back")
     data = obs.sim.disk.read_path(obs.sim.config.log_path)
