@@ -512,3 +512,15 @@ def test_a_cancellation_result_whose_text_and_error_disagree():
     }
     found = agreement.check(_call_log("c1", lost), [], workspace="/w")
     assert found and "carries error None" in found[0].message
+
+
+def test_a_programming_error_reaching_the_caller_is_a_violation():
+    """A reader that crashes with a TypeError changes no byte and no event: every property of
+    the log holds.  errors_documented sees that the operation failed with an undocumented
+    error (found by mutmut after the golden comparison of outcomes was removed)."""
+    scenario = load(os.path.join(REGRESSIONS, "read-only-reader-beside-writer-zstd.json"))
+    assert not run_scenario(scenario)[0].violations
+    bad_call = Edit("runtime.persistence.handles", "ReadHandle.read", "    _check_range(offset, length)\n", "    _check_range(length)\n")
+    with applied([bad_call]):
+        result, _ = run_scenario(scenario)
+    assert {v.invariant for v in result.violations} == {"errors_documented"}

@@ -265,22 +265,29 @@ class SimProcess:
             self._parked = None  # the timer fired (the scope caught its own cancellation)
 
     async def _driver(self, booted: _Task) -> None:
+        """Main (the runtime) and the host's commands (a prompt, a flush) run in nested
+        scopes, as an application would nest its work inside the runtime's context: a graceful
+        stop first cancels the commands and waits until they have unwound — a turn in flight
+        closes its calls, step and turn in the log — and only then stops the runtime, whose
+        store writes what they appended."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._run_main, booted, name="process-main")
-            while True:
-                kind, payload = await self._next_command()
-                if kind == "booted":  # main returned or failed while booting
-                    nursery.cancel_scope.cancel()
-                    if booted.error is not None:
-                        raise booted.error
-                    return
-                if kind == "stop":
-                    nursery.cancel_scope.cancel()
-                    return
-                if kind == "crash":
-                    raise SimulatedCrash(f"process {self.pid} killed by the harness")
-                fn, task = payload
-                nursery.start_soon(self._run_task, fn, task, name="host-command")
+            async with trio.open_nursery() as commands:
+                while True:
+                    kind, payload = await self._next_command()
+                    if kind == "booted":  # main returned or failed while booting
+                        nursery.cancel_scope.cancel()
+                        if booted.error is not None:
+                            raise booted.error
+                        return
+                    if kind == "stop":
+                        commands.cancel_scope.cancel()
+                        break
+                    if kind == "crash":
+                        raise SimulatedCrash(f"process {self.pid} killed by the harness")
+                    fn, task = payload
+                    commands.start_soon(self._run_task, fn, task, name="host-command")
+            nursery.cancel_scope.cancel()
 
     async def _run_main(self, booted: _Task) -> None:
         try:

@@ -17,6 +17,7 @@ from dsh_sim.engine.observer import Observer
 from dsh_sim.evidence import invariants as inv
 from dsh_sim.evidence.coverage import case_from_recovery
 from dsh_sim.evidence.invariants import oracles
+from dsh_sim.evidence.invariants.errors import check_step_error
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.grammar import Grammar
 
@@ -178,6 +179,7 @@ class Checker(Observer):
 
     def on_step(self, op: str, outcome: str, args: Any = None) -> None:
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
+        check_step_error(self, op, outcome)
         quiet = len(self.history.faults) == self._faults_before_step and not outcome.startswith("crashed")
         self._faults_before_step = len(self.history.faults)
         if op in FOREIGN_STEPS:

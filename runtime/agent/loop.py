@@ -218,9 +218,7 @@ class Agent:
                 provider=rt.model.provider,
                 model=rt.model.model,
             )
-            calls = await self._stream(request, turn, step, signal)
-            if not calls:
-                return False
+            appended, calls = await self._stream(request, turn, step, signal)
             # Even when the turn was cancelled right after the assistant message, every call
             # gets its tool/call and an ABORTED_BEFORE_DISPATCH result (no dangling call).
             tools = StepTools(
@@ -233,6 +231,14 @@ class Agent:
                 signal=signal,
                 max_parallel=rt.config.max_parallel_tool_calls,
             )
+            if appended:
+                try:
+                    await rt.ports.probe.at("agent.assistant.appended", turn=turn, step=step)
+                except BaseException:
+                    tools.abandon(calls)  # torn down before the calls started: close them all
+                    raise
+            if not calls:
+                return False
             await tools.run(calls)
             return not signal.aborted
         finally:
@@ -259,7 +265,9 @@ class Agent:
         if last is None or last.data != ctx:
             session.append("request/context", ctx)
 
-    async def _stream(self, request: ModelRequest, turn: int, step: int, signal: AbortSignal) -> list[ToolCallBlock]:
+    async def _stream(self, request: ModelRequest, turn: int, step: int, signal: AbortSignal) -> tuple[bool, list[ToolCallBlock]]:
+        """The model's response: whether an assistant message was appended, and its calls
+        (none when the stream was interrupted)."""
         rt = self.runtime
         assembly = _Assembly()
         clock = rt.ports.clock
@@ -288,7 +296,7 @@ class Agent:
         self._last_finish = None if interrupted else assembly.finish
         content = assembly.content(interrupted=interrupted)
         if interrupted and not content:
-            return []
+            return False, []
         data: dict[str, Any] = {
             "turn": turn,
             "step": step,
@@ -305,10 +313,9 @@ class Agent:
         if interrupted:
             data["interrupted"] = True
         self.session.append("assistant/message", data, surface_op="append")
-        await rt.ports.probe.at("agent.assistant.appended", turn=turn, step=step)
         if interrupted:
-            return []
-        return [ToolCallBlock(b["id"], b["name"], b["arguments"]) for b in content if b["type"] == "tool-call"]
+            return True, []
+        return True, [ToolCallBlock(b["id"], b["name"], b["arguments"]) for b in content if b["type"] == "tool-call"]
 
 
 async def _continue(_: Any) -> str:

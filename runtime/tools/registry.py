@@ -56,6 +56,14 @@ class Block:
     feedback: str
 
 
+@attrs.define
+class CallProgress:
+    """How far one call got (the execution's only mutable part): the step that owns it reads
+    this when it is torn down and can no longer ask the pipeline."""
+
+    dispatched: bool = False
+
+
 @attrs.frozen(eq=False)
 class ToolExecution:
     """Everything a tool body and the hooks see about one call."""
@@ -69,6 +77,12 @@ class ToolExecution:
     agent: Any = None  # the Agent that owns the call; None for a bare dispatch
     parent: ToolExecution | None = None  # set on nested dispatch
     registry: ToolRegistry | None = None
+    progress: CallProgress = attrs.field(factory=CallProgress)
+
+    @property
+    def dispatched(self) -> bool:
+        """The tool body started: its effect may have happened."""
+        return self.progress.dispatched
 
     @property
     def idempotency_key(self) -> str:
@@ -230,6 +244,7 @@ class ToolRegistry:
         if tool is None:
             return R.ToolResult.failure(f'unknown tool "{ex.name}"', final=True)
         await self._probe.at("tools.execute.body", call_id=ex.call_id, tool=ex.name, nested=ex.parent is not None)
+        ex.progress.dispatched = True
         try:
             result = await tool.execute(ex)
         except Exception as err:

@@ -21,6 +21,7 @@ import trio
 
 from runtime.agent.signal import AbortSignal
 from runtime.ports.probe import Probe
+from runtime.session.events import Event
 from runtime.session.session import Session
 from runtime.tools import results as R
 from runtime.tools.registry import ToolExecution, ToolRegistry, parse_arguments
@@ -75,6 +76,8 @@ class StepTools:
         self._committing = False
         self._failure: Exception | None = None
         self._calls: list[ToolCallBlock] = []
+        self._executions: dict[int, ToolExecution] = {}  # per started slot, once it has one
+        self._started = 0  # slots whose tool/call is in the log
         self.results: list[ToolResult] = []
 
     @property
@@ -86,6 +89,39 @@ class StepTools:
 
     async def run(self, calls: Sequence[ToolCallBlock]) -> list[ToolResult]:
         self._calls = list(calls)
+        try:
+            return await self._run()
+        except Exception:
+            raise  # a scheduler failure: started calls stay open, resume repairs them (spec §5.3)
+        except BaseException:
+            self._close_on_teardown()
+            raise
+
+    def abandon(self, calls: Sequence[ToolCallBlock]) -> None:
+        """The step is torn down before its calls started: each gets its tool/call and an
+        ABORTED_BEFORE_DISPATCH result, as a cancellation gives them (spec §5.3)."""
+        self._calls = list(calls)
+        self._close_on_teardown()
+
+    def _close_on_teardown(self) -> None:
+        """The step is torn down from outside (the agent's owner cancelled it): no await is
+        possible any more, but a cancelled — not crashed — turn never leaves a dangling call
+        (spec §5.3).  Every started call without a committed result gets one, in model order:
+        ABORTED when its body had started (its effect may have happened), else
+        ABORTED_BEFORE_DISPATCH."""
+        for slot in range(self._committed, self._started):
+            settled = self._settled.pop(slot, None)
+            ex = self._executions.get(slot)
+            if settled is not None and settled[1].final:
+                result = settled[1]  # a pipeline's own final result (a refusal, an error) stands
+            else:  # post-execute cannot run now: a settled success is reported as aborted too
+                result = R.aborted() if ex is not None and ex.dispatched else R.aborted_before_dispatch()
+            self._commit(slot, result)
+        for slot in range(self._started, len(self._calls)):  # unstarted: a call and its result, as a cancel gives
+            self._append_call(slot)
+            self._commit(slot, R.aborted_before_dispatch())
+
+    async def _run(self) -> list[ToolResult]:
         index = 0
         while index < len(self._calls) and not self._stopped:
             if self._mode(self._calls[index]) == "exclusive":
@@ -133,13 +169,19 @@ class StepTools:
             limiter.release()
 
     async def _start(self, index: int) -> None:
+        event = self._append_call(index)
+        call = self._calls[index]
+        await self._probe.at("tools.call.appended", call_id=call.id, tool=call.name, seq=event.seq)
+
+    def _append_call(self, index: int) -> Event:
         call = self._calls[index]
         event = self._session.append(
             "tool/call",
             {"turn": self._turn, "step": self._step, "callId": call.id, "name": call.name, "arguments": call.arguments},
         )
         self._call_seqs[call.id] = event.seq
-        await self._probe.at("tools.call.appended", call_id=call.id, tool=call.name, seq=event.seq)
+        self._started = index + 1
+        return event
 
     async def _execute(self, index: int) -> None:
         call = self._calls[index]
@@ -153,6 +195,7 @@ class StepTools:
             agent=self._agent,
             registry=self._registry,
         )
+        self._executions[index] = ex
         result = await self._registry.execute(ex)
         await self._settle(index, ex, result)
 

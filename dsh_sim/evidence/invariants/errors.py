@@ -1,0 +1,43 @@
+"""``errors_documented``: what the runtime raises to its caller is one of its documented errors.
+
+A refusal is part of the contract — the spec's typed persistence errors (``Session*Error``,
+an append whose rollback failed too) and the operating system's ``OSError`` that an injected
+fault passes through.  Anything else reaching a caller (a ``TypeError``, ``KeyError``,
+``AttributeError``, an assertion) is a bug in the runtime, whatever the invariants about the
+log say: an operation that should have worked crashed instead.  No named property lists these
+bugs one by one; this check closes the whole class.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import inspect
+
+from dsh_sim.evidence.invariants.base import Judge, fail
+from runtime.persistence import errors as persistence_errors
+
+NAME = "errors_documented"
+
+
+@functools.cache
+def documented() -> frozenset[str]:
+    """Names of the exception types the runtime may raise to a caller."""
+    names = {"AppendRollbackError"}
+    names |= {
+        cls.__name__
+        for _, cls in inspect.getmembers(persistence_errors, inspect.isclass)
+        if issubclass(cls, persistence_errors.SessionPersistenceError)
+    }
+    names |= {cls.__name__ for cls in vars(builtins).values() if isinstance(cls, type) and issubclass(cls, OSError)}
+    return frozenset(names)
+
+
+def check_step_error(obs: Judge, op: str, outcome: str) -> None:
+    """After every step: an ``error:`` or ``refused:`` outcome names a documented error."""
+    kind, _, name = outcome.partition(":")
+    if kind not in ("error", "refused"):
+        return
+    obs.count(NAME)
+    if name not in documented():
+        fail(obs, NAME, f"step {op} ended with {name}, which the runtime does not document: a bug, not a refusal", None, outcome)
