@@ -157,5 +157,6 @@ def test_every_invariant_has_a_failing_demonstration():
         "turn_progress",
         "write_behind_timely",
         "no_residue",
+        "dsh_agrees",  # tests/test_dsh_against.py: a reader that drops a torn frame's records, caught by the real DSH
     }
     assert shown == set(inv.INVARIANTS)

@@ -321,10 +321,14 @@ def explore(
                     cases.append(build_case("explore", cp.point, barrier, spec.kind, phase, cls, cp.evidence.boundaries, facts))
                 repro = None
                 if violations and on_violation is not None:
-                    klass = (violations[0].invariant, cp.point, spec.kind)
-                    if klass not in saved:  # one replayable scenario per (invariant, point, crash kind)
-                        saved[klass] = on_violation(repro_scenario(scenario, cp, spec, cut, violations[0]))
-                    repro = saved[klass]
+                    # one replayable scenario per (invariant, point, crash kind): every invariant a
+                    # state violates gets its own, so one failing first does not hide another
+                    # (a dsh_agrees difference comes after reference_model's verdict on the same state)
+                    for violation in violations:
+                        klass = (violation.invariant, cp.point, spec.kind)
+                        if klass not in saved:
+                            saved[klass] = on_violation(repro_scenario(scenario, cp, spec, cut, violation))
+                    repro = saved[(violations[0].invariant, cp.point, spec.kind)]
                 states.append(
                     StateResult(
                         cp.index, spec.kind, cut.describe() if cut else None, phase, cls, verdicts, applied, violations, shared, repro

@@ -42,6 +42,7 @@ INVARIANTS: dict[str, str] = {
     "write_behind_timely": "with no fault in between, an event appended at time t is durable by t + 200 ms (the fixed write-behind window) plus the write's own time",
     "no_residue": "a process that stops cleanly leaves no descriptor open, and — when no fault struck it — no temp file or other stray name in the session directory",
     "format_conformance": "every byte the runtime writes passes an independent strict decoder of the spec's format: a checksummed frame per batch holding exactly its records, strict JSON, the envelope and v3 rules",
+    "dsh_agrees": "with --against dsh: the published DSH reader (list, read, inspect, load) reads every crash image the runtime recovers — projected to the v0 log DSH reads — as the runtime did: the same refusal class or the same prefix, closers and verdicts, unless a known DSH finding explains the difference",
     "migration_atomic": "migrating a v0 log never changes it, and a published v3 generation always holds the complete migrated log: old or new readable, never neither, never half a generation",
 }
 
