@@ -34,7 +34,7 @@ from dsh_sim.evidence.results import meta, write
 from dsh_sim.scenario.codec import to_json
 from dsh_sim.scenario.model import Scenario
 
-SHAPE_BOUND = 4
+SHAPE_BOUND = 3
 AGAINST_BOUND = 6
 AGAINST_SAMPLE = ("boundary-2-3-pay", "torn-none-mid-line", "torn-zstd-multiblock-partial-records", "crash-during-recovery")
 
