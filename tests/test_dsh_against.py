@@ -105,7 +105,7 @@ def test_the_report_shows_dsh_results_only_when_present() -> None:
         [
             {
                 "meta": {"kind": "explore-dsh"},
-                "dsh_explore": [{**shape, "per_op": {"write": 9}, "checked": {"seq_dense": 83}, "violations": []}],
+                "dsh_explore": [{**shape, "points_by_op": {"write": 9}, "checked": {"seq_dense": 83}, "violations": []}],
             },
             {
                 "meta": {"kind": "against-dsh", "scenario": "b.json"},

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,8 +69,9 @@ class DshExploreResult:
     recoveries: int
     violations: tuple[DshViolation, ...]
     seconds: float
-    per_op: dict[str, int]
+    per_op: dict[str, int]  # filesystem operation -> crash states before it
     checked: dict[str, int] = attrs.field(factory=dict)  # invariant -> checks, over the distinct recoveries
+    points_by_op: dict[str, int] = attrs.field(factory=dict)  # filesystem operation -> crash points before it
 
     def document(self) -> dict[str, Any]:
         return {
@@ -79,6 +81,7 @@ class DshExploreResult:
             "states": self.states,
             "recoveries_run": self.recoveries,
             "per_op": self.per_op,
+            "points_by_op": self.points_by_op,
             "checked": self.checked,
             "violations": [attrs.asdict(v) for v in self.violations],
             "seconds": round(self.seconds, 3),
@@ -214,7 +217,16 @@ def explore_dsh(
                 label = kind if cut is None else f"power:{cut.describe()}"
                 violations.extend(DshViolation(v.split(":", 1)[0], point.index, label, v.split(":", 1)[1].strip()) for v in cache[key])
     return DshExploreResult(
-        name or log.id, compression, len(points), states, len(cache), tuple(violations), time.perf_counter() - started, per_op, checked
+        name or log.id,
+        compression,
+        len(points),
+        states,
+        len(cache),
+        tuple(violations),
+        time.perf_counter() - started,
+        per_op,
+        checked,
+        dict(Counter(p.op for p in points)),
     )
 
 

@@ -35,7 +35,7 @@ def explore_rows(view: Mapping[str, Any]) -> list[list[Any]]:
             f"{s.get('shape')} ({s.get('scenario') or '—'})",
             s.get("compression"),
             s.get("crash_points", 0),
-            _ops(s.get("per_op", {})),
+            _ops(s.get("points_by_op", {})),
             s.get("states", 0),
             s.get("recoveries_run", 0),
             sum(s.get("checked", {}).values()),
