@@ -192,3 +192,18 @@ def test_ci_runs_exactly_the_readme_test_command_with_dsh_set_up() -> None:
         ci = [line for line in handle.read().splitlines() if line.startswith("python3 -m venv")]
     assert len(ci) == 1 and "dsh-sim dsh setup" in ci[0] and "[test,dsh]" in ci[0]
     assert f"# install and run the tests\n{ci[0]}\n" in readme
+
+
+@pytest.mark.dsh
+def test_explore_cli_against_dsh_writes_the_comparison(
+    dsh_install: Installation, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = str(tmp_path / "explore.json")
+    scenario = os.path.join(STARTER, "torn-none-mid-line.json")
+    assert main(["explore", "--against", "dsh", "--bound", "2", "--found-dir", str(tmp_path), "--results", results, scenario]) == 0
+    assert "0 unexplained difference(s)" in capsys.readouterr().out
+    with open(results, encoding="utf-8") as handle:
+        doc = json.load(handle)
+    assert doc["dsh_against"]["compared"] > 0 and doc["dsh_against"]["differences"] == 0
+    assert main(["explore", "--against", "dsh", "--runtime", "dsh", scenario]) == 2
+    assert "does not go with --runtime dsh" in capsys.readouterr().err
