@@ -27,6 +27,7 @@ from dsh_sim.adapters.simfs.digest import NodeDigests
 from dsh_sim.adapters.simfs.disk import Disk, WriteOp
 from dsh_sim.adapters.simfs.torn import codec_cut_points, torn_class
 from dsh_sim.drivers.replay import run_steps, simulation_for
+from dsh_sim.dsh import against as dsh_against
 from dsh_sim.engine.collector import CollectorPolicy
 from dsh_sim.engine.crash import CrashPoint, crash_phase
 from dsh_sim.engine.determinism import derive_seed
@@ -286,7 +287,8 @@ def explore(
         rng = random.Random(derive_seed(scenario.seed, "explore-sample"))
         cache = {} if cache is None else cache
         cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
-        config_key = repr((scenario.machine, scenario.config, scenario.mutants, continue_turn))
+        # a recovery judged without DSH is not one judged with it (--against dsh): not shared across
+        config_key = repr((scenario.machine, scenario.config, scenario.mutants, continue_turn, dsh_against.active() is not None))
         states: list[StateResult] = []
         cases: list[dict[str, Any]] = []
         saved: dict[tuple[str, str, str], str] = {}
