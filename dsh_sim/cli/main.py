@@ -104,6 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--found-dir", default="scenarios/found", help="where found scenarios are saved")
     p.add_argument("--results", default=None, help="write a results document here")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--against",
+        choices=("dsh",),
+        default=None,
+        help="dsh: also read every recovered crash image with the published DSH (Node; dsh-sim dsh setup) and report any unexplained difference",
+    )
     p.set_defaults(func=_lazy("fuzz_cmd"))
 
     p = sub.add_parser("replay", help="replay scenario files without Hypothesis and check outcome and digest")
@@ -112,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--update-digest", action="store_true", help="record the current trace digest in passing scenarios")
     p.add_argument("--trace-out", default=None, help="write the trace records (JSON lines) here")
     p.add_argument("--check-determinism", action="store_true", help="replay in two fresh processes (different PYTHONHASHSEED) and compare")
+    p.add_argument(
+        "--against",
+        choices=("dsh",),
+        default=None,
+        help="dsh: also read every recovered crash image with the published DSH (Node; dsh-sim dsh setup) and report any unexplained difference",
+    )
     p.set_defaults(func=_lazy("replay_cmd"))
 
     p = sub.add_parser("explore", help="check every crash state of a scenario (systematic exploration)")
@@ -132,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("dsh-sim", "dsh"),
         default="dsh-sim",
         help="dsh: crash the published DSH writer (Node, on SimFS) at every filesystem operation of the scenario's session shape",
+    )
+    p.add_argument(
+        "--against",
+        choices=("dsh",),
+        default=None,
+        help="dsh: also read every recovered crash image with the published DSH (Node; dsh-sim dsh setup) and report any unexplained difference",
     )
     p.set_defaults(func=_lazy("explore_cmd"))
 

@@ -27,6 +27,7 @@ from dsh_sim.adapters.simfs.digest import NodeDigests
 from dsh_sim.adapters.simfs.disk import Disk, WriteOp
 from dsh_sim.adapters.simfs.torn import codec_cut_points, torn_class
 from dsh_sim.drivers.replay import run_steps, simulation_for
+from dsh_sim.dsh import against as dsh_against
 from dsh_sim.engine.collector import CollectorPolicy
 from dsh_sim.engine.crash import CrashPoint, crash_phase
 from dsh_sim.engine.determinism import derive_seed
@@ -286,7 +287,8 @@ def explore(
         rng = random.Random(derive_seed(scenario.seed, "explore-sample"))
         cache = {} if cache is None else cache
         cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
-        config_key = repr((scenario.machine, scenario.config, scenario.mutants, continue_turn))
+        # a recovery judged without DSH is not one judged with it (--against dsh): not shared across
+        config_key = repr((scenario.machine, scenario.config, scenario.mutants, continue_turn, dsh_against.active() is not None))
         states: list[StateResult] = []
         cases: list[dict[str, Any]] = []
         saved: dict[tuple[str, str, str], str] = {}
@@ -321,10 +323,14 @@ def explore(
                     cases.append(build_case("explore", cp.point, barrier, spec.kind, phase, cls, cp.evidence.boundaries, facts))
                 repro = None
                 if violations and on_violation is not None:
-                    klass = (violations[0].invariant, cp.point, spec.kind)
-                    if klass not in saved:  # one replayable scenario per (invariant, point, crash kind)
-                        saved[klass] = on_violation(repro_scenario(scenario, cp, spec, cut, violations[0]))
-                    repro = saved[klass]
+                    # one replayable scenario per (invariant, point, crash kind): every invariant a
+                    # state violates gets its own, so one failing first does not hide another
+                    # (a dsh_agrees difference comes after reference_model's verdict on the same state)
+                    for violation in violations:
+                        klass = (violation.invariant, cp.point, spec.kind)
+                        if klass not in saved:
+                            saved[klass] = on_violation(repro_scenario(scenario, cp, spec, cut, violation))
+                    repro = saved[(violations[0].invariant, cp.point, spec.kind)]
                 states.append(
                     StateResult(
                         cp.index, spec.kind, cut.describe() if cut else None, phase, cls, verdicts, applied, violations, shared, repro

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.dsh.explore_dsh import DshExploreResult, explore_dsh, summarize
+from dsh_sim.dsh.explore_dsh import DshExploreResult, explore_dsh, results_document
 from dsh_sim.dsh.report import write_findings
 from dsh_sim.dsh.shapes import shape_of
 from dsh_sim.evidence.results import write
@@ -19,7 +19,7 @@ def run_explore_dsh(args: Any, paths: list[str]) -> int:
     from dsh_sim.cli.commands.dsh_cmd import require_installation
 
     install = require_installation(None)
-    results: list[DshExploreResult] = []
+    results: list[tuple[str, DshExploreResult]] = []
     for path in paths:
         try:
             scenario = load(path)
@@ -31,7 +31,7 @@ def run_explore_dsh(args: Any, paths: list[str]) -> int:
             continue
         compression = scenario.config.compression
         result = explore_dsh(install, log, compression, name=scenario.name, crash=args.crash, bound=args.bound)
-        results.append(result)
+        results.append((path, result))
         if not args.json:
             print(
                 f"{path}: DSH writer ({compression}) crashed at {result.points} filesystem operations, {result.states} crash states, "
@@ -39,7 +39,7 @@ def run_explore_dsh(args: Any, paths: list[str]) -> int:
             )
             for v in result.violations[:10]:
                 print(f"  {v.invariant} at point {v.point} ({v.crash}): {v.detail}")
-    doc = {"meta": {"kind": "explore-dsh"}, **summarize(results)}
+    doc = results_document(results)
     if args.results:
         write(doc, args.results)
     explore_items = [
@@ -49,11 +49,11 @@ def run_explore_dsh(args: Any, paths: list[str]) -> int:
             "detail": f"{v.invariant}: {v.detail}",
             "reproduce": f"dsh-sim explore --runtime dsh <scenario of {r.shape}>",
         }
-        for r in results
+        for _, r in results
         for v in r.violations
     ]
     findings = getattr(args, "findings", None) or os.path.join("reports", "dsh-findings.md")
-    write_findings(findings, explore=explore_items, explore_summary=[r.document() for r in results])
+    write_findings(findings, explore=explore_items, explore_summary=[r.document() for _, r in results])
     if args.json:
         emit_json(doc)
-    return EXIT_OK if not any(r.violations for r in results) else EXIT_VIOLATION
+    return EXIT_OK if not any(r.violations for _, r in results) else EXIT_VIOLATION

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,7 +69,9 @@ class DshExploreResult:
     recoveries: int
     violations: tuple[DshViolation, ...]
     seconds: float
-    per_op: dict[str, int]
+    per_op: dict[str, int]  # filesystem operation -> crash states before it
+    checked: dict[str, int] = attrs.field(factory=dict)  # invariant -> checks, over the distinct recoveries
+    points_by_op: dict[str, int] = attrs.field(factory=dict)  # filesystem operation -> crash points before it
 
     def document(self) -> dict[str, Any]:
         return {
@@ -78,6 +81,8 @@ class DshExploreResult:
             "states": self.states,
             "recoveries_run": self.recoveries,
             "per_op": self.per_op,
+            "points_by_op": self.points_by_op,
+            "checked": self.checked,
             "violations": [attrs.asdict(v) for v in self.violations],
             "seconds": round(self.seconds, 3),
         }
@@ -127,19 +132,36 @@ def continuation(log: Log, stored: int) -> list[dict[str, Any]]:
 
 
 def judge(
-    log: Log, compression: str, point: DshPoint, crash: str, data: bytes | None, probe: dict[str, Any], after: bytes | None
+    log: Log,
+    compression: str,
+    point: DshPoint,
+    crash: str,
+    data: bytes | None,
+    probe: dict[str, Any],
+    after: bytes | None,
+    checked: dict[str, int] | None = None,
 ) -> list[str]:
-    """The violations of one recovery, as ``invariant: detail`` lines."""
+    """The violations of one recovery, as ``invariant: detail`` lines; ``checked`` counts each
+    invariant this recovery was judged by."""
     out: list[str] = []
+    counts = checked if checked is not None else {}
+
+    def count(*names: str) -> None:
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+
     acked = [e for batch in log.batches[: point.acked_batches] for e in batch]
+    count("acked_events_survive")
     if data is None:
         if acked:
             out.append(f"acked_events_survive: the log is gone after {len(acked)} acknowledged events")
         return out
+    count("recovery_succeeds")
     for step in ("readFrom", "inspect", "load", "reload"):
         if not probe[step]["ok"]:
             return out + [f"recovery_succeeds: DSH {step} refuses its own crash state: {probe[step]['error'].get('message')}"]
     stored, loaded = probe["readFrom"]["value"], probe["load"]["value"]
+    count("seq_dense", "committed_bytes_stable", "repair_idempotent", "differential", "verdict_soundness")
     if [e["seq"] for e in loaded] != list(range(len(loaded))):
         out.append("seq_dense: recovered seqs are not dense from 0")
     if [canonical(e) for e in stored[: len(acked)]] != [canonical(e) for e in acked]:
@@ -154,6 +176,7 @@ def judge(
     else:
         if mine.events != tuple(canonical(e) for e in stored):
             out.append(f"differential: dsh-sim's prefix has {len(mine.events)} events, DSH's {len(stored)}")
+        count("closers")
         if mine.closers != tuple(canonical(e) for e in loaded[len(stored) :]):
             out.append("closers: DSH's closers differ from dsh-sim's repair of the same prefix")
     acked_calls = {e["data"]["callId"] for e in acked if e["type"] == "tool/call"}
@@ -173,6 +196,7 @@ def explore_dsh(
     cache: dict[str, list[str]] = {}
     violations: list[DshViolation] = []
     per_op: dict[str, int] = {}
+    checked: dict[str, int] = {}
     states = 0
     server = SimFsServer(Disk(), 2, seed)
     with Bridge(install, fs=server) as bridge:
@@ -189,22 +213,40 @@ def explore_dsh(
                 data = disk.read_path(path)
                 key = hashlib.sha256((data or b"<none>") + repr(point.acked_batches).encode()).hexdigest()
                 if key not in cache:
-                    cache[key] = _recover(bridge, server, disk, log, compression, point, kind, data)
+                    cache[key] = _recover(bridge, server, disk, log, compression, point, kind, data, checked)
                 label = kind if cut is None else f"power:{cut.describe()}"
                 violations.extend(DshViolation(v.split(":", 1)[0], point.index, label, v.split(":", 1)[1].strip()) for v in cache[key])
     return DshExploreResult(
-        name or log.id, compression, len(points), states, len(cache), tuple(violations), time.perf_counter() - started, per_op
+        name or log.id,
+        compression,
+        len(points),
+        states,
+        len(cache),
+        tuple(violations),
+        time.perf_counter() - started,
+        per_op,
+        checked,
+        dict(Counter(p.op for p in points)),
     )
 
 
 def _recover(
-    bridge: Bridge, server: SimFsServer, disk: Disk, log: Log, compression: str, point: DshPoint, kind: str, data: bytes | None
+    bridge: Bridge,
+    server: SimFsServer,
+    disk: Disk,
+    log: Log,
+    compression: str,
+    point: DshPoint,
+    kind: str,
+    data: bytes | None,
+    checked: dict[str, int],
 ) -> list[str]:
     server.__init__(disk, 2, server.seed)  # type: ignore[misc]  # a fresh process view on the post-crash disk
     probe = bridge.request("probe", root=ROOT, compression=compression, session=log.id).unwrap()
     after = disk.read_path(log_path(log, compression))
-    problems = judge(log, compression, point, kind, data, probe, after)
+    problems = judge(log, compression, point, kind, data, probe, after, checked)
     if data is not None and probe["load"]["ok"]:
+        checked["resume_continues"] = checked.get("resume_continues", 0) + 1
         stored = len(probe["load"]["value"])
         key = f"resume:{hashlib.sha256(data).hexdigest()}"
         more = continuation(log, stored)
@@ -221,4 +263,31 @@ def summarize(results: Sequence[DshExploreResult]) -> dict[str, Any]:
         "shapes": [r.document() for r in results],
         "states": sum(r.states for r in results),
         "violations": sum(len(r.violations) for r in results),
+    }
+
+
+def results_document(results: Sequence[tuple[str, DshExploreResult]]) -> dict[str, Any]:
+    """A results document (``dsh-sim report`` merges it): the shapes explored under
+    ``dsh_explore`` (the report's DSH section), every DSH violation as a violation of the run.
+    ``results`` pairs each result with the scenario whose shape it explored."""
+    from dsh_sim.evidence.results import meta
+
+    return {
+        "meta": meta(
+            "explore-dsh",
+            shapes=len(results),
+            states=sum(r.states for _, r in results),
+            seconds=round(sum(r.seconds for _, r in results), 3),
+        ),
+        "dsh_explore": [{**r.document(), "scenario": path} for path, r in results],
+        "violations": [
+            {
+                "invariant": v.invariant,
+                "message": f"the DSH writer ({r.shape}, {r.compression}) at point {v.point} ({v.crash}): {v.detail}",
+                "scenario": path,
+                "source": "explore-dsh",
+            }
+            for path, r in results
+            for v in r.violations
+        ],
     }

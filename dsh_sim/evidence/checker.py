@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from dsh_sim.dsh import against as dsh_against
 from dsh_sim.engine.observer import Observer
 from dsh_sim.evidence import invariants as inv
 from dsh_sim.evidence.coverage import case_from_recovery
@@ -166,6 +167,8 @@ class Checker(Observer):
         if crash is not None and crash not in self.recovered_from:
             if life.crash is None:  # (a boot that crashed itself is judged at the next boot)
                 oracles.check_reference(self, life, crash)
+                if dsh_against.active() is not None:  # --against dsh: the real DSH reads the same crash image
+                    dsh_against.check(self, life, crash)
             self.recovered_from.append(crash)
             self.cases.append(
                 case_from_recovery(self.sim, [v.invariant for v in self.violations], crash, life, self.source, self.torn_class)

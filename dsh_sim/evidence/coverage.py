@@ -118,6 +118,8 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     sampled: dict[str, int] = {}
     cases = 0
     cases_by_source: dict[str, int] = {}
+    dsh_explore: list[dict[str, Any]] = []  # the DSH writer explored on SimFS (dsh-sim explore --runtime dsh)
+    dsh_against: list[dict[str, Any]] = []  # recoveries compared with the DSH reader (--against dsh)
     for doc in results:
         if doc.get("meta"):
             runs.append(doc["meta"])
@@ -139,6 +141,9 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         determinism.extend(doc.get("determinism", []))
         kill_matrix.extend(doc.get("kill_matrix", []))
         source = str(doc.get("meta", {}).get("kind", "other"))
+        dsh_explore.extend(doc.get("dsh_explore", []))
+        if doc.get("dsh_against"):
+            dsh_against.append({"source": source, "scenario": doc.get("meta", {}).get("scenario"), **doc["dsh_against"]})
         for case in doc.get("cases", []):
             cases += 1
             cases_by_source[source] = cases_by_source.get(source, 0) + 1
@@ -152,7 +157,7 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
                     confusion[call["outcome"]]["applied" if call["applied"] else "not applied"] += 1
             for outcome in sorted(set(outcomes)):
                 _bump(barrier, case["barrier"], col, outcome)
-    return {
+    view: dict[str, Any] = {
         "cases": cases,
         "cases_by_source": cases_by_source,  # replay / fuzz / explore: how the cases add up
         "boundary_matrix": boundary,
@@ -168,6 +173,9 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "cell_states": cells,  # explore: explored/possible crash states per matrix cell
         "sampled": sampled,  # explore: points where states were sampled above the bound
     }
+    if dsh_explore or dsh_against:  # only runs that had DSH (dsh-sim dsh setup) carry the section
+        view["dsh"] = {"explore": dsh_explore, "against": dsh_against}
+    return view
 
 
 # "Sometimes" cells: each must be hit at least once across the merged results, or the report

@@ -95,6 +95,12 @@ def shape_problem(doc: Any) -> str | None:
         for call in calls:
             if not isinstance(call, dict) or not isinstance(call.get("boundary"), str) or not isinstance(call.get("outcome"), str):
                 return "a call of a case needs boundary and outcome (strings)"
+    if not isinstance(doc.get("dsh_explore", []), list) or not all(isinstance(s, dict) for s in doc.get("dsh_explore", [])):
+        return "'dsh_explore' must be a list of objects"
+    if not isinstance(doc.get("dsh_against", {}), dict) or not _counts(
+        {k: v for k, v in doc.get("dsh_against", {}).items() if k != "explained"}
+    ):
+        return "'dsh_against' must map names to integers"
     if not all(isinstance(v.get("invariant"), str) for v in doc.get("violations", [])):
         return "a violation needs an invariant (string)"
     if not all(isinstance(k.get("mutant"), str) for k in doc.get("kill_matrix", [])):

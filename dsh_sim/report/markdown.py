@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dsh_sim.report import dsh as dsh_report
 from dsh_sim.report import kills as kill_model
 from dsh_sim.report import model, states
 
@@ -161,6 +162,7 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
         out += ["None recorded.", ""]
 
     out += ["## Kill matrix (mutants)", ""] + _kills(view.get("kill_matrix", []))
+    out += dsh_report.markdown(view)
 
     runs = model.runs_of(view)
     out += ["## Runs", ""]

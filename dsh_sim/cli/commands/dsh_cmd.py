@@ -8,12 +8,17 @@ the damaged-log corpus with the real DSH writer.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
 from dsh_sim.dsh.install import DSH_VERSION, Installation, InstallError, default_home, installation, setup
 from dsh_sim.dsh.node import NodeMissing
+
+if TYPE_CHECKING:
+    from dsh_sim.dsh.against import DshOracle
 
 
 def require_installation(home: str | None = None) -> Installation:
@@ -28,6 +33,34 @@ def require_installation(home: str | None = None) -> Installation:
         return found
     except NodeMissing as err:
         raise CliError(str(err)) from None
+
+
+@contextlib.contextmanager
+def against_oracle(flag: str | None) -> Iterator[DshOracle | None]:
+    """``--against dsh``: the real DSH reader compares every recovery inside the block (one
+    Node process, ended after it); without the flag, nothing."""
+    if flag != "dsh":
+        yield None
+        return
+    from dsh_sim.dsh.against import session
+    from dsh_sim.dsh.bridge import BridgeError
+
+    try:
+        with session(require_installation()) as oracle:
+            yield oracle
+    except BridgeError as err:
+        raise CliError(str(err)) from None
+
+
+def against_line(oracle: DshOracle) -> str:
+    """One line: what the comparison with DSH covered and found."""
+    s = oracle.summary()
+    explained = ", ".join(f"{k} x{n}" for k, n in s["explained"].items()) or "none"
+    return (
+        f"against DSH: {s['compared']} crash image(s) compared ({s['probes']} distinct DSH probes), "
+        f"{s['differences']} unexplained difference(s); known findings: {explained}; "
+        f"{s['no_log']} without a log, {s['not_projectable']} not projectable to v0"
+    )
 
 
 def _setup(args: Any) -> int:

@@ -6,8 +6,10 @@ import os
 from typing import Any
 
 from dsh_sim import api
-from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, emit_json
+from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
+from dsh_sim.cli.commands.dsh_cmd import against_line, against_oracle
 from dsh_sim.drivers.explore import ExploreResult
+from dsh_sim.dsh.against import delta
 from dsh_sim.evidence.results import explore_document, write
 from dsh_sim.outputs import check_output_dir, check_output_file
 
@@ -61,6 +63,8 @@ def main(args: Any) -> int:
     if getattr(args, "runtime", "dsh-sim") == "dsh":  # extension point: the published DSH's writer on SimFS
         from dsh_sim.dsh.explore_cli import run_explore_dsh
 
+        if getattr(args, "against", None):
+            raise CliError("--against dsh compares dsh-sim's runtime with DSH; it does not go with --runtime dsh")
         return run_explore_dsh(args, list(api.expand(args.files)))
     if args.results:
         check_output_file(args.results, "--results")
@@ -69,19 +73,17 @@ def main(args: Any) -> int:
     scenarios = [api.load(path) for path in files]  # every file is checked before the first explore starts
     out = []
     docs = []
-    for path, scenario in zip(files, scenarios):
-        result = api.explore(scenario, crash=args.crash, model=args.model, bound=args.bound, found_dir=args.found_dir)
-        out.append(summary(result))
-        docs.append(explore_document(result, path, result.seconds))
-        if not args.json:
-            s = out[-1]
-            sampled = f", sampled at {sum(s['sampled_points'].values())} point(s)" if s["sampled_points"] else " (exhaustive)"
-            print(
-                f"{path}: {s['explored']}/{s['possible']} crash states checked at {s['crash_points']} points{sampled}; "
-                f"{s['recoveries_run']} distinct recoveries in {s['seconds']}s; {len(s['violations'])} violation(s)"
-            )
-            for line in violation_lines(s):
-                print(line)
+    with against_oracle(getattr(args, "against", None)) as oracle:
+        for path, scenario in zip(files, scenarios):
+            before = oracle.summary() if oracle is not None else {}
+            result = api.explore(scenario, crash=args.crash, model=args.model, bound=args.bound, found_dir=args.found_dir)
+            out.append(summary(result))
+            docs.append(explore_document(result, path, result.seconds))
+            if oracle is not None:
+                out[-1]["against_dsh"] = docs[-1]["dsh_against"] = delta(before, oracle.summary())
+            _print(args, path, out[-1])
+        if oracle is not None and not args.json:
+            print(against_line(oracle))
     if args.results:
         for index, doc in enumerate(docs):
             base, ext = os.path.splitext(args.results)
@@ -89,3 +91,15 @@ def main(args: Any) -> int:
     if args.json:
         emit_json(out)
     return EXIT_OK if not any(s["violations"] for s in out) else EXIT_VIOLATION
+
+
+def _print(args: Any, path: str, s: dict[str, Any]) -> None:
+    if args.json:
+        return
+    sampled = f", sampled at {sum(s['sampled_points'].values())} point(s)" if s["sampled_points"] else " (exhaustive)"
+    print(
+        f"{path}: {s['explored']}/{s['possible']} crash states checked at {s['crash_points']} points{sampled}; "
+        f"{s['recoveries_run']} distinct recoveries in {s['seconds']}s; {len(s['violations'])} violation(s)"
+    )
+    for line in violation_lines(s):
+        print(line)

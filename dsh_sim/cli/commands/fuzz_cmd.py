@@ -7,6 +7,7 @@ from typing import Any
 
 from dsh_sim import api
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, emit_json
+from dsh_sim.cli.commands.dsh_cmd import against_line, against_oracle
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.evidence.results import meta, write
 from dsh_sim.outputs import check_output_dir, check_output_file
@@ -30,20 +31,27 @@ def main(args: Any) -> int:
         check_output_file(args.results, "--results")
     check_output_dir(args.found_dir, "--found-dir")
     config = SimConfig(compression=args.compression, checkpoint_policy=not args.no_checkpoint_policy)
-    run = api.fuzz(
-        args.machine,
-        budget=args.budget,
-        examples=args.examples,
-        seed=args.seed,
-        config=config,
-        mutants=args.mutant,
-        found_dir=args.found_dir,
-        progress=None if args.json else _progress(args.budget),
-    )
+    with against_oracle(getattr(args, "against", None)) as oracle:  # shrinking and minimising compare too
+        run = api.fuzz(
+            args.machine,
+            budget=args.budget,
+            examples=args.examples,
+            seed=args.seed,
+            config=config,
+            mutants=args.mutant,
+            found_dir=args.found_dir,
+            progress=None if args.json else _progress(args.budget),
+        )
+        against = oracle.summary() if oracle is not None else None
+        if oracle is not None and not args.json:
+            print(against_line(oracle))
     if sys.stderr.isatty() and not args.json:
         sys.stderr.write("\n")
     if args.results:
-        write(run.document(meta("fuzz", config=to_json(config), mutants=args.mutant)), args.results)
+        doc = run.document(meta("fuzz", config=to_json(config), mutants=args.mutant))
+        if against is not None:
+            doc["dsh_against"] = against
+        write(doc, args.results)
     found = run.found
     if args.json:
         emit_json(
@@ -54,6 +62,7 @@ def main(args: Any) -> int:
                 "steps": run.steps,
                 "seconds": round(run.seconds, 3),
                 "crash_recoveries": len(run.cases),
+                "against_dsh": against,
                 "found": None
                 if found is None
                 else {

@@ -6,7 +6,9 @@ import json
 from typing import Any
 
 from dsh_sim import api
-from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, emit_json
+from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
+from dsh_sim.cli.commands.dsh_cmd import against_line, against_oracle
+from dsh_sim.dsh.against import NAME as DSH_AGREES
 from dsh_sim.outputs import check_output_file
 
 
@@ -25,7 +27,13 @@ def main(args: Any) -> int:
         check_output_file(args.trace_out, "--trace-out")
     files = api.expand(args.files)
     for path in files:  # every file is checked before the first replay starts
-        api.load(path)
+        scenario = api.load(path)
+        if scenario.expect.invariant == DSH_AGREES and getattr(args, "against", None) != "dsh":
+            raise CliError(
+                f"{path}: expects a {DSH_AGREES} violation, which only a comparison with DSH shows: replay it with --against dsh"
+            )
+    if args.check_determinism and getattr(args, "against", None):
+        raise CliError("--check-determinism replays in fresh processes without DSH; it does not go with --against")
     if args.check_determinism:
         checks = [api.check_determinism(path) for path in files]
         if args.json:
@@ -36,7 +44,9 @@ def main(args: Any) -> int:
                 if check.divergence:
                     print(check.divergence)
         return EXIT_OK if all(c.same for c in checks) else EXIT_VIOLATION
-    results = [api.replay(path, update_digest=args.update_digest, keep_trace=bool(args.trace_out)) for path in files]
+    with against_oracle(getattr(args, "against", None)) as oracle:
+        results = [api.replay(path, update_digest=args.update_digest, keep_trace=bool(args.trace_out)) for path in files]
+        compared = against_line(oracle) if oracle is not None and not args.json else None
     if args.trace_out:
         with open(args.trace_out, "w", encoding="utf-8") as handle:
             for result in results:
@@ -55,6 +65,8 @@ def main(args: Any) -> int:
                 print(f"      {problem}")
         failed = sum(not r.ok for r in results)
         print(f"{len(results) - failed}/{len(results)} scenarios hold")
+        if compared:
+            print(compared)
     return EXIT_OK if all(r.ok for r in results) else EXIT_VIOLATION
 
 

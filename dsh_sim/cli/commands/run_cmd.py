@@ -2,7 +2,9 @@
 
 Replay every committed scenario (outcome, fired faults, recorded digest), explore every
 crash state of each passing scenario, check that the corpus still kills every durability
-mutant, fuzz both machines for the budget, re-check determinism in fresh processes, write
+mutant, explore the published DSH's writer and compare a sample of our recoveries with DSH's
+reader when DSH is installed (``dsh-sim dsh setup``; otherwise one line says it was skipped),
+fuzz both machines for the budget, re-check determinism in fresh processes, write
 one results document per part, merge them (plus any ``--from`` inputs) into the report,
 print a short summary and exit non-zero on a violation or an unmet coverage requirement.
 
@@ -141,6 +143,9 @@ def run_part(args: Any, files: list[str], seed: int, results_dir: str, tag: str)
         print(f"self-test: the corpus kills {stats['killed']}/{stats['mutants']} durability mutants", flush=True)
         if stats["survivors"]:
             print(f"  survivors: {', '.join(stats['survivors'])}", flush=True)
+        from dsh_sim.dsh.run_phase import run_dsh_phase  # the published DSH, when installed (one line when not)
+
+        written += run_dsh_phase(files, scenarios, results_dir, tag)
     for machine, share in (("durability", 0.75), ("storage", 0.25)):
         run = api.fuzz(machine, budget=args.budget * share, seed=seed)
         written.append(write(run.document(meta("fuzz")), os.path.join(results_dir, f"fuzz-{machine}{tag}.json")))

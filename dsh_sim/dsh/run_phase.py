@@ -1,0 +1,110 @@
+"""``dsh-sim run``'s DSH phase: bounded, and skipped in one line when DSH is not installed.
+
+Two parts, both written as result documents so the report's DSH section shows them:
+
+* the published DSH writer explored (:func:`dsh_sim.dsh.explore_dsh.explore_dsh`) over every
+  *distinct* session shape of the corpus's starter scenarios — many scenarios share a shape
+  (the boundary scenarios differ in the tool, not in what is logged), so each is explored once,
+  with at most ``SHAPE_BOUND`` states per crash point;
+* ``--against dsh`` on a sample of the corpus (``AGAINST_SAMPLE``: a zstd call boundary, raw
+  torn tails, a torn multi-block frame, a crash during recovery): our runtime explored again
+  with every recovered crash image read by DSH, at most ``AGAINST_BOUND`` states per point.
+  Its result document carries only the comparison (counts, ``dsh_agrees`` checks and
+  violations): the crash cases are the main explore's already.
+
+Nothing here needs the network: ``dsh-sim dsh setup`` installed the packages before, or the
+phase says it is skipped and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from dsh_sim import api
+from dsh_sim.dsh.against import NAME, delta, session
+from dsh_sim.dsh.explore_dsh import DshExploreResult, explore_dsh, results_document
+from dsh_sim.dsh.install import Installation, installation
+from dsh_sim.dsh.node import NodeMissing
+from dsh_sim.dsh.shapes import shape_of
+from dsh_sim.evidence.results import meta, write
+from dsh_sim.scenario.codec import to_json
+from dsh_sim.scenario.model import Scenario
+
+SHAPE_BOUND = 3
+AGAINST_BOUND = 6
+AGAINST_SAMPLE = ("boundary-2-3-pay", "torn-none-mid-line", "torn-zstd-multiblock-partial-records", "crash-during-recovery")
+
+
+def installed() -> Installation | None:
+    try:
+        return installation(None)
+    except NodeMissing:
+        return None
+
+
+def distinct_shapes(files: Sequence[str], scenarios: Sequence[Scenario]) -> list[tuple[str, Scenario]]:
+    """The first starter scenario of each distinct (session shape, compression)."""
+    seen: dict[str, tuple[str, Scenario]] = {}
+    for path, scenario in zip(files, scenarios):
+        if f"{os.sep}starter{os.sep}" not in os.path.join(os.sep, path):
+            continue
+        log = shape_of([to_json(step) for step in scenario.steps], "dsh-explore")
+        if log.batches:
+            seen.setdefault(json.dumps([log.batches, scenario.config.compression], sort_keys=True), (path, scenario))
+    return list(seen.values())
+
+
+def run_dsh_phase(files: Sequence[str], scenarios: Sequence[Scenario], results_dir: str, tag: str) -> list[str]:
+    """Explore DSH's writer and compare a sample with DSH's reader; the result files written."""
+    install = installed()
+    if install is None:
+        print("DSH: not installed (run 'dsh-sim dsh setup' once to include the published DSH); skipped", flush=True)
+        return []
+    started = time.perf_counter()
+    explored: list[tuple[str, DshExploreResult]] = []
+    for path, scenario in distinct_shapes(files, scenarios):
+        log = shape_of([to_json(step) for step in scenario.steps], "dsh-explore")
+        explored.append((path, explore_dsh(install, log, scenario.config.compression, name=scenario.name, bound=SHAPE_BOUND)))
+    doc = results_document(explored)
+    written = [write(doc, os.path.join(results_dir, f"dsh-explore{tag}.json"))]
+    states = sum(r.states for _, r in explored)
+    print(
+        f"DSH writer explored over {len(explored)} distinct session shape(s): {sum(r.points for _, r in explored)} crash points, "
+        f"{states} states, {len(doc['violations'])} violation(s), {time.perf_counter() - started:.1f}s",
+        flush=True,
+    )
+    sample = [(p, s) for p, s in zip(files, scenarios) if s.name in AGAINST_SAMPLE and s.passes_clean]
+    with session(install) as oracle:
+        for index, (path, scenario) in enumerate(sample):
+            before = oracle.summary()
+            result = api.explore(scenario, bound=AGAINST_BOUND, found_dir="scenarios/found")
+            after = oracle.summary()
+            written.append(
+                write(_against_document(path, result, before, after), os.path.join(results_dir, f"against-dsh{tag}-{index}.json"))
+            )
+        summary = oracle.summary()
+    print(
+        f"against DSH: {len(sample)} scenario(s), {summary['compared']} crash images read by DSH too "
+        f"({summary['probes']} distinct probes), {summary['differences']} unexplained difference(s), "
+        f"{time.perf_counter() - started:.1f}s in all",
+        flush=True,
+    )
+    return written
+
+
+def _against_document(path: str, result: Any, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    counts = delta(before, after)
+    return {
+        "meta": meta("against-dsh", scenario=path, states=len(result.states), seconds=round(result.seconds, 3)),
+        "checked": {NAME: counts["compared"]},
+        "violations": [
+            {"invariant": v.invariant, "message": v.describe(), "scenario": state.repro, "source": "against-dsh"}
+            for state, v in result.violations
+            if v.invariant == NAME
+        ],
+        "dsh_against": counts,
+    }

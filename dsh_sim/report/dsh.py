@@ -1,0 +1,135 @@
+"""The report's DSH section: what the published DSH was put through in these runs.
+
+Two parts, each present only when a run had DSH installed (``dsh-sim dsh setup``):
+
+* **the DSH writer explored** (``dsh-sim explore --runtime dsh``, and ``dsh-sim run``'s
+  bounded DSH phase): per session shape, the filesystem operations DSH performed (the crash
+  points), the crash states explored, the distinct recoveries DSH ran, how often each
+  invariant judged them, and the violations — DSH judged by dsh-sim's invariants;
+* **dsh-sim read by DSH** (``--against dsh``): how many of our runtime's crash images the real
+  DSH reader also read, the distinct probes that took, the unexplained differences (each one a
+  ``dsh_agrees`` violation with a replayable scenario) and the known findings that explained
+  the rest.
+
+The same rows feed coverage.md and coverage.html, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dsh_sim.report.htmlkit import code, num, pill, section, table, td, tr
+
+EXPLORE_HEADER = ["shape (scenario)", "compression", "crash points", "points by operation", "states", "recoveries", "checks", "violations"]
+AGAINST_HEADER = ["run", "scenario", "crash images compared", "DSH probes", "unexplained", "known findings", "skipped"]
+
+
+def _ops(per_op: Mapping[str, int]) -> str:
+    return ", ".join(f"{op} {n}" for op, n in sorted(per_op.items())) or "—"
+
+
+def explore_rows(view: Mapping[str, Any]) -> list[list[Any]]:
+    return [
+        [
+            f"{s.get('shape')} ({s.get('scenario') or '—'})",
+            s.get("compression"),
+            s.get("crash_points", 0),
+            _ops(s.get("points_by_op", {})),
+            s.get("states", 0),
+            s.get("recoveries_run", 0),
+            sum(s.get("checked", {}).values()),
+            len(s.get("violations", [])),
+        ]
+        for s in view.get("dsh", {}).get("explore", [])
+    ]
+
+
+def against_rows(view: Mapping[str, Any]) -> list[list[Any]]:
+    return [
+        [
+            a.get("source"),
+            a.get("scenario") or "—",
+            a.get("compared", 0),
+            a.get("probes", 0),
+            a.get("differences", 0),
+            ", ".join(f"{k} ×{n}" for k, n in sorted(a.get("explained", {}).items())) or "—",
+            f"{a.get('no_log', 0)} without a log, {a.get('not_projectable', 0)} not projectable",
+        ]
+        for a in view.get("dsh", {}).get("against", [])
+    ]
+
+
+def totals(view: Mapping[str, Any]) -> dict[str, int]:
+    explore = view.get("dsh", {}).get("explore", [])
+    against = view.get("dsh", {}).get("against", [])
+    checked: dict[str, int] = {}
+    for s in explore:
+        for name, n in s.get("checked", {}).items():
+            checked[name] = checked.get(name, 0) + n
+    return {
+        "shapes": len(explore),
+        "states": sum(s.get("states", 0) for s in explore),
+        "points": sum(s.get("crash_points", 0) for s in explore),
+        "checks": sum(checked.values()),
+        "dsh_violations": sum(len(s.get("violations", [])) for s in explore),
+        "compared": sum(a.get("compared", 0) for a in against),
+        "unexplained": sum(a.get("differences", 0) for a in against),
+    }
+
+
+def _intro(t: Mapping[str, int]) -> str:
+    return (
+        f"The DSH writer (0.1.0-rc.8, on SimFS) explored over {t['shapes']} session shape(s): {t['points']} crash points, "
+        f"{t['states']} crash states, {t['checks']} invariant checks, {t['dsh_violations']} violation(s). "
+        f"dsh-sim's runtime read by the DSH reader: {t['compared']} crash image(s) compared, {t['unexplained']} unexplained difference(s)."
+    )
+
+
+def markdown(view: Mapping[str, Any]) -> list[str]:
+    if "dsh" not in view:
+        return []
+    from dsh_sim.report.markdown import _table
+
+    out = ["## DSH (the published reference)", "", _intro(totals(view)), ""]
+    rows = explore_rows(view)
+    if rows:
+        out += ["### The DSH writer explored (crash at every filesystem operation)", ""] + _table(EXPLORE_HEADER, rows)
+    rows = against_rows(view)
+    if rows:
+        out += ["### dsh-sim's recoveries read by DSH (--against dsh)", ""] + _table(AGAINST_HEADER, rows)
+    return out
+
+
+def html(view: Mapping[str, Any]) -> str:
+    if "dsh" not in view:
+        return ""
+    body = ""
+    rows = explore_rows(view)
+    if rows:
+        cells = [
+            tr(
+                "".join(td(c) if i in (0, 1, 3) else num(c) for i, c in enumerate(row[:-1]))
+                + td(raw=pill(str(row[-1]), "bad") if row[-1] else pill("0", "good")),
+                cls="bad" if row[-1] else None,
+            )
+            for row in rows
+        ]
+        body += "<h3>The DSH writer explored</h3>" + table(EXPLORE_HEADER, cells, id_="dsh-explore", num_cols=(2, 4, 5, 6, 7))
+    rows = against_rows(view)
+    if rows:
+        cells = [
+            tr(
+                td(row[0])
+                + td(raw=code(row[1]))
+                + num(row[2])
+                + num(row[3])
+                + num(row[4], "bad" if row[4] else "")
+                + td(row[5])
+                + td(row[6]),
+                cls="bad" if row[4] else None,
+            )
+            for row in rows
+        ]
+        body += "<h3>dsh-sim's recoveries read by DSH</h3>" + table(AGAINST_HEADER, cells, id_="dsh-against", num_cols=(2, 3, 4))
+    return section("dsh", "DSH (the published reference)", _intro(totals(view)), body)
