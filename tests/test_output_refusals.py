@@ -189,3 +189,37 @@ def test_output_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     check_output_dir(str(tmp_path / "l" / "b"))  # absolute: the user's path above the last component
     with pytest.raises(InputError):
         check_output_dir(str(tmp_path / "l"))
+
+
+@pytest.mark.parametrize("planted", ["symlink", "fifo"])
+def test_trace_out_swapped_during_the_replay_is_replaced_not_followed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, planted: str
+) -> None:
+    """``--trace-out`` is checked before the replay, but was opened with a plain ``open`` after
+    it: a link planted at the name meanwhile was written through, and a FIFO blocked the
+    command forever.  The trace is now written by renaming a temp file over the name."""
+    from dsh_sim import api
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    trace = tmp_path / "trace.jsonl"
+    real_replay = api.replay
+
+    def replay_then_plant(*args: object, **kwargs: object) -> object:
+        result = real_replay(*args, **kwargs)  # type: ignore[arg-type]
+        if not os.path.lexists(trace):
+            if planted == "symlink":
+                trace.symlink_to(victim)
+            else:
+                os.mkfifo(trace)
+        return result
+
+    monkeypatch.setattr(api, "replay", replay_then_plant)
+    code, _, err = cli(capsys, "replay", str(PASSING), "--trace-out", str(trace))
+    assert victim.read_text() == "keep\n"
+    if planted == "symlink":  # refused in one line, the link's target untouched
+        assert code == EXIT_USAGE, err
+        one_line(err, str(trace))
+    else:  # the FIFO is replaced by the trace
+        assert code == 0, err
+        assert trace.is_file() and trace.read_text().startswith("[")

@@ -173,10 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--modules", default="core", help="with --tool: core | priority | rest | all | comma-separated module paths (default core)"
     )
-    p.add_argument("--max-children", type=int, default=2, help="with --tool: mutants tested in parallel (default 2)")
+    p.add_argument("--max-children", type=_count(1, 64), default=2, help="with --tool: mutants tested in parallel (default 2)")
     p.add_argument("--workdir", default="reports/mutation/work", help="with --tool: mutmut's working copy (resumable state)")
-    p.add_argument("--sample", type=int, default=0, help="with --tool: test a stratified random sample of this many mutants")
-    p.add_argument("--seed", type=int, default=1, help="with --tool --sample: the sample's seed (default 1)")
+    p.add_argument(
+        "--sample", type=_count(0, MAX_COUNT), default=0, help="with --tool: test a stratified random sample of this many mutants"
+    )
+    p.add_argument("--seed", type=seed, default=1, help="with --tool --sample: the sample's seed (default 1)")
     p.add_argument(
         "--retest-survivors", action="store_true", help="with --tool: re-test only the survivors (after adding scenarios or checks)"
     )
@@ -222,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--findings", default="reports/dsh-findings.md", help="where the findings report goes (default reports/dsh-findings.md)")
     q = dsh.add_parser("generate", help="write a corpus of logs written and damaged by the real DSH")
     q.add_argument("out", metavar="DIR")
-    q.add_argument("--seed", type=int, default=1, help="seed of the damage choices (default 1)")
+    q.add_argument("--seed", type=_count(0, 2**63 - 1), default=1, help="seed of the damage choices (default 1)")
     q.add_argument("--held-out", action="store_true", help="the held-out variant (other sizes, cuts and seeds)")
     q.add_argument("--json", action="store_true", help="machine-readable output")
     for q in dsh.choices.values():

@@ -7,7 +7,7 @@ from typing import Any
 
 from dsh_sim import api
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, emit_json
-from dsh_sim.outputs import check_output_file
+from dsh_sim.outputs import check_output_file, write_replacing
 
 
 def _outcome(result: api.ReplayResult) -> str:
@@ -38,10 +38,10 @@ def main(args: Any) -> int:
         return EXIT_OK if all(c.same for c in checks) else EXIT_VIOLATION
     results = [api.replay(path, update_digest=args.update_digest, keep_trace=bool(args.trace_out)) for path in files]
     if args.trace_out:
-        with open(args.trace_out, "w", encoding="utf-8") as handle:
-            for result in results:
-                for record in result.trace or ():
-                    handle.write(json.dumps(list(record)) + "\n")
+        # by rename: a link or FIFO planted at the name during the replay is replaced, never
+        # written through (a plain open followed the link, and blocked on the FIFO)
+        lines = [json.dumps(list(record)) + "\n" for result in results for record in result.trace or ()]
+        write_replacing(args.trace_out, "".join(lines))
     if args.json:
         emit_json([{k: v for k, v in r.row().items() if k != "cases"} for r in results])
     else:
