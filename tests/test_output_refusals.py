@@ -223,3 +223,16 @@ def test_trace_out_swapped_during_the_replay_is_replaced_not_followed(
     else:  # the FIFO is replaced by the trace
         assert code == 0, err
         assert trace.is_file() and trace.read_text().startswith("[")
+
+
+def test_run_outside_a_clone_refuses_before_it_replays_or_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held-out probe: ``run --scenarios FILE`` in a directory without ``scenarios/starter``
+    replayed, explored and wrote ``reports/results/`` before the mutant self-test found no corpus
+    and exited 2.  The corpus it needs is now checked with the other inputs, first."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(capsys, "run", "--budget", "0", "--scenarios", os.path.abspath(PASSING))
+    assert code == EXIT_USAGE
+    one_line(err, "scenarios/starter")
+    assert list(tmp_path.iterdir()) == []
