@@ -236,3 +236,55 @@ def test_run_outside_a_clone_refuses_before_it_replays_or_writes(
     assert code == EXIT_USAGE
     one_line(err, "scenarios/starter")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("workspace", ["/", "/etc/dsh-probe-never", "{root}", "{tmp}"])
+def test_demo_refuses_an_unsafe_workspace_before_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, workspace: str
+) -> None:
+    """Held-out probe: ``demo --workspace /`` wrote ``/notes.txt`` and ``--workspace /etc/x``
+    created ``/etc/x/notes.txt`` (the file tools write there unconfined); a workspace holding the
+    persistence root let the confined shell command rewrite the session's own log.  The
+    sandbox's own workspace rule now applies, and the root must lie outside the workspace."""
+    root = tmp_path / "root"
+    target = workspace.format(root=root, tmp=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    before = set(os.listdir("/"))
+    code, _, err = cli(capsys, "demo", "--root", str(root), "--workspace", target)
+    assert code == EXIT_USAGE
+    one_line(err, "--workspace")
+    assert set(os.listdir("/")) == before and not os.path.exists("/etc/dsh-probe-never")
+    assert not root.exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--root", "/dev/null/x"],  # lstat raised NotADirectoryError: a traceback
+        ["dsh", "generate", "/etc/passwd"],  # os.listdir of a file: a traceback
+        ["fuzz", "--budget", "0", "--results", "/sys/dsh-probe.json"],  # os.access said yes to root; the write failed after the run
+        ["replay", "--update-digest", "--check-determinism", str(PASSING)],  # --update-digest silently ignored
+        ["mutants", "--report-only"],  # ignored without --tool: the whole kill matrix ran
+        ["mutants", "--list", "--tool"],
+    ],
+)
+def test_held_out_flag_probes_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(capsys, *argv)
+    assert code == EXIT_USAGE, err
+    one_line(err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_name_with_a_line_break_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Held-out probe: the name was printed raw, so the refusal took two lines (and a name with
+    ``\\r`` or a terminal escape could forge a line of its own)."""
+    for name in ("a\nb.json", "x\rdsh-sim: fake.json", "\x1b[2Jc.json"):
+        path = tmp_path / name
+        path.write_text("{}")
+        code, _, err = cli(capsys, "replay", str(path))
+        assert code == EXIT_USAGE
+        one_line(err)
+        assert "\r" not in err and "\x1b" not in err

@@ -27,7 +27,7 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage block), exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"dsh-sim: {self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, f"dsh-sim: {self.prog}: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def _seconds(text: str) -> float:
@@ -246,16 +246,29 @@ def _tolerant_streams() -> None:
             reconfigure(errors="backslashreplace")
 
 
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+
+
+def one_line(message: object) -> str:
+    """A refusal as exactly one line: a file name or value holding a line break (or a
+    terminal escape) is shown escaped, never as a second line of its own."""
+    return str(message).translate(_CONTROL)
+
+
 def main(argv: list[str] | None = None) -> int:
     _tolerant_streams()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except CliError as err:
-        print(f"dsh-sim: {err}", file=sys.stderr)
+        print(f"dsh-sim: {one_line(err)}", file=sys.stderr)
         return err.code
     except InputError as err:
-        print(f"dsh-sim: {err}", file=sys.stderr)
+        print(f"dsh-sim: {one_line(err)}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as err:  # an output that failed after all (disk full, a mount gone read-only)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"dsh-sim: {one_line(where)}{one_line(err.strerror or err)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("dsh-sim: interrupted", file=sys.stderr)

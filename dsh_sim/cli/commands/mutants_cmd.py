@@ -113,9 +113,19 @@ def tool_main(args: Any) -> int:
     return EXIT_OK
 
 
+TOOL_ONLY = ("report_only", "retest_survivors", "sample", "snapshot")
+
+
 def main(args: Any) -> int:
     if getattr(args, "tool", False):
+        if args.list:
+            raise CliError("--list and --tool do not go together (--list prints the catalogue of the durability mutants)")
+        if args.only:
+            raise CliError("--only names catalogue mutants; with --tool use --modules")
         return tool_main(args)
+    used = [name for name in TOOL_ONLY if getattr(args, name, None)]
+    if used:
+        raise CliError(f"--{used[0].replace('_', '-')} needs --tool (mutation testing with mutmut)")
     if args.list:
         for name, description in sorted(CATALOGUE.items()):
             print(f"{name:<42} {description}")

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from dsh_sim import api
-from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, emit_json
+from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
 from dsh_sim.outputs import check_output_file, write_replacing
 
 
@@ -21,6 +21,10 @@ def _outcome(result: api.ReplayResult) -> str:
 
 
 def main(args: Any) -> int:
+    if args.check_determinism and (args.update_digest or args.trace_out):
+        # the determinism check replays in fresh processes: it neither records nor traces
+        flag = "--update-digest" if args.update_digest else "--trace-out"
+        raise CliError(f"--check-determinism and {flag} do not go together (the check replays in fresh processes)")
     if args.trace_out:
         check_output_file(args.trace_out, "--trace-out")
     files = api.expand(args.files)
