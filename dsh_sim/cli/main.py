@@ -266,12 +266,12 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         print(f"dsh-sim: {one_line(err)}", file=sys.stderr)
         return EXIT_USAGE
-    except OSError as err:  # an output that failed after all (disk full, a mount gone read-only)
-        where = f"{err.filename}: " if err.filename else ""
-        print(f"dsh-sim: {one_line(where)}{one_line(err.strerror or err)}", file=sys.stderr)
-        return EXIT_USAGE
     except KeyboardInterrupt:
         print("dsh-sim: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        return EXIT_USAGE
+    except OSError as err:  # an output that failed after all (disk full, a mount gone read-only)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"dsh-sim: {one_line(where)}{one_line(err.strerror or err)}", file=sys.stderr)
         return EXIT_USAGE
