@@ -37,19 +37,34 @@ def check_output_dir(path: str, flag: str = "output directory") -> None:
             mode = os.lstat(component).st_mode
         except FileNotFoundError:
             break
+        except OSError as err:
+            raise InputError(f"{component}: {flag}: cannot write output here: {err.strerror}") from None
         if stat.S_ISLNK(mode):
             raise InputError(f"{component}: refusing to write output through a symbolic link")
         if not stat.S_ISDIR(mode):
             raise InputError(f"{component}: {flag}: refusing to write output here: not a directory")
     if os.path.exists(path):
-        if not os.access(path, os.W_OK | os.X_OK):
+        if not os.access(path, os.W_OK | os.X_OK) or not _can_create_in(path):
             raise InputError(f"{path}: {flag}: directory is not writable")
         return
     parent = _existing_parent(path)
     if not os.path.isdir(parent):
         raise InputError(f"{path}: {flag}: {parent} is a file, not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
+    if not os.access(parent, os.W_OK | os.X_OK) or not _can_create_in(parent):
         raise InputError(f"{path}: {flag}: cannot create it ({parent} is not writable)")
+
+
+def _can_create_in(directory: str) -> bool:
+    """Whether a file can really be made here: ``os.access`` says yes to root on a read-only
+    mount or in ``/sys``, and the write then failed after the whole run."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=".dsh-sim-probe-")
+    except OSError:
+        return False
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return True
 
 
 def check_output_file(path: str, flag: str = "output file") -> None:

@@ -506,3 +506,43 @@ def test_file_tools_do_not_follow_symbolic_links_out_of_the_workspace(tmp_path):
     assert not (outside / "pwned.txt").exists() and (outside / "secret.txt").read_text() == "secret"
     assert "wrote 2 bytes" in call(write, path="sub.txt", content="ok").content[0]["text"]
     assert call(read, path="sub.txt").content[0]["text"] == "ok"
+
+
+def test_file_tools_refuse_a_fifo_or_directory_planted_in_the_workspace(tmp_path):
+    """A shell call may leave a FIFO in the workspace (``mkfifo`` needs no privilege in either
+    sandbox backend): ``read_file`` on it blocked forever in ``open`` and ``write_file`` waited
+    for a reader, hanging the turn.  Only regular files are opened; the rest is refused."""
+    import os
+    import threading
+
+    from runtime.adapters import production_ports
+    from runtime.agent.signal import AbortSignal
+    from runtime.tools.files import ReadFileTool, WriteFileTool
+    from runtime.tools.registry import ToolExecution
+    from runtime.tools.results import HarnessError
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.mkfifo(workspace / "pipe")
+    (workspace / "sub").mkdir()
+    fs = production_ports().fs
+    write, read = WriteFileTool(fs, str(workspace)), ReadFileTool(fs, str(workspace))
+    outcomes: list[object] = []
+
+    def calls() -> None:
+        for tool, args in ((read, {"path": "pipe"}), (write, {"path": "pipe", "content": "x"}), (read, {"path": "sub"})):
+            ex = ToolExecution(call_id="c", root_call_id="c", name=tool.name, arguments=args, raw_arguments="{}", signal=AbortSignal())
+            try:
+                outcomes.append(trio.run(tool.execute, ex))
+            except HarnessError as err:
+                outcomes.append(err.code)
+
+    worker = threading.Thread(target=calls, daemon=True)
+    worker.start()
+    worker.join(20)
+    if worker.is_alive():  # unblock the stuck open so the test process can end
+        fd = os.open(workspace / "pipe", os.O_RDWR | os.O_NONBLOCK)
+        worker.join(5)
+        os.close(fd)
+        pytest.fail("a file tool blocked on a FIFO in the workspace")
+    assert outcomes == ["NOT_A_REGULAR_FILE"] * 3

@@ -12,6 +12,7 @@ import pytest
 
 from dsh_sim import api
 from dsh_sim.engine.vocabulary import BOUNDARIES
+from dsh_sim.errors import InputError
 from dsh_sim.scenario.files import corpus, parse
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -75,3 +76,24 @@ def test_the_committed_corpus_leaves_untracked_findings_out_and_names_them(tmp_p
     files, skipped = corpus(str(tmp_path))
     assert sorted(os.path.basename(f) for f in files) == ["a.json", "b.json"]
     assert skipped == [(str(tmp_path / "found"), 2)]
+
+
+@pytest.mark.parametrize(
+    ("steps", "problem"),
+    [
+        (
+            [{"op": "boot", "args": {}}, {"op": "seed_v0", "args": {}}],
+            "seed_v0 after $.steps[0] (boot): it must come before the first boot",
+        ),
+        ([{"op": "seed_v0", "args": {}}, {"op": "seed_v0", "args": {}}, {"op": "boot", "args": {}}], "seed_v0 again"),
+    ],
+)
+def test_a_misplaced_seed_v0_is_refused_at_load_not_failed_at_replay(tmp_path: Any, steps: list[Any], problem: str) -> None:
+    """Held-out probe: these validated, then failed replay with exit 1 ("step 1 cannot run") —
+    an invalid scenario reported like a failed check instead of refused input."""
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"format": "dsh-sim-scenario", "version": 1, "seed": 1, "machine": "storage", "steps": steps}))
+    result = api.validate(str(path))
+    assert not result.ok and any(problem in line for line in result.problems), result.problems
+    with pytest.raises(InputError, match="seed_v0"):
+        api.load(str(path))

@@ -134,6 +134,12 @@ NUMERIC = [
     ("fuzz", "--seed"),
     ("run", "--workers"),
     ("explore", "--bound"),
+    # held-out probes: these were plain ``int`` (``--max-children -5``, ``--sample -3``, a seed
+    # of 10**5000 digits) and reached mutmut or the corpus generator unchecked
+    ("mutants", "--max-children"),
+    ("mutants", "--sample"),
+    ("mutants", "--seed"),
+    ("dsh generate out", "--seed"),
 ]
 
 
@@ -144,7 +150,7 @@ NUMERIC = [
 )
 def test_numeric_flags_are_bounded_or_refused_in_one_line(flag: tuple[str, str], text: str) -> None:
     command, name = flag
-    argv = [command] + (["x.json"] if command == "explore" else []) + [f"{name}={text}"]
+    argv = command.split() + (["x.json"] if command == "explore" else []) + [f"{name}={text}"]
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         try:

@@ -189,3 +189,102 @@ def test_output_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     check_output_dir(str(tmp_path / "l" / "b"))  # absolute: the user's path above the last component
     with pytest.raises(InputError):
         check_output_dir(str(tmp_path / "l"))
+
+
+@pytest.mark.parametrize("planted", ["symlink", "fifo"])
+def test_trace_out_swapped_during_the_replay_is_replaced_not_followed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, planted: str
+) -> None:
+    """``--trace-out`` is checked before the replay, but was opened with a plain ``open`` after
+    it: a link planted at the name meanwhile was written through, and a FIFO blocked the
+    command forever.  The trace is now written by renaming a temp file over the name."""
+    from dsh_sim import api
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    trace = tmp_path / "trace.jsonl"
+    real_replay = api.replay
+
+    def replay_then_plant(*args: object, **kwargs: object) -> object:
+        result = real_replay(*args, **kwargs)  # type: ignore[arg-type]
+        if not os.path.lexists(trace):
+            if planted == "symlink":
+                trace.symlink_to(victim)
+            else:
+                os.mkfifo(trace)
+        return result
+
+    monkeypatch.setattr(api, "replay", replay_then_plant)
+    code, _, err = cli(capsys, "replay", str(PASSING), "--trace-out", str(trace))
+    assert victim.read_text() == "keep\n"
+    if planted == "symlink":  # refused in one line, the link's target untouched
+        assert code == EXIT_USAGE, err
+        one_line(err, str(trace))
+    else:  # the FIFO is replaced by the trace
+        assert code == 0, err
+        assert trace.is_file() and trace.read_text().startswith("[")
+
+
+def test_run_outside_a_clone_refuses_before_it_replays_or_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held-out probe: ``run --scenarios FILE`` in a directory without ``scenarios/starter``
+    replayed, explored and wrote ``reports/results/`` before the mutant self-test found no corpus
+    and exited 2.  The corpus it needs is now checked with the other inputs, first."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(capsys, "run", "--budget", "0", "--scenarios", os.path.abspath(PASSING))
+    assert code == EXIT_USAGE
+    one_line(err, "scenarios/starter")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("workspace", ["/", "/etc/dsh-probe-never", "{root}", "{tmp}"])
+def test_demo_refuses_an_unsafe_workspace_before_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, workspace: str
+) -> None:
+    """Held-out probe: ``demo --workspace /`` wrote ``/notes.txt`` and ``--workspace /etc/x``
+    created ``/etc/x/notes.txt`` (the file tools write there unconfined); a workspace holding the
+    persistence root let the confined shell command rewrite the session's own log.  The
+    sandbox's own workspace rule now applies, and the root must lie outside the workspace."""
+    root = tmp_path / "root"
+    target = workspace.format(root=root, tmp=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    before = set(os.listdir("/"))
+    code, _, err = cli(capsys, "demo", "--root", str(root), "--workspace", target)
+    assert code == EXIT_USAGE
+    one_line(err, "--workspace")
+    assert set(os.listdir("/")) == before and not os.path.exists("/etc/dsh-probe-never")
+    assert not root.exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--root", "/dev/null/x"],  # lstat raised NotADirectoryError: a traceback
+        ["dsh", "generate", "/etc/passwd"],  # os.listdir of a file: a traceback
+        ["fuzz", "--budget", "0", "--results", "/sys/dsh-probe.json"],  # os.access said yes to root; the write failed after the run
+        ["replay", "--update-digest", "--check-determinism", str(PASSING)],  # --update-digest silently ignored
+        ["mutants", "--report-only"],  # ignored without --tool: the whole kill matrix ran
+        ["mutants", "--list", "--tool"],
+    ],
+)
+def test_held_out_flag_probes_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(capsys, *argv)
+    assert code == EXIT_USAGE, err
+    one_line(err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_name_with_a_line_break_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Held-out probe: the name was printed raw, so the refusal took two lines (and a name with
+    ``\\r`` or a terminal escape could forge a line of its own)."""
+    for name in ("a\nb.json", "x\rdsh-sim: fake.json", "\x1b[2Jc.json"):
+        path = tmp_path / name
+        path.write_text("{}")
+        code, _, err = cli(capsys, "replay", str(path))
+        assert code == EXIT_USAGE
+        one_line(err)
+        assert "\r" not in err and "\x1b" not in err

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Sequence
 
 import pytest
 
 from runtime.adapters.bwrap import (
     BWRAP_FAILURE_RULES,
+    WRAPPER_SCRIPT,
     BubblewrapProvider,
     RunResult,
     bwrap_profile,
@@ -161,6 +163,11 @@ def test_provider_probes_lazily_once_and_wraps_argv() -> None:
     assert "/w" not in runner.calls[0]  # the probe shows no workspace
     env = {"HOME": "/w", "LANG": "C.UTF-8", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR": "/tmp"}
     assert ro.argv == (
+        sys.executable,
+        "-I",
+        "-S",
+        WRAPPER_SCRIPT,
+        "--",
         "/usr/bin/env",
         "-i",
         "/usr/bin/bwrap",

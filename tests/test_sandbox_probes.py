@@ -14,7 +14,10 @@ import os
 import secrets
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -332,3 +335,140 @@ def test_landlock_reports_the_unix_socket_gap_it_has(dirs: tuple[Path, Path]) ->
     finally:
         server.close()
         shutil.rmtree(host_dir)
+
+
+# ------------------------------------------ kernel state outside the filesystem (held-out probes)
+
+KEYCTL, ADD_KEY = 250, 248  # x86_64
+SWAPPINESS = "/proc/sys/vm/swappiness"
+
+
+def _x86_64() -> None:
+    if os.uname().machine != "x86_64":
+        pytest.skip("the probe's syscall numbers are x86_64's")
+
+
+def test_host_sysctls_are_not_writable(box: object, dirs: tuple[Path, Path]) -> None:
+    """uid 0 in bubblewrap is the host's root (mapped 0 -> 0): without /proc/sys read-only
+    it rewrote a global sysctl with no capability at all.  The probe writes back the value
+    already there, so even an escape changes nothing."""
+    before = Path(SWAPPINESS).read_text()
+    result = sh(box, "workspace-write", dirs[0], f"v=$(cat {SWAPPINESS}) && echo $v > {SWAPPINESS} && echo WROTE")
+    assert "WROTE" not in result.stdout, result
+    assert Path(SWAPPINESS).read_text() == before
+
+
+def test_legacy_flags_let_a_global_sysctl_be_written(legacy: Legacy, dirs: tuple[Path, Path]) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the sandbox's uid is the host's root only when the test runs as root")
+    result = sh(legacy, "workspace-write", dirs[0], f"v=$(cat {SWAPPINESS}) && echo $v > {SWAPPINESS} && echo WROTE")
+    assert "WROTE" in result.stdout, result
+
+
+SESSION_KEY_PROBE = """
+import ctypes, os, subprocess, sys, json
+libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long
+if libc.syscall(250, 1, b"dsh-probe-session") < 0:  # KEYCTL_JOIN_SESSION_KEYRING
+    print("NOKEYS"); sys.exit(0)
+libc.syscall(248, b"user", b"dsh-probe-secret", SECRET.encode(), len(SECRET), ctypes.c_long(-3))
+inside = (
+    "import ctypes; libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long; "
+    "k = libc.syscall(250, 10, ctypes.c_long(-3), b'user', b'dsh-probe-secret', 0); "
+    "buf = ctypes.create_string_buffer(200); n = libc.syscall(250, 11, ctypes.c_long(k), buf, 200) if k > 0 else -1; "
+    "print('READ', buf.value.decode() if n > 0 else '-')"
+)
+from runtime.agent.sandbox import SandboxPolicy
+BOX = BOX_EXPR
+print(BOX.run(["python3", "-c", inside], SandboxPolicy(mode="workspace-write", workspace_root=WS), timeout=60).stdout)
+"""
+
+
+def _session_key_probe(box_expr: str, ws: Path) -> str:
+    script = SESSION_KEY_PROBE.replace("BOX_EXPR", box_expr).replace("SECRET", repr(SECRET)).replace("WS", repr(str(ws)))
+    script = script.replace("SECRET.encode(), len(SECRET)", f"{SECRET!r}.encode(), {len(SECRET)}")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    if "NOKEYS" in done.stdout:
+        pytest.skip("this kernel has no keyrings")
+    return done.stdout
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+def test_a_secret_in_the_session_keyring_is_unreadable(backend: str, dirs: tuple[Path, Path]) -> None:
+    """Keyrings are neither files nor namespaced by bubblewrap's flags: the command inherited
+    the runtime's session keyring and read a key stored there (both backends)."""
+    _x86_64()
+    _bwrap() if backend == "bwrap" else _landlock()
+    expr = "__import__('runtime.adapters.bwrap').adapters.bwrap.BubblewrapProvider()"
+    if backend == "landlock":
+        expr = "__import__('runtime.adapters.landlock').adapters.landlock.LandlockProvider()"
+    out = _session_key_probe(expr, dirs[0])
+    assert "READ" in out and SECRET not in out, out
+
+
+def test_legacy_flags_read_the_session_keyring(dirs: tuple[Path, Path]) -> None:
+    _x86_64()
+    _bwrap()
+    expr = "__import__('tests.test_sandbox_probes').test_sandbox_probes.Legacy()"
+    out = _session_key_probe(expr, dirs[0])
+    assert SECRET in out, out
+
+
+USER_KEY_PROBE = (
+    "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long; "
+    "k = libc.syscall(248, b'user', b'{name}', b'x', 1, ctypes.c_long(-4)); print('ADDED' if k > 0 else os.strerror(ctypes.get_errno()))"
+)
+
+
+def _user_key(name: str) -> int:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return int(libc.syscall(KEYCTL, 10, ctypes.c_long(-4), b"user", name.encode(), 0))  # KEYCTL_SEARCH in @u
+
+
+def test_no_key_reaches_the_hosts_user_keyring(box: object, dirs: tuple[Path, Path]) -> None:
+    """Sharing the host's user namespace (Landlock), root's user keyring took a key from the
+    command, and kept it after the command ended."""
+    _x86_64()
+    name = "dsh-probe-" + secrets.token_hex(4)
+    result = sh(box, "workspace-write", dirs[0], f'python3 -c "{USER_KEY_PROBE.format(name=name)}"')
+    found = _user_key(name)
+    if found > 0:
+        import ctypes
+
+        ctypes.CDLL(None).syscall(KEYCTL, 9, ctypes.c_long(found), ctypes.c_long(-4))  # KEYCTL_UNLINK: leave no trace
+    assert found < 0, result
+
+
+CAPS_PROBE = (
+    "import ctypes, socket; libc = ctypes.CDLL(None, use_errno=True); "
+    "hdr = (ctypes.c_uint32 * 2)(0x20080522, 0); data = (ctypes.c_uint32 * 6)(); libc.capget(hdr, data); "
+    "print('CAPS', [hex(data[i]) for i in range(6)]); n = socket.gethostname().encode(); "
+    "print('HOSTNAME-SET' if libc.sethostname(n, len(n)) == 0 else 'hostname refused')"
+)
+
+
+def test_root_keeps_no_capability(box: object, dirs: tuple[Path, Path]) -> None:
+    """Landlock confines paths, not privileges: started by root the command kept every
+    capability and set the host's hostname (to the same name here), made device nodes, opened
+    raw and packet sockets."""
+    script = f'python3 -c "{CAPS_PROBE}"; python3 -c "import os; os.mknod(\'node\', 0o600 | 0o020000, os.makedev(1, 3))" && echo MKNOD'
+    result = sh(box, "workspace-write", dirs[0], script)
+    assert "CAPS ['0x0', '0x0', '0x0', '0x0', '0x0', '0x0']" in result.stdout, result
+    assert "HOSTNAME-SET" not in result.stdout and "MKNOD" not in result.stdout, result
+    raw = sh(box, "workspace-write", dirs[0], "python3 -c 'import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)' && echo RAW")
+    assert "RAW" not in raw.stdout, raw
+
+
+def test_no_process_outlives_the_call(box: object, dirs: tuple[Path, Path]) -> None:
+    """A process the command leaves behind in its own session kept running after the call
+    returned (Landlock: no PID namespace) and wrote to the workspace later — after the
+    session could have switched to read-only."""
+    ws = dirs[0]
+    script = 'setsid sh -c "sleep 2; echo LATE > late.txt" </dev/null >/dev/null 2>&1 & echo started'
+    result = sh(box, "workspace-write", ws, script)
+    assert result.stdout.strip() == "started", result
+    time.sleep(3.5)
+    assert not (ws / "late.txt").exists()

@@ -27,7 +27,7 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage block), exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"dsh-sim: {self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, f"dsh-sim: {self.prog}: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def _seconds(text: str) -> float:
@@ -191,10 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--modules", default="core", help="with --tool: core | priority | rest | all | comma-separated module paths (default core)"
     )
-    p.add_argument("--max-children", type=int, default=2, help="with --tool: mutants tested in parallel (default 2)")
+    p.add_argument("--max-children", type=_count(1, 64), default=2, help="with --tool: mutants tested in parallel (default 2)")
     p.add_argument("--workdir", default="reports/mutation/work", help="with --tool: mutmut's working copy (resumable state)")
-    p.add_argument("--sample", type=int, default=0, help="with --tool: test a stratified random sample of this many mutants")
-    p.add_argument("--seed", type=int, default=1, help="with --tool --sample: the sample's seed (default 1)")
+    p.add_argument(
+        "--sample", type=_count(0, MAX_COUNT), default=0, help="with --tool: test a stratified random sample of this many mutants"
+    )
+    p.add_argument("--seed", type=seed, default=1, help="with --tool --sample: the sample's seed (default 1)")
     p.add_argument(
         "--retest-survivors", action="store_true", help="with --tool: re-test only the survivors (after adding scenarios or checks)"
     )
@@ -240,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--findings", default="reports/dsh-findings.md", help="where the findings report goes (default reports/dsh-findings.md)")
     q = dsh.add_parser("generate", help="write a corpus of logs written and damaged by the real DSH")
     q.add_argument("out", metavar="DIR")
-    q.add_argument("--seed", type=int, default=1, help="seed of the damage choices (default 1)")
+    q.add_argument("--seed", type=_count(0, 2**63 - 1), default=1, help="seed of the damage choices (default 1)")
     q.add_argument("--held-out", action="store_true", help="the held-out variant (other sizes, cuts and seeds)")
     q.add_argument("--json", action="store_true", help="machine-readable output")
     for q in dsh.choices.values():
@@ -262,19 +264,32 @@ def _tolerant_streams() -> None:
             reconfigure(errors="backslashreplace")
 
 
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+
+
+def one_line(message: object) -> str:
+    """A refusal as exactly one line: a file name or value holding a line break (or a
+    terminal escape) is shown escaped, never as a second line of its own."""
+    return str(message).translate(_CONTROL)
+
+
 def main(argv: list[str] | None = None) -> int:
     _tolerant_streams()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except CliError as err:
-        print(f"dsh-sim: {err}", file=sys.stderr)
+        print(f"dsh-sim: {one_line(err)}", file=sys.stderr)
         return err.code
     except InputError as err:
-        print(f"dsh-sim: {err}", file=sys.stderr)
+        print(f"dsh-sim: {one_line(err)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("dsh-sim: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        return EXIT_USAGE
+    except OSError as err:  # an output that failed after all (disk full, a mount gone read-only)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"dsh-sim: {one_line(where)}{one_line(err.strerror or err)}", file=sys.stderr)
         return EXIT_USAGE

@@ -10,9 +10,12 @@ from dsh_sim.dsh.bridge import Bridge, BridgeError, DshError
 from dsh_sim.dsh.diff import LogDiff, collect, diff_log, summary
 from dsh_sim.dsh.install import Installation
 from dsh_sim.dsh.report import write_findings
+from dsh_sim.outputs import check_output_file
 
 
 def run_diff(args: Any, install: Installation) -> int:
+    if args.findings:
+        check_output_file(args.findings, "--findings")  # before Node starts, not after every log was read
     paths = list(collect(args.paths))
     for path in args.paths:
         if not os.path.exists(path):

@@ -6,11 +6,11 @@ committed (``reports/`` keeps only its README).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from dsh_sim.dsh.findings import FINDINGS
+from dsh_sim.outputs import write_replacing
 
 
 def write_findings(
@@ -47,7 +47,5 @@ def write_findings(
         lines += [""]
     if unexplained:
         lines += ["### Unexplained", ""] + [f"* {e}" for e in unexplained] + [""]
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write("\n".join(lines))
+    write_replacing(path, "\n".join(lines))  # never through a link planted at reports/ or the name
     return path

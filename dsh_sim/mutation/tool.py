@@ -43,6 +43,9 @@ from typing import Any
 
 import attrs
 
+from dsh_sim.errors import InputError
+from dsh_sim.inputs import read_json
+
 # Durability-critical modules, in the order of the issue: the priority set first.
 PRIORITY = (
     "runtime/persistence/durable.py",
@@ -329,7 +332,10 @@ def _diff(workdir: Path, name: str, module: str) -> str:
 
 def load_triage(path: Path) -> dict[str, dict[str, Any]]:
     """The committed triage: mutant key → ``{"class": ..., "reason": ...}`` (missing file: empty)."""
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return {}
-    data: dict[str, dict[str, Any]] = json.loads(path.read_text())["mutants"]
+    document = read_json(str(path), "triage file")  # regular files only, bounded: /dev/zero is refused, not read forever
+    data = document.get("mutants") if isinstance(document, dict) else None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise InputError(f'{path}: not a triage file: expected {{"mutants": {{KEY: {{"class": ..., "reason": ...}}}}}}')
     return data

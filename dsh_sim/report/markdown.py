@@ -82,7 +82,12 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
         out.append(f"- **{item['label']}**: {item['value']}{flag}{note}")
     out.append("")
     legend = ", ".join(f"`{s}` = {o}" for o, s in model.SHORT.items())
-    out += [f"Cells count tool calls (coverage matrix) or crashes (barrier matrix) per recovery outcome: {legend}.", ""]
+    out += [
+        f"Cells count tool calls (coverage matrix) or crashes (barrier matrix) per recovery outcome: {legend}. "
+        "A crash whose calls ended differently counts once under each distinct outcome, so a barrier cell's outcomes "
+        "may add up to more than its crashes (and more than the crash cases above); its crash states do not.",
+        "",
+    ]
     out += [
         "In parentheses: crash states explored / possible (allowed by the crash model); **sampled** where fewer were checked. Every state is in one barrier cell; in the coverage matrix it counts once per boundary among its calls.",
         "",

@@ -47,6 +47,21 @@ def check(scenario: Scenario) -> list[tuple[str, str]]:
     for index, step in enumerate(scenario.steps):
         if scenario.machine not in OPS[step.op].machines:
             out.append((f"$.steps[{index}].op", f"{step.op!r} needs an agent: it runs on the durability machine, not {scenario.machine!r}"))
+    started = seeded = None
+    for index, step in enumerate(scenario.steps):  # seed_v0 places the starting log: once, before any process
+        if step.op == "seed_v0":
+            if seeded is not None:
+                out.append((f"$.steps[{index}].op", f"seed_v0 again: the log was already placed by $.steps[{seeded}]; seed_v0 comes once"))
+            elif started is not None:
+                out.append(
+                    (
+                        f"$.steps[{index}].op",
+                        f"seed_v0 after $.steps[{started}] ({scenario.steps[started].op}): it must come before the first boot",
+                    )
+                )
+            seeded = index if seeded is None else seeded
+        elif step.op in ("boot", "second_writer") and started is None:
+            started = index
     seen: dict[str, str] = {}
     for path, call_id in call_ids(scenario):
         if call_id in seen:

@@ -22,6 +22,13 @@ Deny by default, flag by flag, because each one closed an escape:
 * A private PID namespace and ``/proc``: ``/proc/<pid>/root`` of a host process led back
   into the host's writable tree.
 * ``--new-session`` (no ``TIOCSTI`` into the caller's terminal), ``--die-with-parent``.
+* ``/proc/sys`` read-only: bubblewrap covers it only when the directory is writable, and it
+  is not (mode 0555), so its sysctl files stayed writable; the command's uid 0 is the host's
+  root (mapped 0 → 0), which the kernel lets write a 0644 sysctl without any capability —
+  a confined command set the host's ``vm.swappiness`` (and could set ``kernel.core_pattern``).
+* The wrapper :mod:`runtime.adapters.sandbox_exec` before ``env -i bwrap``: a fresh session
+  keyring and a seccomp filter (``--seccomp``) refusing the keyring syscalls — the command
+  read a secret from the runtime's session keyring.
 * The workspace is refused when it is ``/``, the home directory, an ancestor of either, a
   system directory, or outside the configured root (``--bind / /`` made everything writable).
 
@@ -33,10 +40,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
 
+from runtime.adapters import sandbox_exec
 from runtime.adapters.sandbox_host import (
     ETC_NETWORK,
     ETC_READ,
@@ -58,6 +67,7 @@ from runtime.agent.sandbox import (
 
 PROBE_TIMEOUT_S = 10.0
 PRIVATE_TMP = SANDBOX_TMP
+WRAPPER_SCRIPT = sandbox_exec.__file__
 
 BWRAP_DENIAL_SIGNATURES: tuple[str, ...] = ("read-only file system", "operation not permitted")
 
@@ -85,6 +95,7 @@ BWRAP_FAILURE_RULES: tuple[RunnerFailureRule, ...] = (
             "bwrap: unexpected capabilities",
             "bwrap: unknown option",
             "bwrap: loopback:",
+            "sandbox: cannot ",
         ),
         informational_lines=(),
     ),
@@ -149,7 +160,9 @@ def bwrap_profile(
         profile += ["--bind" if mode == "workspace-write" else "--ro-bind", workspace, workspace, "--chdir", workspace]
     # Last: the skeleton bwrap builds (its root, /etc, the mount points) becomes read-only, so
     # the only writable places are the workspace in workspace-write and the private /tmp.
-    profile += ["--dev", "/dev", "--proc", "/proc", "--remount-ro", "/"]
+    profile += ["--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--remount-ro", "/"]
+    # The keyring filter, on a descriptor the wrapper (sandbox_exec.py) opens and names here.
+    profile += ["--seccomp", sandbox_exec.SECCOMP_FD]
     return profile
 
 
@@ -176,8 +189,10 @@ class BubblewrapProvider:
         homes: Iterable[str] | None = None,
         allowed_root: str | None = None,
         host: HostView | None = None,
+        python: str = sys.executable,
     ) -> None:
         self._bwrap = bwrap
+        self._python = python
         self._runner = runner
         self._which = which
         self._probe_timeout_s = probe_timeout_s
@@ -195,6 +210,9 @@ class BubblewrapProvider:
             self._host = host_view()
         return self._host
 
+    def _wrapper(self) -> tuple[str, ...]:
+        return (self._python, "-I", "-S", WRAPPER_SCRIPT, "--")
+
     def probe(self) -> str | None:
         """None when bwrap works here, else why not.  Runs once per provider."""
         if self._probed is _UNPROBED:
@@ -208,7 +226,7 @@ class BubblewrapProvider:
         env_path = self._which("env")
         if env_path is None:
             return "env executable not found (needed to start bwrap with an empty environment)"
-        argv = [env_path, "-i", path, *bwrap_profile(None, None, host=self._host_view()), "--", "true"]
+        argv = [*self._wrapper(), env_path, "-i", path, *bwrap_profile(None, None, host=self._host_view()), "--", "true"]
         try:
             result = self._runner(argv, self._probe_timeout_s)
         except Exception as err:  # an injected runner's crash must also mean "unusable"
@@ -229,7 +247,7 @@ class BubblewrapProvider:
         env = sandbox_env(os.environ if self._environ is None else self._environ, workspace)
         profile = bwrap_profile(mode, workspace, network=policy.network, host=self._host_view(), env=env)
         return ConfinedArgv(
-            argv=(self._env_path, "-i", self._path, *profile, "--", *argv),
+            argv=(*self._wrapper(), self._env_path, "-i", self._path, *profile, "--", *argv),
             enforcement="full",
             denial_signatures=BWRAP_DENIAL_SIGNATURES,
             runner_failure_rules=BWRAP_FAILURE_RULES,

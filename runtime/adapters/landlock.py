@@ -11,7 +11,10 @@ What it confines: filesystem reads (system program directories, selected ``/etc`
 the workspace only; not ``/proc``, not ``/root``), filesystem writes (the workspace and a
 private temp directory in ``workspace-write``; ``/dev/null`` and friends always), TCP
 bind/connect (ABI v4+), abstract unix sockets and signals to processes outside the sandbox
-(ABI v6+), ptrace of outside processes, setuid gains (``no_new_privs``), the environment.
+(ABI v6+), ptrace of outside processes, setuid gains (``no_new_privs``), the environment,
+capabilities (all dropped, even when started by root), kernel keyrings (a fresh session
+keyring and a seccomp filter), and processes outliving the call (the runner is a subreaper
+and kills what the command leaves behind).
 What it does not, and so reports as ``partial``: no PID, IPC or UTS namespace (host processes
 exist for it, System V IPC is shared), no control over connecting to a unix socket by its path
 (a host service listening on one stays reachable), no UDP or other non-TCP network control,
@@ -22,11 +25,12 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from runtime.adapters import landlock_exec
+from runtime.adapters import landlock_exec, sandbox_exec
 from runtime.adapters.bwrap import Runner, RunResult, subprocess_runner
 from runtime.adapters.sandbox_host import (
     DEVICES,
@@ -65,6 +69,8 @@ def unconfined_by(abi: int, network: bool) -> tuple[str, ...]:
         gaps.append("network (all of it)" if abi < 4 else "non-TCP network (UDP, ICMP)")
     if abi < 6:
         gaps += ["abstract unix sockets", "signals to host processes"]
+    if sandbox_exec.keyring_filter() is None:
+        gaps.append(f"kernel keyrings (no keyring filter for {platform.machine()}: root's user keyring is shared)")
     return tuple(gaps)
 
 

@@ -13,6 +13,13 @@ knows, TCP bind/connect when the ABI has them (v4+) and the policy has no networ
 abstract unix sockets and signals to the sandbox (v6+).  What it cannot do — a PID, IPC or
 UTS namespace, UDP — the provider reports as unconfined.
 
+Before ``exec`` the child also leaves the runtime's session keyring, drops every capability
+and installs the keyring filter (:mod:`runtime.adapters.sandbox_exec`): started by root it
+kept them all (hostname, device nodes, raw sockets, the host's network configuration).  The
+runner is a child subreaper: a process the command leaves behind (``setsid cmd &``) is
+re-parented to it, and killed when the command ends — one kept writing to the workspace
+after the call had returned.
+
 Exit status: the command's (128 + N for a signal N); 125 with a ``landlock:`` line on stderr
 when the sandbox could not be set up (the provider treats that as SANDBOX_UNAVAILABLE).
 """
@@ -20,6 +27,7 @@ when the sandbox could not be set up (the provider treats that as SANDBOX_UNAVAI
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import os
 import shutil
@@ -27,7 +35,21 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
+from types import ModuleType
 from typing import Any
+
+
+def _sibling(name: str) -> ModuleType:
+    """A module beside this file: run as a script with ``-I``, its directory is not on sys.path."""
+    spec = importlib.util.spec_from_file_location(f"_dsh_{name}", os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+sandbox_exec = _sibling("sandbox_exec")
 
 SYS_CREATE_RULESET = 444  # the same numbers on every architecture (unified syscall table)
 SYS_ADD_RULE = 445
@@ -36,6 +58,8 @@ CREATE_RULESET_VERSION = 1
 RULE_PATH_BENEATH = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+REAP_SECONDS = 10.0
 SETUP_FAILED = 125
 
 FS_EXECUTE = 1 << 0
@@ -127,11 +151,16 @@ def build_ruleset(spec: dict[str, Any], abi: int) -> int:
     return ruleset
 
 
-def enter(ruleset: int) -> None:
-    """Restrict the calling process (and its future children) to ``ruleset`` for good."""
+def enter(ruleset: int, keyring_filter: bytes | None = None) -> None:
+    """Restrict the calling process (and its future children) to ``ruleset`` for good: a
+    fresh session keyring, no capabilities, ``no_new_privs``, the ruleset, the keyring filter."""
     libc = _libc()
+    sandbox_exec.new_session_keyring()
+    sandbox_exec.drop_capabilities()
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
     _check(libc.syscall(SYS_RESTRICT_SELF, ruleset, 0), "restrict_self")
+    if keyring_filter is not None:
+        sandbox_exec.apply_filter(keyring_filter)
 
 
 def _die_with_parent() -> None:
@@ -176,10 +205,13 @@ def main(args: list[str]) -> int:
 def _run(argv: list[str], env: dict[str, str], cwd: str, ruleset: int) -> int:
     """Run the command restricted, in its own session; its status becomes ours."""
 
+    keyring_filter = sandbox_exec.keyring_filter()
+
     def confine_child() -> None:
         _die_with_parent()
-        enter(ruleset)
+        enter(ruleset, keyring_filter)
 
+    _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     try:
         child = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True, preexec_fn=confine_child)  # noqa: PLW1509 (no threads here)
     except subprocess.SubprocessError as err:  # enter() failed in the child: nothing ran
@@ -188,10 +220,55 @@ def _run(argv: list[str], env: dict[str, str], cwd: str, ruleset: int) -> int:
     except OSError as err:
         sys.stderr.write(f"{argv[0]}: {err.strerror or err}\n")  # the command's failure, not the sandbox's
         return 127
+
+    def stop(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+        kill_descendants(child.pid)  # a timeout or an interrupt ends every process the command made
+        sys.exit(128 + signum)
+
     for forwarded in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(forwarded, lambda signum, _frame: child.send_signal(signum))
+        signal.signal(forwarded, stop)
     code = child.wait()
+    kill_descendants()
     return code if code >= 0 else 128 - code
+
+
+def _children() -> list[int]:
+    """This process's children (orphans of the command are re-parented here: subreaper)."""
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def kill_descendants(first: int | None = None) -> None:
+    """SIGKILL every process left of the command and reap it, until none is left (each killed
+    process's own children are re-parented here in turn)."""
+    deadline = time.monotonic() + REAP_SECONDS
+    pending = [first] if first is not None else []
+    while time.monotonic() < deadline:
+        for pid in pending + _children():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        pending = []
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            return
+        time.sleep(0.01)
 
 
 if __name__ == "__main__":

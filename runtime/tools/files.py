@@ -3,8 +3,11 @@
 A path must stay inside the workspace twice over: lexically (``..`` cannot climb out) and
 after resolving symbolic links (a link planted in the workspace — by a shell command, say —
 cannot point a write elsewhere): the parent directory's real path must lie inside the
-workspace's real path, and the final component is opened with ``NOFOLLOW``.  Both tools go
-through the filesystem port, so in a simulation they act on the simulated disk.
+workspace's real path, and the final component is opened with ``NOFOLLOW``.  Only regular
+files are opened: a FIFO planted in the workspace by a shell command made ``read_file`` block
+forever in ``open`` (and ``write_file`` too, waiting for a reader), so the name is checked with
+``lstat`` before the open and the descriptor with ``fstat`` after it.  Both tools go through
+the filesystem port, so in a simulation they act on the simulated disk.
 """
 
 from __future__ import annotations
@@ -42,13 +45,31 @@ async def confine_real(fs: FileSystem, workspace: str, path: Any) -> str:
     return resolved
 
 
+def _not_regular(path: str, kind: str) -> HarnessError:
+    what = "a directory" if kind == "dir" else "not a regular file (a FIFO, socket or device)"
+    return HarnessError(
+        f'"{posixpath.basename(path)}" is {what}; the file tools open regular files only', name="NotARegularFile", code="NOT_A_REGULAR_FILE"
+    )
+
+
 async def _open(fs: FileSystem, path: str, flags: OpenFlags, mode: int = 0o600) -> int:
     try:
-        return await fs.open(path, flags | OpenFlags.NOFOLLOW, mode)
+        before = await fs.lstat(path)
+    except FileNotFoundError:
+        before = None
+    if before is not None and before.kind in ("dir", "other"):
+        raise _not_regular(path, before.kind)  # before open: opening a FIFO blocks
+    try:
+        fd = await fs.open(path, flags | OpenFlags.NOFOLLOW, mode)
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise WorkspaceEscapeError(f'"{posixpath.basename(path)}" is a symbolic link; the file tools do not follow links') from None
         raise
+    kind = (await fs.fstat(fd)).kind
+    if kind != "file":
+        await fs.close(fd)
+        raise _not_regular(path, kind)
+    return fd
 
 
 def _args(ex: ToolExecution) -> dict[str, Any]:

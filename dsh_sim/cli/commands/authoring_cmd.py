@@ -8,7 +8,7 @@ from typing import Any
 
 from dsh_sim import api
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.outputs import check_output_file
+from dsh_sim.outputs import check_output_file, write_replacing
 
 
 def _write(text: str, out: str | None) -> None:
@@ -16,8 +16,7 @@ def _write(text: str, out: str | None) -> None:
         print(text, end="")
         return
     check_output_file(out, "--out")
-    with open(out, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    write_replacing(out, text)
     print(f"wrote {out}")
 
 

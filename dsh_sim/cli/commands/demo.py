@@ -26,9 +26,10 @@ from dsh_sim.scenario.codec import structure
 from runtime.adapters import production_ports
 from runtime.adapters.local_sandbox import LocalSandboxProvider
 from runtime.adapters.process import SubprocessRunner
+from runtime.adapters.sandbox_host import default_homes, resolve_workspace
 from runtime.adapters.script_model import ScriptModel
 from runtime.agent.runtime import RuntimeConfig, open_runtime
-from runtime.agent.sandbox import SANDBOX_UNAVAILABLE
+from runtime.agent.sandbox import SANDBOX_UNAVAILABLE, UnsafeWorkspaceError
 from runtime.agent.sandbox_service import SandboxService
 from runtime.persistence.errors import (
     SessionAlreadyExistsError,
@@ -123,6 +124,14 @@ def main(args: Any) -> int:
         raise CliError(f"--session {args.session!r}: {err}") from None
     check_output_dir(root, "--root")
     check_output_dir(workspace, "--workspace")
+    try:  # the sandbox's own rule, before anything is created: the file tools write there unconfined
+        real_workspace = resolve_workspace(workspace, homes=default_homes())
+    except UnsafeWorkspaceError as err:
+        raise CliError(f"--workspace {workspace}: {err}") from None
+    real_root = os.path.realpath(root)
+    if real_root == real_workspace or real_root.startswith(real_workspace.rstrip("/") + "/"):
+        # a confined shell command could then rewrite the session's own log and lock
+        raise CliError(f"--workspace {workspace}: holds the persistence root {root}; the session files must lie outside the workspace")
     script = _script(args.script)
     ensure_output_dir(workspace)
     try:

@@ -93,7 +93,9 @@ def _diff(args: Any) -> int:
 
 def _generate(args: Any) -> int:
     from dsh_sim.dsh.generate import generate_corpus
+    from dsh_sim.outputs import check_output_dir
 
+    check_output_dir(args.out, "DIR")
     written = generate_corpus(require_installation(args.home), args.out, seed=args.seed, held_out=args.held_out)
     if args.json:
         emit_json({"out": args.out, "logs": written})

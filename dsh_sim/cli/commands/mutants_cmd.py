@@ -13,7 +13,7 @@ from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_
 from dsh_sim.drivers.selftest import summary
 from dsh_sim.evidence.results import meta, write
 from dsh_sim.mutation.catalogue import CATALOGUE
-from dsh_sim.outputs import check_output_file
+from dsh_sim.outputs import check_output_file, write_replacing
 
 
 def _line(result: api.KillResult) -> str:
@@ -46,6 +46,11 @@ def tool_main(args: Any) -> int:
     if importlib.util.find_spec("mutmut") is None:
         raise CliError("dsh-sim mutants --tool needs mutmut: pip install -e '.[mutation]'")
     modules = _modules(args.modules)
+    out = args.results or "reports/mutation/survivors.json"
+    for path, flag in ((out, "--results"), (str(Path(out).with_suffix(".md")), "--results"), (args.snapshot, "--snapshot")):
+        if path:
+            check_output_file(path, flag)  # before mutmut runs for hours, not after
+    triage = tool.load_triage(root / args.triage)
     workdir = root / args.workdir
     started = time.perf_counter()
     seconds = None
@@ -84,14 +89,13 @@ def tool_main(args: Any) -> int:
         "sample": len(sample) if sample is not None else None,
         "generated": len(tool.all_mutants(workdir)),
     }
-    doc = tool_report.document(mutants, tool.load_triage(root / args.triage), meta("mutants-tool", **extra))
-    out = args.results or "reports/mutation/survivors.json"
+    doc = tool_report.document(mutants, triage, meta("mutants-tool", **extra))
     write(doc, out)
     text = tool_report.markdown(doc)
     md = str(Path(out).with_suffix(".md"))
-    Path(md).write_text(text)
+    write_replacing(md, text)
     if args.snapshot:
-        Path(args.snapshot).write_text(text)
+        write_replacing(args.snapshot, text)
     if args.json:
         emit_json(doc)
         return EXIT_OK
@@ -109,9 +113,19 @@ def tool_main(args: Any) -> int:
     return EXIT_OK
 
 
+TOOL_ONLY = ("report_only", "retest_survivors", "sample", "snapshot")
+
+
 def main(args: Any) -> int:
     if getattr(args, "tool", False):
+        if args.list:
+            raise CliError("--list and --tool do not go together (--list prints the catalogue of the durability mutants)")
+        if args.only:
+            raise CliError("--only names catalogue mutants; with --tool use --modules")
         return tool_main(args)
+    used = [name for name in TOOL_ONLY if getattr(args, name, None)]
+    if used:
+        raise CliError(f"--{used[0].replace('_', '-')} needs --tool (mutation testing with mutmut)")
     if args.list:
         for name, description in sorted(CATALOGUE.items()):
             print(f"{name:<42} {description}")

@@ -9,7 +9,7 @@ from dsh_sim import api
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
 from dsh_sim.cli.commands.dsh_cmd import against_line, against_oracle
 from dsh_sim.dsh.against import NAME as DSH_AGREES
-from dsh_sim.outputs import check_output_file
+from dsh_sim.outputs import check_output_file, write_replacing
 
 
 def _outcome(result: api.ReplayResult) -> str:
@@ -23,6 +23,10 @@ def _outcome(result: api.ReplayResult) -> str:
 
 
 def main(args: Any) -> int:
+    if args.check_determinism and (args.update_digest or args.trace_out):
+        # the determinism check replays in fresh processes: it neither records nor traces
+        flag = "--update-digest" if args.update_digest else "--trace-out"
+        raise CliError(f"--check-determinism and {flag} do not go together (the check replays in fresh processes)")
     if args.trace_out:
         check_output_file(args.trace_out, "--trace-out")
     files = api.expand(args.files)
@@ -48,10 +52,10 @@ def main(args: Any) -> int:
         results = [api.replay(path, update_digest=args.update_digest, keep_trace=bool(args.trace_out)) for path in files]
         compared = against_line(oracle) if oracle is not None and not args.json else None
     if args.trace_out:
-        with open(args.trace_out, "w", encoding="utf-8") as handle:
-            for result in results:
-                for record in result.trace or ():
-                    handle.write(json.dumps(list(record)) + "\n")
+        # by rename: a link or FIFO planted at the name during the replay is replaced, never
+        # written through (a plain open followed the link, and blocked on the FIFO)
+        lines = [json.dumps(list(record)) + "\n" for result in results for record in result.trace or ()]
+        write_replacing(args.trace_out, "".join(lines))
     if args.json:
         emit_json([{k: v for k, v in r.row().items() if k != "cases"} for r in results])
     else:

@@ -32,6 +32,7 @@ from dsh_sim.scenario.files import corpus, discover
 
 DETERMINISM_SAMPLES = 2
 FOUND_DIR = "scenarios/found"  # where fuzz (its default) and explore save what they find
+MUTANT_CORPUS = "scenarios/starter"  # the corpus the mutant self-test replays (shard 0)
 
 
 def _scenario_files(args: Any) -> list[str]:
@@ -133,7 +134,7 @@ def run_part(args: Any, files: list[str], seed: int, results_dir: str, tag: str)
         print(f"not explored: {len(skipped)} self-test scenario(s) that expect a violation ({names})", flush=True)
     if not args.shard or args.shard.startswith("0/"):
         started = time.perf_counter()
-        kills = api.mutants(corpus_dir="scenarios/starter", methods=("corpus",))
+        kills = api.mutants(corpus_dir=MUTANT_CORPUS, methods=("corpus",))
         stats = summary(kills)
         doc = {
             "meta": meta("mutants", methods=["corpus"], seconds=round(time.perf_counter() - started, 3), **stats),
@@ -181,6 +182,9 @@ def main(args: Any) -> int:
     files = _scenario_files(args)
     for path in files:  # a bad file is refused before anything runs
         api.load(path)
+    if (not args.shard or args.shard.startswith("0/")) and not discover(MUTANT_CORPUS):
+        # the self-test reads it after the replays and explorations: refused now, not then
+        raise CliError(f"{MUTANT_CORPUS}: no scenarios for the mutant self-test (run from a clone of the repository)")
     if args.inputs:
         api.read_results(args.inputs)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
