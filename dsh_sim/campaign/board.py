@@ -18,7 +18,7 @@ from dsh_sim.campaign.events import Event, Failed, Finished, Progress, Started
 from dsh_sim.campaign.tasks import ExploreShard, FuzzShard, MutantKill, ReplayShard, Task, kind_of
 
 # seconds per unit before anything has been measured (two shared cores, the committed corpus)
-PRIORS = {"replay": 0.05, "recheck": 3.0, "explore": 2.0, "mutants": 0.3}
+PRIORS = {"replay": 0.05, "recheck": 3.0, "explore": 2.0, "mutants": 0.3, "fuzz": 0.1}
 
 
 @attrs.define
@@ -37,7 +37,7 @@ def _units(task: Task) -> tuple[str, int]:
         return "mutants", 1
     if isinstance(task, ReplayShard):
         return "replay", len(task.scenarios)
-    return "fuzz", 1
+    return "fuzz", 1  # measured per example: see Board.apply
 
 
 class Board:
@@ -61,6 +61,8 @@ class Board:
 
     def apply(self, event: Event) -> None:
         now = time.monotonic()
+        if isinstance(event, Started | Progress) and event.task in self.finished:
+            return  # a worker's message can arrive after its task's result
         if isinstance(event, Started):
             self.doing[event.worker] = Doing(event.task, now)
         elif isinstance(event, Progress):
@@ -74,6 +76,8 @@ class Board:
             task = self.tasks.get(event.result.task)
             if task is not None:
                 unit, count = _units(task)
+                if isinstance(task, FuzzShard):
+                    count = max(1, int(event.result.document.get("meta", {}).get("examples", 1)))
                 spent = self._spent.setdefault(unit, [0.0, 0.0])
                 spent[0] += event.result.seconds
                 spent[1] += count
@@ -109,7 +113,9 @@ class Board:
     def cost(self, task: Task) -> float:
         """What ``task`` should take, in seconds, from what has been measured so far."""
         if isinstance(task, FuzzShard):
-            return task.budget
+            if task.examples is None:
+                return task.budget
+            return min(task.budget, task.examples * self._rate("fuzz"))
         unit, count = _units(task)
         cost = self._rate(unit) * count
         if isinstance(task, ReplayShard):

@@ -23,6 +23,7 @@ import signal
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -50,7 +51,8 @@ class _WorkerContext:
         from distributed import get_worker
 
         self._worker = get_worker()
-        self.worker = str(self._worker.name)
+        name = str(self._worker.name)
+        self.worker = name.removeprefix("tcp://")  # unnamed workers are called by their address
         self._run, self._task = run_id, task_id
         self._sent = self._checked = 0.0
 
@@ -79,6 +81,10 @@ class _WorkerContext:
 
 def task_on_worker(task: Task, corpus: dict[str, str], run_id: str, found_dir: str) -> TaskResult:
     """The function every campaign task runs as on a Dask worker."""
+    # Hypothesis warns when the global ``random`` state moves while it draws; on a worker the
+    # worker's own threads use ``random`` meanwhile (the simulation never does: it has seeded
+    # generators of its own), so the warning is noise there
+    warnings.filterwarnings("ignore", message="Do not use the `random` module inside strategies")
     context = _WorkerContext(run_id, task.id)
     context.started()
     return run_task(task, corpus, context, found_dir)
@@ -119,7 +125,7 @@ class DaskCluster:
             self.description = f"local Dask cluster ({workers} worker processes)"
         else:
             try:
-                self.client = Client(scheduler, timeout=30)
+                self.client = Client(scheduler, timeout=10)
             except (OSError, TimeoutError) as err:
                 raise InputError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({one_line(err)})") from None
             self.client.wait_for_workers(1, timeout=60)
@@ -134,7 +140,12 @@ class DaskCluster:
         if threaded:
             self.close()
             raise InputError(f"--scheduler {where}: workers {threaded} run several threads; start them with --nthreads 1")
-        for address, probe in self.client.run(_probe).items():
+        try:
+            probes = self.client.run(_probe)
+        except Exception as err:  # the workers cannot even unpickle a dsh_sim function
+            self.close()
+            raise InputError(f"--scheduler {where}: the workers cannot run dsh-sim ({one_line(err)}); install it where they run") from None
+        for address, probe in probes.items():
             if probe["dsh_sim"] != __version__:
                 self.close()
                 raise InputError(f"--scheduler {where}: worker {address} runs dsh-sim {probe['dsh_sim']}, this is {__version__}")

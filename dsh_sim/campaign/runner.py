@@ -65,6 +65,12 @@ def _executor(request: Request) -> Any:
         return InProcess(request.found_dir)
     from dsh_sim.campaign.cluster import DaskCluster
 
+    where = (
+        f"connecting to the Dask cluster at {request.scheduler}"
+        if request.scheduler
+        else f"starting a local Dask cluster of {workers} workers"
+    )
+    print(f"dsh-sim run: {where}…", file=sys.stderr if request.json_mode else sys.stdout, flush=True)
     return DaskCluster(request.found_dir, workers=workers, scheduler=request.scheduler)
 
 

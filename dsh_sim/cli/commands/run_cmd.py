@@ -42,8 +42,11 @@ def _scenario_files(args: Any) -> list[str]:
         return api.expand(args.scenarios)
     files, skipped = corpus("scenarios")
     for directory, count in skipped:
-        if count:
-            print(f"skipped {directory}: {count} scenario(s) outside the committed corpus (replay them with dsh-sim replay {directory})")
+        if count:  # on stderr with --json: stdout holds only the result
+            print(
+                f"skipped {directory}: {count} scenario(s) outside the committed corpus (replay them with dsh-sim replay {directory})",
+                file=sys.stderr if args.json else sys.stdout,
+            )
     if not files:
         raise CliError(
             "scenarios/: no committed corpus here (scenarios/starter, scenarios/regressions); run from a clone or give --scenarios"
