@@ -66,9 +66,8 @@ _status_converter = cattrs.Converter(forbid_extra_keys=True)
 
 
 class RunDir:
-    def __init__(self, out: str, run_id: str, lock_fd: int) -> None:
-        self.out, self.id, self._lock_fd = out, run_id, lock_fd
-        self.path = os.path.join(out, RUNS, run_id)
+    def __init__(self, path: str, lock_fd: int) -> None:
+        self.path, self.id, self._lock_fd = path, os.path.basename(path), lock_fd
         self.results = os.path.join(self.path, "results")
 
     # -- claiming ----------------------------------------------------------------------------
@@ -88,7 +87,7 @@ class RunDir:
         fd = _lock(os.path.join(runs, run_id, "lock"))
         if fd is None:  # cannot happen for a directory we just made; refuse rather than share
             raise InputError(f"{run_id}: run directory already locked")
-        run = cls(out, run_id, fd)
+        run = cls(os.path.join(runs, run_id), fd)
         os.mkdir(run.results)  # an empty result set is a valid one (a run stopped before any task ended)
         return run
 
@@ -101,7 +100,7 @@ class RunDir:
         fd = _lock(os.path.join(path, "lock"))
         if fd is None:
             raise InputError(f"--resume {run_id}: {_who(path)}; wait for it to end (or stop it) before resuming")
-        return cls(out, os.path.basename(path), fd)
+        return cls(path, fd)
 
     def release(self) -> None:
         if self._lock_fd >= 0:
