@@ -14,25 +14,22 @@ and print.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
 from dsh_sim.drivers import fuzz as fuzz_driver
+from dsh_sim.drivers import recheck
 from dsh_sim.drivers.explore import ExploreResult
 from dsh_sim.drivers.explore import explore as explore_driver
 from dsh_sim.drivers.fuzz import FuzzRun
+from dsh_sim.drivers.recheck import DeterminismCheck
 from dsh_sim.drivers.replay import RunResult, judge, run_scenario
 from dsh_sim.drivers.selftest import KillResult, run_mutants
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.logs import capture_runtime_logs
-from dsh_sim.engine.trace import first_divergence
 from dsh_sim.errors import InputError, one_of
 from dsh_sim.evidence.coverage import aggregate
 from dsh_sim.evidence.results import read as read_results_files
@@ -175,43 +172,12 @@ def replay(target: Target, *, path: str | None = None, update_digest: bool = Fal
     return ReplayResult(path, scenario, run, tuple(problems), updated, trace, dict(sim.point_hits))
 
 
-@attrs.frozen
-class DeterminismCheck:
-    scenario: str
-    digest_a: str
-    digest_b: str
-    session_a: str | None
-    session_b: str | None
-    divergence: str | None
-
-    @property
-    def same(self) -> bool:
-        return self.digest_a == self.digest_b and self.session_a == self.session_b
-
-
 def check_determinism(path: str) -> DeterminismCheck:
     """Replay in two fresh processes with different PYTHONHASHSEED: same digest, same bytes?
-    On a difference, the trace records of both runs show where they parted."""
+    On a difference, the trace records of both runs show where they parted.  Nothing is
+    written: the scenario goes to the children on stdin, their traces come back on stdout."""
     load(path)  # bad input is refused here, in one line, not in a child process
-    runs = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for hashseed in ("1", "2"):
-            out = os.path.join(tmp, f"trace-{hashseed}.jsonl")
-            env = {**os.environ, "PYTHONHASHSEED": hashseed}
-            cmd = [sys.executable, "-m", "dsh_sim", "replay", path, "--trace-out", out, "--json"]
-            done = subprocess.run(cmd, env=env, check=False, capture_output=True, text=True)
-            try:
-                row = json.loads(done.stdout)[0]
-                with open(out, encoding="utf-8") as handle:
-                    records = [tuple(json.loads(line)) for line in handle]
-            except (ValueError, IndexError, OSError):
-                raise InputError(f"{path}: the determinism re-run failed: {(done.stderr or done.stdout).strip()[:200]}") from None
-            runs.append((row, records))
-    (a, records_a), (b, records_b) = runs
-    divergence = first_divergence(records_a, records_b) if a["digest"] != b["digest"] else None
-    return DeterminismCheck(
-        path, a["digest"], b["digest"], a["session_sha256"], b["session_sha256"], divergence.describe() if divergence else None
-    )
+    return recheck.check(path, read_regular(path, MAX_SCENARIO_BYTES, "scenario file").decode("utf-8"))
 
 
 # -- explore, fuzz, mutants --------------------------------------------------------------------

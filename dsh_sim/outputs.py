@@ -3,10 +3,18 @@
 A symbolic link planted at ``scenarios/found`` (or ``reports/``, or one of their files) sent
 findings wherever it pointed.  Output directories are therefore checked with ``lstat`` — the
 directory itself and, for a relative path, every component below the working directory —
-and files are written without following links: a new file with ``O_CREAT | O_EXCL |
-O_NOFOLLOW``, a replaced one through a temp file renamed over the name (a rename replaces a
-link, it never writes through it).  A refusal is an :class:`~dsh_sim.errors.InputError`:
+and files are written without following links: a new file by hard-linking a complete temp
+file to the name (``link`` fails on any existing name, a link included), a replaced one
+through a temp file renamed over the name (a rename replaces a link, it never writes
+through it).  A refusal is an :class:`~dsh_sim.errors.InputError`:
 one line on stderr, exit status 2.
+
+Every file is also written *durably and whole*: the bytes go to a temp file beside the name,
+are fsynced, and only then get the name (``rename`` to replace, ``link`` to create without
+replacing), and the directory is fsynced.  A reader — a second run in the same directory, a
+``--resume`` after a kill, a report merging runs — sees either no file or the complete file,
+never a prefix: two runs that wrote one results file with ``open("w")`` read each other's
+half-written JSON ("Extra data").  A temp file is removed on any failure, an interrupt included.
 """
 
 from __future__ import annotations
@@ -103,32 +111,62 @@ def ensure_output_dir(path: str) -> str:
     return path
 
 
-def write_new(path: str, text: str) -> None:
-    """Create ``path`` with ``text``; ``FileExistsError`` if the name exists (a link included)."""
-    ensure_output_dir(os.path.dirname(path) or ".")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+def fsync_directory(path: str) -> None:
+    """Make the directory entries of ``path`` durable (a new or renamed name in it)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        fd = os.open(path, flags, 0o644)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _staged(directory: str, name: str, text: str) -> str:
+    """A temp file in ``directory`` holding ``text``, fsynced; the caller gives it its name."""
+    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, 0o644)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return temp
+
+
+def write_new(path: str, text: str) -> None:
+    """Create ``path`` with ``text``, whole and durable; ``FileExistsError`` if the name exists
+    (a link included).  The complete temp file is hard-linked to the name: ``link`` never
+    replaces, so two writers of one name cannot both succeed, and nobody sees a prefix."""
+    directory = ensure_output_dir(os.path.dirname(path) or ".")
+    if os.path.islink(path):
+        raise InputError(f"{path}: refusing to write output through a symbolic link")
+    temp = _staged(directory, os.path.basename(path), text)
+    try:
+        os.link(temp, path, follow_symlinks=False)
     except FileExistsError:
         if os.path.islink(path):
             raise InputError(f"{path}: refusing to write output through a symbolic link") from None
         raise
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+    fsync_directory(directory)
 
 
 def write_replacing(path: str, text: str) -> None:
-    """Write ``path`` atomically: a temp file beside it, renamed over the name (never followed)."""
+    """Write ``path`` atomically and durably: a temp file beside it, fsynced, renamed over the
+    name (never followed), then the directory fsynced."""
     directory = ensure_output_dir(os.path.dirname(path) or ".")
     if os.path.islink(path):
         raise InputError(f"{path}: refusing to write output through a symbolic link")
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    temp = _staged(directory, os.path.basename(path), text)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.chmod(temp, 0o644)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+    fsync_directory(directory)

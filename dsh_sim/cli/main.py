@@ -19,6 +19,8 @@ from dsh_sim.cli.commands.common import EXIT_USAGE, CliError
 from dsh_sim.engine.vocabulary import BOUNDARIES, MACHINES
 from dsh_sim.errors import InputError
 
+PARTS = ("replay", "explore", "fuzz", "mutants", "dsh")  # the parts of a campaign (dsh_sim.campaign.plan.PARTS) and the DSH phase
+
 MAX_BUDGET = 7 * 86_400.0  # seconds
 MAX_COUNT = 10_000_000
 
@@ -53,13 +55,6 @@ def _count(lo: int, hi: int) -> Callable[[str], int]:
     return parse
 
 
-def _shard(text: str) -> str:
-    index, _, count = text.partition("/")
-    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
-        raise argparse.ArgumentTypeError(f"must be INDEX/COUNT with INDEX < COUNT, got {text!r}")
-    return text
-
-
 def _lazy(module: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         import importlib
@@ -76,9 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     seed = _count(0, 2**63 - 1)
 
-    p = sub.add_parser("run", help="the main job: replay + explore the corpus, fuzz, write the coverage report")
-    p.add_argument("--budget", type=_seconds, default=60.0, help="fuzzing budget in seconds (default 60)")
-    p.add_argument("--workers", type=_count(1, 64), default=1, help="parallel worker processes (shards; default 1)")
+    p = sub.add_parser("run", help="the main job: replay + explore the corpus, fuzz, kill the mutants, write the report")
+    p.add_argument("--budget", type=_seconds, default=None, help="fuzzing seconds per worker (default 60), shared by the fuzz shards")
+    p.add_argument(
+        "--workers",
+        type=_count(1, 64),
+        default=None,
+        help="embedded workers: 1 (default) runs in this process, N > 1 on a local Dask cluster of N processes",
+    )
+    p.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT", help="run the campaign on this existing Dask cluster instead")
     p.add_argument(
         "--scenarios",
         nargs="+",
@@ -86,11 +87,32 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="scenario files/directories (default: the committed corpus, scenarios/starter and scenarios/regressions)",
     )
-    p.add_argument("--out", default="reports", help="report directory (default reports/)")
-    p.add_argument("--from", dest="inputs", nargs="*", default=[], metavar="RESULTS", help="also merge these result files/directories")
-    p.add_argument("--seed", type=seed, default=None, help="fuzz seed (default: random, printed)")
+    p.add_argument("--out", default="reports", help="report directory; each run writes under OUT/runs/ID (default reports/)")
+    p.add_argument(
+        "--from",
+        dest="inputs",
+        nargs="*",
+        default=[],
+        metavar="RUN",
+        help="also merge these runs (ids under OUT/runs) or result files/directories",
+    )
+    p.add_argument(
+        "--resume", default=None, metavar="RUN", help="finish an interrupted run (its id, or latest): only its unfinished tasks run"
+    )
+    p.add_argument("--seed", type=seed, default=None, help="campaign seed; each shard's seed is split from it (default: random, printed)")
+    p.add_argument(
+        "--examples", type=_count(1, MAX_COUNT), default=None, help="fuzz each shard for this many examples (reproducible counts)"
+    )
+    p.add_argument("--fuzz-shards", type=_count(1, 256), default=None, help="fuzz shards, 3 durability to 1 storage (default 4)")
     p.add_argument("--bound", type=_count(1, MAX_COUNT), default=None, help="explore: sample above this many states per point")
-    p.add_argument("--shard", type=_shard, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--skip", action="append", choices=PARTS, default=[], help="leave out a part of the campaign (repeatable)")
+    p.add_argument(
+        "--rechecks",
+        type=_count(0, MAX_COUNT),
+        default=None,
+        help="scenarios re-run in two fresh processes to check determinism (default 2)",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout (progress as plain lines on stderr)")
     p.set_defaults(func=_lazy("run_cmd"))
 
     p = sub.add_parser("fuzz", help="fuzz a state machine; save, shrink and print what it finds")
@@ -177,7 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="write coverage.json/.md/.html from result documents")
     p.add_argument("--out", default="reports")
     p.add_argument(
-        "--from", dest="inputs", nargs="*", default=None, metavar="RESULTS", help="result files or directories (default: OUT/results)"
+        "--from",
+        dest="inputs",
+        nargs="*",
+        default=None,
+        metavar="RUN",
+        help="runs (ids under OUT/runs, or latest) or result files/directories, merged (default: the latest run)",
     )
     p.set_defaults(func=_lazy("report_cmd"))
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -277,9 +278,12 @@ def explore(
     on_violation: Any = None,
     cache: dict[str, Any] | None = None,
     stop_on_violation: bool = False,
+    on_point: Callable[[int, int], None] | None = None,
 ) -> ExploreResult:
     """Explore every crash state of ``scenario``; ``cache`` may be shared by several calls
-    (recoveries of identical post-crash states under the same configuration are reused)."""
+    (recoveries of identical post-crash states under the same configuration are reused).
+    ``on_point(done, total)`` is called after each crash point: progress for a display, and
+    the place where a campaign may stop the exploration (it raises)."""
     started = time.perf_counter()
     with mutants.enabled(scenario.mutants), CollectorPolicy() as collector:
         points, recorded, recorded_checker = record(scenario)
@@ -340,6 +344,8 @@ def explore(
                 _cell(cells, cp, barrier, phase_group(spec.kind, phase), "explored")
                 if stop_on_violation and violations:
                     break
+            if on_point is not None:
+                on_point(cp.index + 1, len(points))
             if stop_on_violation and states and states[-1].violations:
                 break
     return ExploreResult(

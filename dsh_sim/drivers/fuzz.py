@@ -4,11 +4,25 @@ Hypothesis runs in batches (each with its own seed, derived from ``--seed``) unt
 budget or the example count is used.  On a violation, Hypothesis shrinks (under a cap), the
 final minimal run's steps become a scenario, :mod:`dsh_sim.drivers.minimize` makes it 1-minimal,
 its trace digest is recorded, and it is saved under ``scenarios/found/`` named after the
-invariant.  Every example's crashes feed the coverage cases of the result document.
+invariant.  Every example's crashes feed the coverage counts of the result document: they
+are tallied as each example ends (:class:`~dsh_sim.evidence.tally.CaseTally`), never kept, so
+a run's memory does not grow with its budget.
+
+Memory stays flat for hours, for three more reasons (found with tracemalloc and object
+censuses over long runs; ``benchmarks/bench_soak.py`` measures it): the run uses one machine
+class, not one per batch (Hypothesis keeps every class it ran, and each held a simulation);
+the decode memos are emptied after every example (:func:`forget_decodes`); and a full
+collection runs after every batch.  Under the raised collector thresholds of
+:class:`~dsh_sim.engine.collector.CollectorPolicy` each example's simulation — cyclic garbage
+— was promoted to the oldest generation and freed only by a rare full collection, so the
+process's size kept climbing to new peaks (180 MB after 1,500 examples, against 71 MB with a
+collection per batch of 25 examples, for about 4 % more CPU).  The collection points are
+fixed by the example count, never by time, so they cannot make two runs differ.
 """
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 from collections.abc import Callable
@@ -18,7 +32,7 @@ import attrs
 from hypothesis import settings
 from hypothesis.errors import HypothesisException
 from hypothesis.reporting import with_reporter
-from hypothesis.stateful import run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from dsh_sim.drivers import profiles
 from dsh_sim.drivers.machines.base import SimulationMachine
@@ -28,10 +42,15 @@ from dsh_sim.drivers.minimize import minimize, set_hypothesis_shrink_budget
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.collector import CollectorPolicy
 from dsh_sim.engine.config import SimConfig
+from dsh_sim.evidence import oracle
+from dsh_sim.evidence.invariants import recovery
+from dsh_sim.evidence.oracles import spec_log
+from dsh_sim.evidence.tally import CaseTally
 from dsh_sim.mutation import catalogue as mutants
 from dsh_sim.scenario.codec import describe_step
 from dsh_sim.scenario.files import save_found
 from dsh_sim.scenario.model import Expectation, Scenario
+from runtime.persistence import decode_memo
 
 MACHINES = {"durability": DurabilityMachine, "storage": StorageMachine}
 
@@ -58,12 +77,17 @@ class FuzzRun:
     seconds: float = 0.0
     batches: int = 0
     found: Found | None = None
-    cases: list[dict[str, Any]] = attrs.field(factory=list)
+    tally: CaseTally = attrs.field(factory=CaseTally)  # the crash-recovery cases, counted
     checked: dict[str, int] = attrs.field(factory=dict)
     points: dict[str, int] = attrs.field(factory=dict)
     started: float = attrs.field(factory=time.perf_counter)
     first_failure: float | None = None  # seconds until the first violating example ended
     reports: list[str] = attrs.field(factory=list)  # Hypothesis' own output (the printed program)
+
+    @property
+    def recoveries(self) -> int:
+        """Crash recoveries checked so far."""
+        return self.tally.cases
 
     def document(self, meta: dict[str, Any]) -> dict[str, Any]:
         violations = []
@@ -81,14 +105,19 @@ class FuzzRun:
                 "steps": self.steps,
                 "seconds": round(self.seconds, 3),
             },
-            "cases": self.cases,
+            "case_tally": self.tally.to_json(),
             "checked": self.checked,
             "points": {name: {"hits": n} for name, n in self.points.items()},
             "violations": violations,
         }
 
 
-def _machine_class(machine: str, config: SimConfig, run: FuzzRun, batch_seed: int) -> type[SimulationMachine]:
+def _machine_class(machine: str, config: SimConfig, run: FuzzRun) -> type[SimulationMachine]:
+    """The run's one machine class (each batch sets its seed on it).
+
+    One class per run, not per batch: Hypothesis keeps every state-machine class it ran in a
+    class-level cache for the life of the process, and each class holds its ``last`` instance
+    (a whole simulation).  A class per batch leaked a simulation every few seconds."""
     base = MACHINES[machine]
 
     def teardown(self: Any) -> None:
@@ -102,17 +131,18 @@ def _machine_class(machine: str, config: SimConfig, run: FuzzRun, batch_seed: in
             if sim is not None:
                 run.examples += 1
                 run.steps += len(self.steps)
-                run.cases.extend(checker.cases)
+                run.tally.add_all(checker.cases)
                 for name, n in checker.checked.items():
                     run.checked[name] = run.checked.get(name, 0) + n
                 for name, n in sim.point_hits.items():
                     run.points[name] = run.points.get(name, 0) + n
+            forget_decodes()
 
     namespace = {
         "config": config,
         "teardown": teardown,
         "last": None,
-        "_hypothesis_internal_use_seed": batch_seed,  # what @seed does; copied by Hypothesis
+        "_hypothesis_internal_use_seed": None,  # what @seed does; read by Hypothesis at each run
     }
     # type() makes a subclass of base; its static type says only "type"
     return cast(type[SimulationMachine], type(f"{base.__name__}Fuzz", (base,), namespace))
@@ -144,44 +174,74 @@ def fuzz(
     progress: Callable[[FuzzRun], None] | None = None,
     minimize_budget: float = 30.0,
     shrink_budget: float = 10.0,
+    on_found: Callable[[Scenario], str] | None = None,
 ) -> FuzzRun:
+    """Fuzz ``machine`` until ``budget`` seconds or ``examples`` examples; a violation is shrunk
+    and handed to ``on_found`` (default: saved under ``out_dir``), which returns its path."""
     config = config or SimConfig()
+    save = on_found if on_found is not None else (lambda scenario: save_found(scenario, out_dir))
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
     run = FuzzRun(machine, seed)
     started = run.started
     set_hypothesis_shrink_budget(shrink_budget)
     base_settings = profiles.fuzz_settings()
-    with mutants.enabled(active_mutants), CollectorPolicy():
-        while True:
-            elapsed = time.perf_counter() - started
-            if elapsed >= budget or (examples is not None and run.examples >= examples):
-                break
-            batch = base_settings.max_examples if examples is None else min(base_settings.max_examples, examples - run.examples)
-            cls = _machine_class(machine, config, run, (seed * 1_000_003 + run.batches) % 2**32)
-            run.batches += 1
-            found_at = None
-            try:
-                # Hypothesis' ReporterT takes object, but its base_report asserts every report is a str
-                with with_reporter(cast(Callable[[object], None], run.reports.append)):
-                    run_state_machine_as_test(cls, settings=settings(base_settings, max_examples=batch))
-            except HypothesisException:
-                raise
-            except Exception as err:  # the machine's invariant failed (or the harness broke)
-                found_at = run.first_failure if run.first_failure is not None else time.perf_counter() - started
-                instance = cls.last
-                invariant = getattr(instance, "failure", None)
-                if instance is None or invariant is None:
+    cls = _machine_class(machine, config, run)
+    try:
+        with mutants.enabled(active_mutants), CollectorPolicy():
+            while True:
+                elapsed = time.perf_counter() - started
+                if elapsed >= budget or (examples is not None and run.examples >= examples):
+                    break
+                batch = base_settings.max_examples if examples is None else min(base_settings.max_examples, examples - run.examples)
+                cls._hypothesis_internal_use_seed = (seed * 1_000_003 + run.batches) % 2**32
+                cls.last = None
+                run.batches += 1
+                found_at = None
+                try:
+                    # Hypothesis' ReporterT takes object, but its base_report asserts every report is a str
+                    with with_reporter(cast(Callable[[object], None], run.reports.append)):
+                        run_state_machine_as_test(cls, settings=settings(base_settings, max_examples=batch))
+                except HypothesisException:
                     raise
-                run.found = _save_found(
-                    machine, instance, invariant, str(err), config, active_mutants, seed, out_dir, found_at, minimize_budget
-                )
-                break
-            finally:
-                run.seconds = time.perf_counter() - started
-                if progress is not None:
-                    progress(run)
+                except Exception as err:  # the machine's invariant failed (or the harness broke)
+                    found_at = run.first_failure if run.first_failure is not None else time.perf_counter() - started
+                    instance = cls.last
+                    invariant = getattr(instance, "failure", None)
+                    if instance is None or invariant is None:
+                        raise
+                    run.found = _save_found(
+                        machine, instance, invariant, str(err), config, active_mutants, seed, save, found_at, minimize_budget
+                    )
+                    break
+                finally:
+                    gc.collect()  # the batch's simulations (cyclic garbage) go now: see the module doc
+                    run.seconds = time.perf_counter() - started
+                    if progress is not None:
+                        progress(run)
+    finally:
+        _forget(cls)
     run.seconds = time.perf_counter() - started
     return run
+
+
+def forget_decodes() -> None:
+    """Empty the decode memos of the runtime and of the oracles after each example.
+
+    The memos pay off within one simulated history, which reads its logs again and again
+    (recovery, resume, every oracle after every crash).  The next example is a new history
+    with logs of its own; across examples they were hardly ever hit (same speed measured with
+    and without clearing), but as they filled to capacity a long fuzz run's memory grew for
+    minutes (tens of MB).  Cleared, it stays at one example's working set."""
+    decode_memo.clear_all()
+    spec_log.clear_memos()
+    oracle.clear_caches()
+    recovery.forget_survivors()
+
+
+def _forget(cls: type[SimulationMachine]) -> None:
+    """Let the run's class and its last simulation go (Hypothesis' per-class cache keeps them)."""
+    cls.last = None
+    getattr(RuleBasedStateMachine, "_setup_state_per_class", {}).pop(cls, None)
 
 
 def _save_found(
@@ -192,7 +252,7 @@ def _save_found(
     config: SimConfig,
     active_mutants: tuple[str, ...],
     seed: int,
-    out_dir: str,
+    save: Callable[[Scenario], str],
     found_at: float,
     minimize_budget: float,
 ) -> Found:
@@ -203,7 +263,7 @@ def _save_found(
     final = attrs.evolve(
         small.scenario, trace_digest=result.digest, origin={**small.scenario.origin, "shrunk_from_steps": small.steps_before}
     )
-    path = save_found(final, out_dir)
+    path = save(final)
     message = result.violations[0].describe() if result.violations else message
     return Found(
         invariant=invariant,

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_sim.engine.points import POINTS
 from dsh_sim.engine.vocabulary import BARRIERS, BOUNDARIES, INNER_BARRIERS, TORN_CLASSES
+from dsh_sim.evidence.tally import CaseTally, phase_group
+
+__all__ = ["REQUIREMENTS", "aggregate", "barrier_of", "build_case", "case_from_recovery", "phase_group", "recovery_facts"]
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
@@ -30,10 +33,6 @@ def barrier_of(barrier: str | None, step: str | None) -> str:
     if barrier == "explicit flush":
         return "explicit flush"
     return "outside barriers"
-
-
-def phase_group(kind: str, phase: str) -> str:
-    return "kill" if kind == "kill" else phase
 
 
 def recovery_facts(sim: Simulation, life: Lifetime, violated: Iterable[str]) -> dict[str, Any]:
@@ -97,17 +96,9 @@ def case_from_recovery(
     )
 
 
-def _bump(table: dict[str, dict[str, dict[str, int]]], row: str, col: str, key: str, n: int = 1) -> None:
-    table.setdefault(row, {}).setdefault(col, {})
-    table[row][col][key] = table[row][col].get(key, 0) + n
-
-
 def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Merge result documents (fuzz / explore / replay / mutants) into one coverage view."""
-    boundary: dict[str, dict[str, dict[str, int]]] = {}
-    barrier: dict[str, dict[str, dict[str, int]]] = {}
-    confusion = {"TOOL_NOT_STARTED": {"applied": 0, "not applied": 0}, "TOOL_OUTCOME_UNKNOWN": {"applied": 0, "not applied": 0}}
-    torn: dict[str, int] = {}
+    tally = CaseTally()
     points: dict[str, dict[str, int]] = {}
     checked: dict[str, int] = {}
     violations: list[dict[str, Any]] = []
@@ -116,7 +107,6 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     kill_matrix: list[dict[str, Any]] = []
     cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
     sampled: dict[str, int] = {}
-    cases = 0
     cases_by_source: dict[str, int] = {}
     dsh_explore: list[dict[str, Any]] = []  # the DSH writer explored on SimFS (dsh-sim explore --runtime dsh)
     dsh_against: list[dict[str, Any]] = []  # recoveries compared with the DSH reader (--against dsh)
@@ -144,26 +134,17 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         dsh_explore.extend(doc.get("dsh_explore", []))
         if doc.get("dsh_against"):
             dsh_against.append({"source": source, "scenario": doc.get("meta", {}).get("scenario"), **doc["dsh_against"]})
-        for case in doc.get("cases", []):
-            cases += 1
-            cases_by_source[source] = cases_by_source.get(source, 0) + 1
-            col = phase_group(case["kind"], case["phase"])
-            if case.get("torn_class"):
-                torn[case["torn_class"]] = torn.get(case["torn_class"], 0) + 1
-            outcomes = [c["outcome"] for c in case["calls"]] or ["no call"]
-            for call in case["calls"]:
-                _bump(boundary, call["boundary"], col, call["outcome"])
-                if call["outcome"] in confusion:
-                    confusion[call["outcome"]]["applied" if call["applied"] else "not applied"] += 1
-            for outcome in sorted(set(outcomes)):
-                _bump(barrier, case["barrier"], col, outcome)
+        cases = CaseTally.of_document(doc)
+        if cases.cases:
+            cases_by_source[source] = cases_by_source.get(source, 0) + cases.cases
+        tally.merge(cases)
     view: dict[str, Any] = {
-        "cases": cases,
+        "cases": tally.cases,
         "cases_by_source": cases_by_source,  # replay / fuzz / explore: how the cases add up
-        "boundary_matrix": boundary,
-        "barrier_matrix": barrier,
-        "confusion": confusion,
-        "torn_classes": torn,
+        "boundary_matrix": tally.boundary,
+        "barrier_matrix": tally.barrier,
+        "confusion": tally.confusion,
+        "torn_classes": tally.torn,
         "points": points,
         "checked": checked,
         "violations": violations,

@@ -65,3 +65,9 @@ def _seq_of(line: bytes) -> Any:
     except ValueError:
         return _NOT_A_RECORD
     return record.get("seq") if isinstance(record, dict) else _NOT_A_RECORD
+
+
+def clear_caches() -> None:
+    """Forget the remembered crash images and lines (a fuzz example's are never asked again)."""
+    readable_records.cache_clear()
+    _seq_of.cache_clear()

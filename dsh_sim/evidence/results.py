@@ -1,6 +1,7 @@
 """Result documents: what every run writes so that reports can merge runs.
 
-A result document is plain JSON: ``meta`` (what ran, seeds, time), coverage ``cases``,
+A result document is plain JSON: ``meta`` (what ran, seeds, time), the coverage cases
+counted (``case_tally``, :mod:`dsh_sim.evidence.tally`; older documents list ``cases``),
 ``checked`` invariant counts, ``points`` (possible/explored/hits per named point),
 ``violations`` (each with the scenario that replays it), ``determinism`` re-checks and,
 for self-tests, the mutant ``kill_matrix``.  Runs split across processes or machines merge
@@ -18,6 +19,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from dsh_sim import __version__
+from dsh_sim.evidence.tally import CaseTally
+from dsh_sim.evidence.tally import shape_problem as tally_problem
 from dsh_sim.outputs import write_replacing
 
 RESULTS_FORMAT = "dsh-sim-results"
@@ -58,13 +61,57 @@ def explore_document(result: Any, scenario_path: str, seconds: float) -> dict[st
             crash_points=len(result.points),
             sampled=result.sampled,
         ),
-        "cases": list(result.cases),
+        "case_tally": _tally(result.cases),
         "checked": checked,
         "points": points,
         "cells": result.cells,
         "sampled": dict(result.sampled),
         "violations": violations,
     }
+
+
+def merge_documents(docs: Iterable[dict[str, Any]], meta_: dict[str, Any]) -> dict[str, Any]:
+    """One results document adding up ``docs`` (the explore documents of a campaign shard),
+    under ``meta_``: counts summed, lists concatenated; what the report reads is unchanged."""
+    tally = CaseTally()
+    out: dict[str, Any] = {"meta": meta_, "checked": {}, "points": {}, "cells": {}, "sampled": {}, "violations": [], "determinism": []}
+
+    def add(into: dict[str, Any], counts: dict[str, Any]) -> None:
+        for key, value in counts.items():
+            if isinstance(value, dict):
+                add(into.setdefault(key, {}), value)
+            else:
+                into[key] = into.get(key, 0) + value
+
+    for doc in docs:
+        tally.merge(CaseTally.of_document(doc))
+        for key in ("checked", "points", "cells", "sampled"):
+            add(out[key], doc.get(key, {}))
+        out["violations"] += doc.get("violations", [])
+        out["determinism"] += doc.get("determinism", [])
+    out["case_tally"] = tally.to_json()
+    return out
+
+
+def unique(docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Documents without repeats: a task of a campaign run (``meta.run`` and ``meta.task``)
+    counts once however often its run is named in ``--from``."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for doc in docs:
+        run, task = doc.get("meta", {}).get("run"), doc.get("meta", {}).get("task")
+        if isinstance(run, str) and isinstance(task, str):
+            if (run, task) in seen:
+                continue
+            seen.add((run, task))
+        out.append(doc)
+    return out
+
+
+def _tally(cases: Any) -> dict[str, Any]:
+    tally = CaseTally()
+    tally.add_all(cases)
+    return tally.to_json()
 
 
 def write(doc: dict[str, Any], path: str) -> str:
@@ -101,6 +148,8 @@ def shape_problem(doc: Any) -> str | None:
         {k: v for k, v in doc.get("dsh_against", {}).items() if k != "explained"}
     ):
         return "'dsh_against' must map names to integers"
+    if "case_tally" in doc and (problem := tally_problem(doc["case_tally"])) is not None:
+        return problem
     if not all(isinstance(v.get("invariant"), str) for v in doc.get("violations", [])):
         return "a violation needs an invariant (string)"
     if not all(isinstance(k.get("mutant"), str) for k in doc.get("kill_matrix", [])):

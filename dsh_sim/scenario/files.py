@@ -160,7 +160,13 @@ def save_found(scenario: Scenario, found_dir: str) -> str:
     path = os.path.join(found_dir, found_name(scenario))
     if os.path.exists(path):
         return path
-    return save(scenario, path)
+    try:
+        write_new(path, dumps(scenario))
+    except FileExistsError:  # a concurrent run saved the same finding first: same name, same bytes
+        pass
+    except OSError as err:
+        raise InputError(f"{path}: cannot write the scenario: {err.strerror}") from None
+    return path
 
 
 CORPUS_DIRS = ("starter", "regressions")  # the committed corpus under scenarios/

@@ -19,7 +19,7 @@ def _progress(budget: float) -> Any:
         if sys.stderr.isatty():
             sys.stderr.write(
                 f"\rfuzz {run.machine} seed={run.seed}: {run.examples} examples, {run.steps} steps, "
-                f"{len(run.cases)} crash recoveries, {run.seconds:.1f}s / {budget:.0f}s "
+                f"{run.recoveries} crash recoveries, {run.seconds:.1f}s / {budget:.0f}s "
             )
             sys.stderr.flush()
 
@@ -61,7 +61,7 @@ def main(args: Any) -> int:
                 "examples": run.examples,
                 "steps": run.steps,
                 "seconds": round(run.seconds, 3),
-                "crash_recoveries": len(run.cases),
+                "crash_recoveries": run.recoveries,
                 "against_dsh": against,
                 "found": None
                 if found is None
@@ -80,7 +80,7 @@ def main(args: Any) -> int:
     else:
         print(
             f"fuzz {run.machine}: seed {run.seed}, {run.examples} examples, {run.steps} steps, "
-            f"{len(run.cases)} crash recoveries checked in {run.seconds:.1f}s"
+            f"{run.recoveries} crash recoveries checked in {run.seconds:.1f}s"
         )
         if found is None:
             print("no invariant violated")

@@ -193,6 +193,11 @@ def undamaged_prefix(obs: Judge) -> int | None:
         return 0  # the damage is in the header: nothing before it to protect
 
 
+def forget_survivors() -> None:
+    """Empty the memo of :func:`_same` (its pairs keep both events alive until it is cleared)."""
+    _SURVIVED.clear()
+
+
 def check_acked(obs: Judge, live: Sequence[Event]) -> None:
     obs.count("acked_events_survive")
     protected = undamaged_prefix(obs)

@@ -277,9 +277,18 @@ class _Memo:
         if len(self._items) > self._size:
             self._items.popitem(last=False)
 
+    def clear(self) -> None:
+        self._items.clear()
+
 
 _FRAMES = _Memo()
 _LINES = _Memo()
+
+
+def clear_memos() -> None:
+    """Forget every remembered decode (a fuzz example's logs are never read by the next)."""
+    _FRAMES.clear()
+    _LINES.clear()
 
 
 def _lines_of(plain: bytes, where: int) -> list[bytes]:

@@ -1,0 +1,236 @@
+"""Run directories: every run writes only under its own ``OUT/runs/<id>/``.
+
+Two ``dsh-sim run`` in one directory used to share ``reports/results/`` under fixed names,
+and each began by deleting the other's files.  Now a run creates a fresh directory
+(``mkdir`` is the atomic claim of its id) and holds an exclusive ``flock`` on its ``lock``
+file while it runs, so runs go alongside each other, and a ``--resume`` of a run that is
+still going is refused in one line naming it (its pid, host and start).  A killed run's lock
+goes with its process, so it can be resumed.
+
+Inside: ``campaign.json`` (the planned tasks and corpus: what ``--resume`` runs), ``status.json``
+(running / complete / incomplete / failed, the tasks done, the stopping signal), one results
+document per finished task under ``results/<task>.json``, and the report.  Every file is
+written whole and durably (:mod:`dsh_sim.outputs`): a task's document exists complete or not
+at all, and its existence is what marks the task done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import json
+import os
+import secrets
+import socket
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+import cattrs
+
+from dsh_sim.campaign import tasks as tasks_mod
+from dsh_sim.campaign.tasks import Campaign
+from dsh_sim.campaign.work import FoundFile
+from dsh_sim.errors import InputError
+from dsh_sim.evidence.results import shape_problem
+from dsh_sim.inputs import read_json
+from dsh_sim.outputs import ensure_output_dir, write_new, write_replacing
+
+RUNS = "runs"
+DEFAULT_OUT = "reports"
+STATES = ("running", "complete", "incomplete", "failed")
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+@attrs.frozen
+class Status:
+    run: str
+    state: str
+    pid: int
+    host: str
+    started: str
+    executor: str
+    done: tuple[str, ...] = ()
+    total: int = 0
+    failed: dict[str, str] = attrs.field(factory=dict)  # task id -> error line
+    stopped_by: str | None = None
+    finished: str | None = None
+    argv: tuple[str, ...] = ()
+
+
+_status_converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+class RunDir:
+    def __init__(self, path: str, lock_fd: int) -> None:
+        self.path, self.id, self._lock_fd = path, os.path.basename(path), lock_fd
+        self.results = os.path.join(self.path, "results")
+
+    # -- claiming ----------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, out: str) -> RunDir:
+        """A new run directory with a fresh id, locked by this process."""
+        runs = ensure_output_dir(os.path.join(out, RUNS))
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
+        while True:
+            run_id = f"{stamp}-{secrets.token_hex(2)}"
+            try:
+                os.mkdir(os.path.join(runs, run_id))  # the atomic claim of the id
+            except FileExistsError:
+                continue
+            break
+        fd = _lock(os.path.join(runs, run_id, "lock"))
+        if fd is None:  # cannot happen for a directory we just made; refuse rather than share
+            raise InputError(f"{run_id}: run directory already locked")
+        run = cls(os.path.join(runs, run_id), fd)
+        os.mkdir(run.results)  # an empty result set is a valid one (a run stopped before any task ended)
+        return run
+
+    @classmethod
+    def resume(cls, out: str, run_id: str) -> RunDir:
+        """The run ``run_id`` of ``out``, locked for resuming; refused if it is still running."""
+        path = find(out, run_id)
+        if not os.path.isfile(os.path.join(path, "campaign.json")):
+            raise InputError(f"{path}: not a dsh-sim run directory (no campaign.json)")
+        fd = _lock(os.path.join(path, "lock"))
+        if fd is None:
+            raise InputError(f"--resume {run_id}: {_who(path)}; wait for it to end (or stop it) before resuming")
+        return cls(path, fd)
+
+    def release(self) -> None:
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    # -- contents ----------------------------------------------------------------------------
+
+    def write_campaign(self, campaign: Campaign) -> None:
+        write_new(os.path.join(self.path, "campaign.json"), json.dumps(tasks_mod.to_json(campaign), indent=1) + "\n")
+
+    def read_campaign(self) -> Campaign:
+        path = os.path.join(self.path, "campaign.json")
+        try:
+            return tasks_mod.from_json(read_json(path, "campaign file", 256 * 1024 * 1024))
+        except (cattrs.BaseValidationError, KeyError, TypeError, ValueError) as err:
+            raise InputError(f"{path}: not a readable campaign ({type(err).__name__})") from None
+
+    def write_status(self, status: Status) -> None:
+        write_replacing(os.path.join(self.path, "status.json"), json.dumps(_status_converter.unstructure(status), indent=1) + "\n")
+
+    def read_status(self) -> Status | None:
+        return read_status(self.path)
+
+    def finished(self, campaign: Campaign) -> dict[str, dict[str, Any]]:
+        """The results document of every task already done (its file complete and valid)."""
+        done: dict[str, dict[str, Any]] = {}
+        for task in campaign.tasks:
+            path = self.result_path(task.id)
+            if not os.path.isfile(path):
+                continue
+            with contextlib.suppress(InputError):
+                doc = read_json(path, "results document")
+                if shape_problem(doc) is None and doc["meta"].get("task") == task.id and doc["meta"].get("run") == self.id:
+                    done[task.id] = doc
+        return done
+
+    def result_path(self, task_id: str) -> str:
+        return os.path.join(self.results, f"{task_id}.json")
+
+    def write_result(self, task_id: str, doc: dict[str, Any]) -> str:
+        path = self.result_path(task_id)
+        write_replacing(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        return path
+
+
+def save_found(files: Iterable[FoundFile], found_dir: str) -> list[str]:
+    """Write found scenarios (text from wherever the task ran) under ``found_dir``: named by
+    content, so the same finding from two shards or two runs is one file."""
+    paths = []
+    for found in files:
+        path = os.path.join(found_dir, found.name)
+        with contextlib.suppress(FileExistsError):
+            write_new(path, found.text)
+        paths.append(path)
+    return paths
+
+
+def _lock(path: str) -> int | None:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def read_status(path: str) -> Status | None:
+    with contextlib.suppress(InputError, cattrs.BaseValidationError, TypeError, ValueError):
+        status: Status = _status_converter.structure(read_json(os.path.join(path, "status.json"), "status file"), Status)
+        return status
+    return None
+
+
+def _who(path: str) -> str:
+    status = read_status(path)
+    name = os.path.basename(path)
+    if status is None:
+        return f"run {name} is still running"
+    return f"run {name} is still running (pid {status.pid} on {status.host}, started {status.started})"
+
+
+def new_status(run: RunDir, executor: str, total: int, argv: Sequence[str], done: Iterable[str] = ()) -> Status:
+    return Status(run.id, "running", os.getpid(), socket.gethostname(), _now(), executor, tuple(done), total, argv=tuple(argv))
+
+
+def ended(status: Status, state: str, stopped_by: str | None = None) -> Status:
+    return attrs.evolve(status, state=state, stopped_by=stopped_by, finished=_now())
+
+
+def find(out: str, run_id: str) -> str:
+    """The directory of run ``run_id`` under ``out`` (``latest``: the newest; a path to a run
+    directory works too)."""
+    if run_id == "latest" and list_runs(out):
+        run_id = list_runs(out)[-1]
+    if os.path.isfile(os.path.join(run_id, "campaign.json")):
+        return run_id.rstrip(os.sep)
+    if not run_id or os.sep in run_id or run_id in (".", ".."):
+        raise InputError(f"{run_id}: not a run id or run directory")
+    path = os.path.join(out, RUNS, run_id)
+    if not os.path.isdir(path):
+        known = ", ".join(list_runs(out)[-3:]) or "none yet"
+        raise InputError(f"{run_id}: no such run under {os.path.join(out, RUNS)} (latest: {known})")
+    return path
+
+
+def list_runs(out: str) -> list[str]:
+    """Run ids under ``out``, oldest first (ids begin with their UTC start time)."""
+    runs = os.path.join(out, RUNS)
+    if not os.path.isdir(runs):
+        return []
+    return sorted(name for name in os.listdir(runs) if os.path.isfile(os.path.join(runs, name, "campaign.json")))
+
+
+def resolve_inputs(items: Sequence[str], out: str) -> list[str]:
+    """``--from`` items as result files or directories: a path as given (a run directory
+    means its results), anything else a run id under ``out`` (or under ``reports/`` when
+    ``out`` holds no runs: ``dsh-sim report --out elsewhere --from ID``)."""
+    resolved = []
+    for item in items:
+        if os.path.isfile(os.path.join(item, "campaign.json")):
+            resolved.append(os.path.join(item, "results"))
+        elif os.path.exists(item):
+            resolved.append(item)
+        elif out != DEFAULT_OUT and not list_runs(out) and os.path.isdir(os.path.join(DEFAULT_OUT, RUNS, item)):
+            resolved.append(os.path.join(find(DEFAULT_OUT, item), "results"))  # `report --out ELSEWHERE --from ID`
+        else:
+            resolved.append(os.path.join(find(out, item), "results"))
+    return resolved
+
+
+__all__ = ["RUNS", "RunDir", "Status", "list_runs", "resolve_inputs", "save_found"]

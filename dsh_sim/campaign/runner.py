@@ -1,0 +1,240 @@
+"""One campaign from start to report: plan (or resume), execute, persist, report, summarise.
+
+Each finished task is persisted the moment it comes back — its found scenarios under the
+found directory, its results document in the run directory — so an interrupted run keeps
+everything finished so far as a valid, partial result set, and ``--resume`` runs only the
+rest.  On SIGINT/SIGTERM the executor is closed (workers and re-check children end), the
+run's status says ``incomplete`` and by which signal, one line goes to stderr, and the exit
+status is 130 or 143.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from dsh_sim.campaign import display, stop
+from dsh_sim.campaign.board import Board, fmt_seconds
+from dsh_sim.campaign.events import Event, Failed, Finished
+from dsh_sim.campaign.inprocess import InProcess
+from dsh_sim.campaign.plan import plan, skipped_self_tests
+from dsh_sim.campaign.rundir import RunDir, Status, ended, new_status, resolve_inputs, save_found
+from dsh_sim.campaign.summary import totals
+from dsh_sim.campaign.tasks import Campaign, Options
+from dsh_sim.campaign.work import TaskResult
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+@attrs.frozen
+class Request:
+    out: str
+    found_dir: str
+    scenarios: dict[str, str]  # label -> text (a new run)
+    mutant_corpus: dict[str, str]
+    options: Options | None  # None: --resume
+    resume: str | None = None
+    scheduler: str | None = None
+    inputs: tuple[str, ...] = ()
+    json_mode: bool = False
+    argv: tuple[str, ...] = ()
+    workers_on_resume: int = 1  # --resume: how many embedded workers this time
+
+
+@attrs.frozen
+class Outcome:
+    run: str
+    path: str
+    state: str
+    code: int
+    lines: tuple[str, ...] = ()
+    report: dict[str, str] = attrs.field(factory=dict)
+
+
+def _executor(request: Request) -> Any:
+    """In process for one embedded worker; a Dask cluster (embedded or by address) otherwise."""
+    workers = request.options.workers if request.options is not None else 1
+    if request.resume is not None and request.scheduler is None:
+        workers = request.workers_on_resume
+    if request.scheduler is None and workers == 1:
+        return InProcess(request.found_dir)
+    from dsh_sim.campaign.cluster import DaskCluster
+
+    where = (
+        f"connecting to the Dask cluster at {request.scheduler}"
+        if request.scheduler
+        else f"starting a local Dask cluster of {workers} workers"
+    )
+    print(f"dsh-sim run: {where}…", file=sys.stderr if request.json_mode else sys.stdout, flush=True)
+    return DaskCluster(request.found_dir, workers=workers, scheduler=request.scheduler)
+
+
+class _Session:
+    """The bookkeeping of one execution: the board, the status file, the persisted results."""
+
+    def __init__(self, run: RunDir, campaign: Campaign, status: Status, found_dir: str) -> None:
+        self.run, self.campaign, self.status, self.found_dir = run, campaign, status, found_dir
+        self.display: display.Display | None = None
+        self.board: Board | None = None
+
+    def persist(self, result: TaskResult) -> None:
+        save_found(result.found, self.found_dir)
+        doc = dict(result.document)
+        doc["meta"] = {**doc["meta"], "run": self.run.id, "task": result.task, "worker": result.worker}
+        self.run.write_result(result.task, doc)
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, Finished):
+            self.persist(event.result)  # before anything says it is done
+            self.status = attrs.evolve(self.status, done=(*self.status.done, event.result.task))
+            self.run.write_status(self.status)
+        elif isinstance(event, Failed):
+            self.status = attrs.evolve(self.status, failed={**self.status.failed, event.task: event.error})
+            self.run.write_status(self.status)
+        assert self.board is not None and self.display is not None
+        self.board.apply(event)
+        self.display.update(event)
+
+
+def _start(request: Request, workers: int) -> tuple[RunDir, Campaign, dict[str, dict[str, Any]]]:
+    if request.resume is not None:
+        run = RunDir.resume(request.out, request.resume)
+        campaign = run.read_campaign()
+        return run, campaign, run.finished(campaign)
+    assert request.options is not None
+    campaign = plan(attrs.evolve(request.options, workers=workers), request.scenarios, request.mutant_corpus)
+    run = RunDir.create(request.out)
+    run.write_campaign(campaign)
+    return run, campaign, {}
+
+
+def run(request: Request) -> Outcome:
+    """Run (or resume) the campaign; an :class:`~dsh_sim.errors.InputError` is a refusal."""
+    with stop.handling():
+        executor = _executor(request)  # a cluster that cannot start refuses before a run exists
+        try:
+            run_dir, campaign, done = _start(request, executor.workers)
+        except BaseException:
+            executor.close()
+            raise
+        try:
+            return _execute(request, run_dir, campaign, done, executor)
+        finally:
+            executor.close()
+            run_dir.release()
+
+
+def _execute(request: Request, run: RunDir, campaign: Campaign, done: dict[str, dict[str, Any]], executor: Any) -> Outcome:
+    todo = [task for task in campaign.tasks if task.id not in done]
+    executor.bind(run.id)
+    session = _Session(run, campaign, new_status(run, executor.description, len(campaign.tasks), request.argv, done), request.found_dir)
+    run.write_status(session.status)
+    violations_before = sum(len(doc.get("violations", [])) for doc in done.values())
+    session.board = Board(todo, executor.workers, len(done), violations_before)
+    try:
+        with display.make(session.board, request.json_mode) as shown:
+            session.display = shown
+            for line in _header(request, run, campaign, executor.description, len(done)):
+                shown.print(line)
+            executor.run(todo, campaign.corpus, session.emit)
+    except stop.Stopped as stopped:
+        executor.close()  # workers and children end before the line that says so
+        return _stopped(run, session, stopped)
+    except BaseException:
+        run.write_status(ended(session.status, "failed"))
+        raise
+    executor.close()
+    return _finish(request, run, campaign, session)
+
+
+def _stopped(run: RunDir, session: _Session, stopped: stop.Stopped) -> Outcome:
+    status = ended(session.status, "incomplete", stopped_by=str(stopped))
+    run.write_status(status)
+    line = (
+        f"dsh-sim: stopped by {stopped}: run {run.id} is incomplete ({len(status.done)}/{status.total} tasks done, "
+        f"results in {run.results}); resume with: dsh-sim run --resume {run.id}"
+    )
+    print(line, file=sys.stderr, flush=True)
+    return Outcome(run.id, run.path, "incomplete", stopped.exit_code)
+
+
+def _header(request: Request, run: RunDir, campaign: Campaign, executor: str, done: int) -> list[str]:
+    o = campaign.options
+    fuzz = f"{o.examples} examples or " if o.examples else ""
+    head = "resuming" if request.resume else "dsh-sim run"
+    lines = [
+        f"{head} {run.id}: seed {o.seed}, fuzz {fuzz}{o.budget:g}s per worker over {o.fuzz_shards} shard(s), "
+        f"{len(campaign.tasks)} task(s){f' ({done} already done)' if done else ''}, {executor}"
+    ]
+    skipped = skipped_self_tests(campaign) if any(t.id.startswith("explore-") for t in campaign.tasks) else []
+    if skipped:
+        names = ", ".join(os.path.basename(p) for p in skipped)
+        lines.append(f"not explored: {len(skipped)} self-test scenario(s) that expect a violation ({names})")
+    return lines
+
+
+def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session) -> Outcome:
+    from dsh_sim import api
+    from dsh_sim.evidence.results import unique
+
+    docs = list(run.finished(campaign).values())
+    complete = len(docs) == len(campaign.tasks)
+    extra = api.read_results(resolve_inputs(request.inputs, request.out)) if request.inputs else []
+    extra += _dsh_phase(campaign, run) if complete and "dsh" not in campaign.options.skip else []
+    report = api.report(unique(docs + extra), run.path)
+    copies = _copy_report(report.paths, request.out)
+    state = "complete" if complete else "failed"
+    run.write_status(ended(session.status, state))
+    elapsed = session.board.elapsed() if session.board else 0.0
+    lines = [*totals(docs, campaign), f"run {run.id} {state} in {fmt_seconds(elapsed)}: {run.path}"]
+    if not complete:
+        lines += [f"  TASK FAILED {task}: {error}" for task, error in session.status.failed.items()]
+    lines += list(report.lines)
+    lines.append(f"  latest report also at {copies.get('html', '')}")
+    code = EXIT_FAILED if report.failed or not complete else EXIT_OK
+    if request.json_mode:
+        print(json.dumps({"run": run.id, "dir": run.path, "state": state, "exit": code, "report": report.paths, "lines": lines}, indent=2))
+    else:
+        assert session.display is not None
+        for line in lines:
+            print(line, flush=True)
+    return Outcome(run.id, run.path, state, code, tuple(lines), dict(report.paths))
+
+
+def _dsh_phase(campaign: Campaign, run: RunDir) -> list[dict[str, Any]]:
+    """The published DSH (its writer explored, a sample of our recoveries read by it), when it
+    is installed: on the submitting machine, after the campaign's tasks — it needs Node and the
+    installed packages there.  Its documents go to the run directory and join the report."""
+    from dsh_sim import api
+    from dsh_sim.dsh.run_phase import run_dsh_phase
+
+    files = [label for label in campaign.corpus if os.path.isfile(label)]
+    out = os.path.join(run.path, "dsh")
+    os.makedirs(out, exist_ok=True)
+    written = run_dsh_phase(files, [api.load(path) for path in files], out, "")
+    return api.read_results(written) if written else []
+
+
+def _copy_report(paths: dict[str, str], out: str) -> dict[str, str]:
+    """The run's report, copied to ``out`` as the latest (each file replaced whole)."""
+    from dsh_sim.outputs import write_replacing
+
+    copies = {}
+    for kind, path in paths.items():
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        copies[kind] = os.path.join(out, os.path.basename(path))
+        write_replacing(copies[kind], text)
+    return copies
+
+
+def read_texts(paths: Sequence[str]) -> dict[str, str]:
+    from dsh_sim.inputs import read_regular
+    from dsh_sim.scenario.files import MAX_SCENARIO_BYTES
+
+    return {path: read_regular(path, MAX_SCENARIO_BYTES, "scenario file").decode("utf-8") for path in paths}

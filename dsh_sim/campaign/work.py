@@ -1,0 +1,231 @@
+"""Running one campaign task, wherever it runs: it returns values, it writes nothing.
+
+A task on another machine cannot write into the submitter's ``scenarios/found``, and a task
+killed halfway must not leave files anywhere.  So every task returns a :class:`TaskResult`:
+its one results document, the scenarios it found as text (:class:`FoundFile`, named by
+content exactly as :func:`~dsh_sim.scenario.files.save_found` would name them, and already
+cited by that path in the document), and the lines the run prints about it.  The submitter
+writes them (:mod:`dsh_sim.campaign.rundir`).
+
+The task reports progress and asks whether to stop through a :class:`Context`; the executor
+supplies one (a callback in this process, Dask events on a cluster).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import attrs
+
+from dsh_sim.campaign.plan import parsed
+from dsh_sim.campaign.tasks import ExploreShard, FuzzShard, MutantKill, ReplayShard, Task, kind_of
+from dsh_sim.drivers import recheck
+from dsh_sim.drivers.explore import explore
+from dsh_sim.drivers.fuzz import fuzz
+from dsh_sim.drivers.replay import judge, run_scenario
+from dsh_sim.drivers.selftest import KillResult, by_corpus, summary
+from dsh_sim.engine.logs import capture_runtime_logs
+from dsh_sim.evidence.results import explore_document, merge_documents, meta
+from dsh_sim.evidence.tally import CaseTally
+from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.scenario.codec import to_json
+from dsh_sim.scenario.files import dumps, found_name
+from dsh_sim.scenario.model import Scenario
+
+
+class Context(Protocol):
+    worker: str
+
+    def checkpoint(self) -> None:
+        """Raise if the campaign is stopping (called only where stopping is clean)."""
+
+    def progress(self, done: int, total: int | None, note: str) -> None:
+        """How far the task is (``total`` None: open-ended, e.g. examples under a time budget)."""
+
+
+@attrs.frozen
+class FoundFile:
+    name: str  # file name under the submitter's found directory
+    text: str
+
+
+@attrs.frozen
+class TaskResult:
+    task: str
+    kind: str
+    document: dict[str, Any]
+    found: tuple[FoundFile, ...] = ()
+    lines: tuple[str, ...] = ()
+    worker: str = "local"
+    seconds: float = 0.0
+
+    @property
+    def violations(self) -> int:
+        return len(self.document.get("violations", []))
+
+
+class _Sink:
+    """Collects found scenarios as text and answers the path the submitter will save them at."""
+
+    def __init__(self, found_dir: str) -> None:
+        self.found_dir = found_dir
+        self.files: dict[str, FoundFile] = {}
+
+    def __call__(self, scenario: Scenario) -> str:
+        name = found_name(scenario)
+        self.files.setdefault(name, FoundFile(name, dumps(scenario)))
+        return os.path.join(self.found_dir, name)
+
+
+def replay_document(rows: list[dict[str, Any]], seconds: float, task: str) -> dict[str, Any]:
+    tally = CaseTally()
+    for row in rows:
+        # scenarios that expect a violation or switch on a mutant are self-tests of the harness,
+        # not coverage of the runtime: their crashes stay out of the matrices
+        if row["expected"] == {"outcome": "pass"} and not row["mutants"]:
+            tally.add_all(row["cases"])
+    checked: dict[str, int] = {}
+    points: dict[str, int] = {}
+    for row in rows:
+        for name, n in row["checked"].items():
+            checked[name] = checked.get(name, 0) + n
+        for name, n in row["points"].items():
+            points[name] = points.get(name, 0) + n
+    return {
+        "meta": meta("replay", scenarios=len(rows), seconds=round(seconds, 3), task=task),
+        "case_tally": tally.to_json(),
+        "checked": checked,
+        "points": {name: {"hits": n} for name, n in points.items()},
+        "violations": [
+            {
+                "invariant": r["invariant"] or "expectation",
+                "message": "; ".join(r["problems"]),
+                "scenario": r["scenario"],
+                "source": "replay",
+            }
+            for r in rows
+            if not r["ok"]
+        ],
+        "determinism": [
+            {
+                "scenario": r["scenario"],
+                "digest_a": r["recorded_digest"],
+                "digest_b": r["digest"],
+                "same": r["recorded_digest"] == r["digest"],
+                "how": "recorded vs this process",
+            }
+            for r in rows
+            if r["recorded_digest"]
+        ],
+    }
+
+
+def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:
+    from dsh_sim.api import ReplayResult
+
+    scenarios = parsed({label: corpus[label] for label in task.scenarios})
+    started = time.perf_counter()
+    rows, lines = [], []
+    for index, (label, scenario) in enumerate(scenarios.items()):
+        ctx.checkpoint()
+        run, sim = run_scenario(scenario)
+        result = ReplayResult(label, scenario, run, tuple(judge(scenario, run)), point_hits=dict(sim.point_hits))
+        rows.append(result.row())
+        if not result.ok:
+            lines.append(f"  FAIL {label}: {'; '.join(result.problems)}")
+        ctx.progress(index + 1, len(scenarios) + len(task.recheck), label)
+    doc = replay_document(rows, time.perf_counter() - started, task.id)
+    lines.insert(0, f"replayed {len(rows)} scenario(s): {sum(r['ok'] for r in rows)} hold")
+    for index, label in enumerate(task.recheck):
+        ctx.checkpoint()
+        check = recheck.check(label, corpus[label])
+        doc["determinism"].append(check.entry())
+        lines.append(f"determinism: {label} {'same' if check.same else 'DIFFERENT'} in two fresh processes")
+        ctx.progress(len(rows) + index + 1, len(rows) + len(task.recheck), f"re-check {label}")
+    return doc, lines
+
+
+def _explore(task: ExploreShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:
+    scenarios = parsed({label: corpus[label] for label in task.scenarios})
+    cache: dict[str, Any] = {}  # shared by the shard's scenarios only: the result never depends on placement
+    docs, lines = [], []
+    started = time.perf_counter()
+    states = points = 0
+    for index, (label, scenario) in enumerate(scenarios.items()):
+        ctx.checkpoint()
+
+        def on_point(done: int, total: int, index: int = index, label: str = label) -> None:
+            ctx.checkpoint()
+            ctx.progress(index, len(scenarios), f"{label}: point {done}/{total}")
+
+        result = explore(scenario, bound=task.bound, on_violation=sink, cache=cache, on_point=on_point)
+        docs.append(explore_document(result, label, result.seconds))
+        states += len(result.states)
+        points += len(result.points)
+        lines.append(
+            f"explored {label}: {sum(result.explored.values())}/{sum(result.possible.values())} states, "
+            f"{len(result.violations)} violation(s), {result.seconds:.1f}s"
+        )
+        ctx.progress(index + 1, len(scenarios), label)
+    shard_meta = meta(
+        "explore",
+        scenarios=len(docs),
+        states=states,
+        crash_points=points,
+        seconds=round(time.perf_counter() - started, 3),
+        task=task.id,
+        bound=task.bound,
+    )
+    return merge_documents(docs, shard_meta), lines
+
+
+def _fuzz(task: FuzzShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:
+    def progress(run: Any) -> None:
+        ctx.progress(run.examples, task.examples, f"{run.examples} examples, {run.recoveries} recoveries")
+        ctx.checkpoint()
+
+    run = fuzz(task.machine, budget=task.budget, examples=task.examples, seed=task.seed, progress=progress, on_found=sink)
+    found = f"; VIOLATION {run.found.invariant} saved to {run.found.path}" if run.found else ""
+    line = f"fuzzed {task.machine} [{task.id}]: seed {task.seed}, {run.examples} examples, {run.steps} steps in {run.seconds:.1f}s{found}"
+    return run.document(meta("fuzz", task=task.id, budget=task.budget, examples_limit=task.examples)), [line]
+
+
+def _mutant(task: MutantKill, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:
+    ctx.checkpoint()
+    scenarios = parsed({label: corpus[label] for label in task.corpus})
+    started = time.perf_counter()
+    kill = KillResult(
+        task.mutant,
+        CATALOGUE[task.mutant],
+        {"corpus": by_corpus(task.mutant, [attrs.evolve(s, origin={**s.origin, "path": label}) for label, s in scenarios.items()])},
+    )
+    stats = summary([kill])
+    doc = {
+        "meta": meta("mutants", methods=["corpus"], seconds=round(time.perf_counter() - started, 3), task=task.id, **stats),
+        "kill_matrix": [kill.row()],
+    }
+    ctx.progress(1, 1, task.mutant)
+    return doc, ([] if kill.killed else [f"  MUTANT SURVIVED {task.mutant}"])
+
+
+RUNNERS: dict[type, Callable[[Any, dict[str, str], Context, _Sink], tuple[dict[str, Any], list[str]]]] = {
+    ReplayShard: _replay,
+    ExploreShard: _explore,
+    FuzzShard: _fuzz,
+    MutantKill: _mutant,
+}
+
+
+def run_task(task: Task, corpus: dict[str, str], ctx: Context, found_dir: str) -> TaskResult:
+    """Run ``task`` here; found scenarios are cited under ``found_dir`` (the submitter's)."""
+    started = time.perf_counter()
+    sink = _Sink(found_dir)
+    with capture_runtime_logs():
+        document, lines = RUNNERS[type(task)](task, corpus, ctx, sink)
+    return TaskResult(task.id, kind_of(task), document, tuple(sink.files.values()), tuple(lines), ctx.worker, time.perf_counter() - started)
+
+
+__all__ = ["Context", "FoundFile", "TaskResult", "replay_document", "run_task", "to_json"]

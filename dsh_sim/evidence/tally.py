@@ -1,0 +1,127 @@
+"""Crash-recovery cases counted as they happen, not kept.
+
+Every crash + recovery becomes a *case* (:func:`dsh_sim.evidence.coverage.build_case`), but
+the report only ever needs counts of them: per call boundary and crash column the repair
+outcomes, per barrier the outcomes, the verdict confusion matrix and the torn-write classes.
+A fuzz run kept every case in a list for its whole budget — about a kilobyte per recovery,
+so memory grew with the run's length.  A :class:`CaseTally` keeps exactly those counts: its
+size depends on the vocabulary (boundaries, barriers, outcomes), never on how long a run
+lasts, and tallies of shards add up to the tally of the whole.
+
+Result documents carry it as ``case_tally``; :func:`dsh_sim.evidence.coverage.aggregate`
+reads both that and the older ``cases`` list, so documents written before still merge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+Table = dict[str, dict[str, dict[str, int]]]
+VERDICTS = ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN")
+
+
+def phase_group(kind: str, phase: str) -> str:
+    """The crash column of a case: a kill is one column, power loss one per log phase."""
+    return "kill" if kind == "kill" else phase
+
+
+def _bump(table: Table, row: str, col: str, key: str, n: int = 1) -> None:
+    cell = table.setdefault(row, {}).setdefault(col, {})
+    cell[key] = cell.get(key, 0) + n
+
+
+def _add_table(into: Table, other: Mapping[str, Mapping[str, Mapping[str, int]]]) -> None:
+    for row, cols in other.items():
+        for col, counts in cols.items():
+            for key, n in counts.items():
+                _bump(into, row, col, key, n)
+
+
+def _empty_confusion() -> dict[str, dict[str, int]]:
+    return {verdict: {"applied": 0, "not applied": 0} for verdict in VERDICTS}
+
+
+@attrs.define
+class CaseTally:
+    cases: int = 0
+    boundary: Table = attrs.field(factory=dict)  # call boundary -> crash column -> outcome -> calls
+    barrier: Table = attrs.field(factory=dict)  # barrier -> crash column -> outcome -> cases
+    confusion: dict[str, dict[str, int]] = attrs.field(factory=_empty_confusion)  # verdict -> applied? -> calls
+    torn: dict[str, int] = attrs.field(factory=dict)  # torn-write class -> cases
+
+    def add(self, case: Mapping[str, Any]) -> None:
+        """Count one case (the dictionary :func:`build_case` makes)."""
+        self.cases += 1
+        col = phase_group(case["kind"], case["phase"])
+        if case.get("torn_class"):
+            self.torn[case["torn_class"]] = self.torn.get(case["torn_class"], 0) + 1
+        outcomes = [c["outcome"] for c in case["calls"]] or ["no call"]
+        for call in case["calls"]:
+            _bump(self.boundary, call["boundary"], col, call["outcome"])
+            if call["outcome"] in self.confusion:
+                self.confusion[call["outcome"]]["applied" if call["applied"] else "not applied"] += 1
+        for outcome in sorted(set(outcomes)):
+            _bump(self.barrier, case["barrier"], col, outcome)
+
+    def add_all(self, cases: Iterable[Mapping[str, Any]]) -> None:
+        for case in cases:
+            self.add(case)
+
+    def merge(self, other: CaseTally) -> None:
+        self.cases += other.cases
+        _add_table(self.boundary, other.boundary)
+        _add_table(self.barrier, other.barrier)
+        for verdict, counts in other.confusion.items():
+            slot = self.confusion.setdefault(verdict, {"applied": 0, "not applied": 0})
+            for key, n in counts.items():
+                slot[key] = slot.get(key, 0) + n
+        for name, n in other.torn.items():
+            self.torn[name] = self.torn.get(name, 0) + n
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cases": self.cases, "boundary": self.boundary, "barrier": self.barrier, "confusion": self.confusion, "torn": self.torn}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> CaseTally:
+        tally = cls()
+        tally.merge(
+            cls(
+                int(obj.get("cases", 0)),
+                dict(obj.get("boundary", {})),
+                dict(obj.get("barrier", {})),
+                {k: dict(v) for k, v in obj.get("confusion", {}).items()},
+                dict(obj.get("torn", {})),
+            )
+        )
+        return tally
+
+    @classmethod
+    def of_document(cls, doc: Mapping[str, Any]) -> CaseTally:
+        """The cases of a results document: its ``case_tally`` plus any listed ``cases``."""
+        tally = cls.from_json(doc.get("case_tally") or {})
+        tally.add_all(doc.get("cases", []))
+        return tally
+
+
+def shape_problem(obj: Any) -> str | None:
+    """Why ``obj`` is not a ``case_tally`` a report can merge (``None``: it is)."""
+
+    def counts(value: Any) -> bool:
+        return isinstance(value, dict) and all(isinstance(k, str) and type(n) is int for k, n in value.items())
+
+    def table(value: Any) -> bool:
+        return isinstance(value, dict) and all(
+            isinstance(cols, dict) and all(counts(cell) for cell in cols.values()) for cols in value.values()
+        )
+
+    if not isinstance(obj, dict) or type(obj.get("cases", 0)) is not int:
+        return "'case_tally' must be an object with an integer 'cases'"
+    if not (table(obj.get("boundary", {})) and table(obj.get("barrier", {}))):
+        return "'case_tally' boundary and barrier must map row → column → integer counts"
+    confusion = obj.get("confusion", {})
+    if not isinstance(confusion, dict) or not all(counts(v) for v in confusion.values()) or not counts(obj.get("torn", {})):
+        return "'case_tally' confusion and torn must hold integer counts"
+    return None
