@@ -216,6 +216,9 @@ def list_runs(out: str) -> list[str]:
     return sorted(name for name in os.listdir(runs) if os.path.isfile(os.path.join(runs, name, "campaign.json")))
 
 
+DSH_RESULTS = "dsh"  # a run's DSH-phase result documents (dsh_sim.campaign.runner._dsh_phase)
+
+
 def resolve_inputs(items: Sequence[str], out: str) -> list[str]:
     """``--from`` items as result files or directories: a path as given (a run directory
     means its results), anything else a run id under ``out`` (or under ``reports/`` when
@@ -223,14 +226,18 @@ def resolve_inputs(items: Sequence[str], out: str) -> list[str]:
     resolved = []
     for item in items:
         if os.path.isfile(os.path.join(item, "campaign.json")):
-            resolved.append(os.path.join(item, "results"))
+            run = item
         elif os.path.exists(item):
             resolved.append(item)
+            continue
         elif out != DEFAULT_OUT and not list_runs(out) and os.path.isdir(os.path.join(DEFAULT_OUT, RUNS, item)):
-            resolved.append(os.path.join(find(DEFAULT_OUT, item), "results"))  # `report --out ELSEWHERE --from ID`
+            run = find(DEFAULT_OUT, item)  # `report --out ELSEWHERE --from ID`
         else:
-            resolved.append(os.path.join(find(out, item), "results"))
-    return resolved
+            run = find(out, item)
+        resolved.append(os.path.join(run, "results"))
+        if os.path.isdir(os.path.join(run, DSH_RESULTS)):  # the DSH phase's documents, when it ran
+            resolved.append(os.path.join(run, DSH_RESULTS))
+    return list(dict.fromkeys(resolved))  # a run named twice counts once
 
 
 __all__ = ["RUNS", "RunDir", "Status", "list_runs", "resolve_inputs", "save_found"]

@@ -10,6 +10,7 @@ status is 130 or 143.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -23,7 +24,7 @@ from dsh_sim.campaign.board import Board, fmt_seconds
 from dsh_sim.campaign.events import Event, Failed, Finished
 from dsh_sim.campaign.inprocess import InProcess
 from dsh_sim.campaign.plan import plan, skipped_self_tests
-from dsh_sim.campaign.rundir import RunDir, Status, ended, new_status, resolve_inputs, save_found
+from dsh_sim.campaign.rundir import DSH_RESULTS, RunDir, Status, ended, new_status, resolve_inputs, save_found
 from dsh_sim.campaign.summary import totals
 from dsh_sim.campaign.tasks import Campaign, Options
 from dsh_sim.campaign.work import TaskResult
@@ -185,7 +186,7 @@ def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session
     docs = list(run.finished(campaign).values())
     complete = len(docs) == len(campaign.tasks)
     extra = api.read_results(resolve_inputs(request.inputs, request.out)) if request.inputs else []
-    extra += _dsh_phase(campaign, run) if complete and "dsh" not in campaign.options.skip else []
+    extra += _dsh_phase(campaign, run, request.json_mode) if complete and "dsh" not in campaign.options.skip else []
     report = api.report(unique(docs + extra), run.path)
     copies = _copy_report(report.paths, request.out)
     state = "complete" if complete else "failed"
@@ -206,7 +207,7 @@ def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session
     return Outcome(run.id, run.path, state, code, tuple(lines), dict(report.paths))
 
 
-def _dsh_phase(campaign: Campaign, run: RunDir) -> list[dict[str, Any]]:
+def _dsh_phase(campaign: Campaign, run: RunDir, json_mode: bool) -> list[dict[str, Any]]:
     """The published DSH (its writer explored, a sample of our recoveries read by it), when it
     is installed: on the submitting machine, after the campaign's tasks — it needs Node and the
     installed packages there.  Its documents go to the run directory and join the report."""
@@ -214,9 +215,10 @@ def _dsh_phase(campaign: Campaign, run: RunDir) -> list[dict[str, Any]]:
     from dsh_sim.dsh.run_phase import run_dsh_phase
 
     files = [label for label in campaign.corpus if os.path.isfile(label)]
-    out = os.path.join(run.path, "dsh")
+    out = os.path.join(run.path, DSH_RESULTS)
     os.makedirs(out, exist_ok=True)
-    written = run_dsh_phase(files, [api.load(path) for path in files], out, "")
+    with contextlib.redirect_stdout(sys.stderr) if json_mode else contextlib.nullcontext():  # --json: stdout is the result
+        written = run_dsh_phase(files, [api.load(path) for path in files], out, "")
     return api.read_results(written) if written else []
 
 

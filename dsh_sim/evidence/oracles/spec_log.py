@@ -18,6 +18,7 @@ crash states of one session decodes each frame once.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections import OrderedDict
@@ -283,12 +284,14 @@ class _Memo:
 
 _FRAMES = _Memo()
 _LINES = _Memo()
+_LOGS = _Memo(64)  # whole logs (see _read); each key holds a log's bytes
 
 
 def clear_memos() -> None:
     """Forget every remembered decode (a fuzz example's logs are never read by the next)."""
     _FRAMES.clear()
     _LINES.clear()
+    _LOGS.clear()
 
 
 def _lines_of(plain: bytes, where: int) -> list[bytes]:
@@ -351,11 +354,23 @@ def read_recoverable(data: bytes, compression: str) -> SpecLog:
 
 
 def _read(data: bytes, compression: str, *, writer: bool) -> SpecLog:
-    if compression == "zstd":
-        return _read_zstd(data, writer=writer)
-    if compression == "none":
-        return _read_raw(data, writer=writer)
-    raise ValueError(f"unknown compression {compression!r}")
+    """Remembered per whole log: several judges read the same crash image after a recovery,
+    and walking every frame of a long log for each of them made exploration quadratic."""
+    if compression not in ("zstd", "none"):
+        raise ValueError(f"unknown compression {compression!r}")
+    key = (data, compression == "zstd", writer)
+    known = _LOGS.get(key)
+    if isinstance(known, SpecViolation):
+        raise copy.copy(known)  # a fresh exception (message, offset): a re-raised one would grow its traceback
+    if known is not None:
+        return known  # type: ignore[no-any-return]
+    try:
+        log = _read_zstd(data, writer=writer) if compression == "zstd" else _read_raw(data, writer=writer)
+    except SpecViolation as err:
+        _LOGS.put(key, copy.copy(err))
+        raise
+    _LOGS.put(key, log)
+    return log
 
 
 def _read_zstd(data: bytes, *, writer: bool) -> SpecLog:
