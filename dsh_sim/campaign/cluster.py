@@ -117,7 +117,7 @@ class DaskCluster:
                     n_workers=workers,
                     threads_per_worker=1,
                     processes=True,
-                    dashboard_address=None,
+                    dashboard_address=":0",  # a free port: a fixed one (8787) collides with any other cluster on the machine
                     silence_logs=logging.ERROR,
                     local_directory=self._scratch,
                 )
