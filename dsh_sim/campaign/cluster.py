@@ -51,13 +51,14 @@ class _WorkerContext:
         from distributed import get_worker
 
         self._worker = get_worker()
-        name = str(self._worker.name)
-        self.worker = name.removeprefix("tcp://")  # unnamed workers are called by their address
+        name = str(self._worker.name)  # a number in a LocalCluster, else its --name or its address
+        self.worker = f"worker {name}" if name.isdigit() else name.removeprefix("tcp://")
         self._run, self._task = run_id, task_id
         self._sent = self._checked = 0.0
 
     def _send(self, msg: dict[str, Any]) -> None:
-        self._worker.log_event(TOPIC, {"run": self._run, "task": self._task, "worker": self.worker, **msg})
+        # "who", not "worker": the scheduler overwrites a "worker" key with the address
+        self._worker.log_event(TOPIC, {"run": self._run, "task": self._task, "who": self.worker, **msg})
 
     def started(self) -> None:
         self._send({"event": "started"})

@@ -48,10 +48,10 @@ def from_message(msg: dict[str, Any]) -> Started | Progress | None:
     """A worker's progress message as an event (``None``: not one of ours)."""
     kind = msg.get("event")
     if kind == "started":
-        return Started(str(msg["task"]), str(msg["worker"]))
+        return Started(str(msg["task"]), str(msg["who"]))
     if kind == "progress":
         total = msg.get("total")
-        return Progress(str(msg["task"]), str(msg["worker"]), int(msg["done"]), None if total is None else int(total), str(msg["note"]))
+        return Progress(str(msg["task"]), str(msg["who"]), int(msg["done"]), None if total is None else int(total), str(msg["note"]))
     return None
 
 

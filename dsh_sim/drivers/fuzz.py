@@ -1,7 +1,8 @@
 """``dsh-sim fuzz``: run a state machine under a time budget, save what it finds.
 
 Hypothesis runs in batches (each with its own seed, derived from ``--seed``) until the
-budget or the example count is used.  On a violation, Hypothesis shrinks (under a cap), the
+budget or the example count is used.  A seed and an example count give the same examples in
+any process (:mod:`dsh_sim.drivers.constants`: Hypothesis' pool of source literals is fixed).  On a violation, Hypothesis shrinks (under a cap), the
 final minimal run's steps become a scenario, :mod:`dsh_sim.drivers.minimize` makes it 1-minimal,
 its trace digest is recorded, and it is saved under ``scenarios/found/`` named after the
 invariant.  Every example's crashes feed the coverage counts of the result document: they
@@ -35,6 +36,7 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from dsh_sim.drivers import profiles
+from dsh_sim.drivers.constants import fixed_constants
 from dsh_sim.drivers.machines.base import SimulationMachine
 from dsh_sim.drivers.machines.durability import DurabilityMachine
 from dsh_sim.drivers.machines.storage import StorageMachine
@@ -187,7 +189,7 @@ def fuzz(
     base_settings = profiles.fuzz_settings()
     cls = _machine_class(machine, config, run)
     try:
-        with mutants.enabled(active_mutants), CollectorPolicy():
+        with mutants.enabled(active_mutants), CollectorPolicy(), fixed_constants():
             while True:
                 elapsed = time.perf_counter() - started
                 if elapsed >= budget or (examples is not None and run.examples >= examples):
