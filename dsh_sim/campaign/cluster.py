@@ -16,6 +16,7 @@ closes it: the nanny ends the worker processes and their re-check children die w
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import queue
 import shutil
@@ -211,8 +212,10 @@ class DaskCluster:
     def close(self) -> None:
         """Release the client; the embedded cluster is shut down (its workers end)."""
         logging.getLogger("distributed").setLevel(logging.CRITICAL)  # shutdown chatter is not the user's business
+        client, self.client = self.client, None
         with contextlib.suppress(Exception):
-            self.client.close(timeout=10)
+            client.close(timeout=10)
+        del client  # collected below, under the hook (see _quiet_client_destructors), not at exit
         if self._cluster is not None:
             with contextlib.suppress(Exception):
                 self._cluster.close(timeout=10)
@@ -220,3 +223,24 @@ class DaskCluster:
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
+        gc.collect()  # a client orphaned by a stop is finalized now, under the hook, not at exit
+
+
+def _quiet_client_destructors() -> None:
+    """A Dask ``Client`` half made when a signal stopped the run closes itself again when it is
+    collected — on an event loop that no longer runs — and Python prints that ignored error as
+    a traceback at exit, breaking the one line a stopped run prints.  Only that destructor's
+    report is dropped; every other unraisable error still reaches the previous hook."""
+    previous = sys.unraisablehook
+    if getattr(previous, "_dsh_sim_quiet", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        if getattr(unraisable.object, "__qualname__", "") != "Client.__del__":
+            previous(unraisable)
+
+    hook._dsh_sim_quiet = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
+
+
+_quiet_client_destructors()  # on import: the submitting process and every worker that runs a task
