@@ -81,7 +81,12 @@ def main(args: Any) -> int:
             api.load(path)
         scenarios = read_texts(files)
         if "mutants" not in args.skip:
-            mutant_corpus = read_texts(discover(MUTANT_CORPUS)) if os.path.isdir(MUTANT_CORPUS) else {}
+            if not os.path.isdir(MUTANT_CORPUS) or not discover(MUTANT_CORPUS):
+                # refused with the other inputs, before anything runs or is written
+                raise CliError(
+                    f"{MUTANT_CORPUS}: no scenarios for the mutant self-test (run from a clone of the repository, or --skip mutants)"
+                )
+            mutant_corpus = read_texts(discover(MUTANT_CORPUS))
         options = Options(
             seed=args.seed if args.seed is not None else random.SystemRandom().randrange(2**32),
             budget=args.budget if args.budget is not None else DEFAULT_BUDGET,
