@@ -120,16 +120,23 @@ class DaskCluster:
             import dask
 
             self._scratch = tempfile.mkdtemp(prefix="dsh-sim-dask-")  # every file of the cluster; removed at close
-            with dask.config.set({"temporary-directory": self._scratch}):
-                self._cluster = LocalCluster(
-                    n_workers=workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address="127.0.0.1:0",  # the scheduler always serves HTTP: any free port, never a clash on 8787
-                    silence_logs=logging.CRITICAL,
-                    local_directory=self._scratch,
-                )
-            self.client = Client(self._cluster)
+            try:
+                with dask.config.set({"temporary-directory": self._scratch}):
+                    self._cluster = LocalCluster(
+                        n_workers=workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address="127.0.0.1:0",  # the scheduler always serves HTTP: any free port, never a clash on 8787
+                        silence_logs=logging.CRITICAL,
+                        local_directory=self._scratch,
+                    )
+                self.client = Client(self._cluster)
+            except BaseException:  # a cluster that did not start leaves nothing behind either
+                if self._cluster is not None:
+                    with contextlib.suppress(Exception):
+                        self._cluster.close(timeout=10)
+                shutil.rmtree(self._scratch, ignore_errors=True)
+                raise
             self.description = f"local Dask cluster ({workers} worker processes)"
         else:
             try:
