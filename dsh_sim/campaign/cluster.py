@@ -9,8 +9,9 @@ the future's result, so nothing a worker does needs a shared filesystem.
 Workers must run one thread each: a durability mutant switches code for the whole process,
 and the collector policy is process-wide (``dask worker --nthreads 1``; the embedded cluster
 is made that way).  A stop (SIGINT/SIGTERM) cancels what has not started, sets a Dask
-``Event`` that running tasks poll at their clean points, and, for the embedded cluster,
-closes it: the nanny ends the worker processes and their re-check children die with them.
+``Event`` that running tasks on an existing cluster poll at their clean points (its workers
+are not ours to end), and closes the embedded cluster: the nanny ends the worker processes
+and their re-check children die with them.
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ def stop_event_name(run_id: str) -> str:
 class _WorkerContext:
     """What a task on a Dask worker reports to and asks about stopping (see module doc)."""
 
-    def __init__(self, run_id: str, task_id: str) -> None:
+    def __init__(self, run_id: str, task_id: str, poll_stop: bool) -> None:
         from distributed import get_worker
 
+        self._poll_stop = poll_stop
         self._worker = get_worker()
         name = str(self._worker.name)  # a number in a LocalCluster, else its --name or its address
         self.worker = f"worker {name}" if name.isdigit() else name.removeprefix("tcp://")
@@ -72,7 +74,7 @@ class _WorkerContext:
 
     def checkpoint(self) -> None:
         now = time.monotonic()
-        if now - self._checked < STOP_CHECK_EVERY:
+        if not self._poll_stop or now - self._checked < STOP_CHECK_EVERY:
             return
         self._checked = now
         from distributed import Event as DaskEvent
@@ -81,13 +83,16 @@ class _WorkerContext:
             raise stop.Stopped(signal.SIGTERM)
 
 
-def task_on_worker(task: Task, corpus: dict[str, str], run_id: str, found_dir: str) -> TaskResult:
-    """The function every campaign task runs as on a Dask worker."""
+def task_on_worker(task: Task, corpus: dict[str, str], run_id: str, found_dir: str, poll_stop: bool) -> TaskResult:
+    """The function every campaign task runs as on a Dask worker.  ``poll_stop``: on a cluster
+    that is not ours, poll the run's stop event (an embedded cluster's workers are ended
+    instead: the event needs a client in the worker, which complains when its process is closed
+    under it)."""
     # Hypothesis warns when the global ``random`` state moves while it draws; on a worker the
     # worker's own threads use ``random`` meanwhile (the simulation never does: it has seeded
     # generators of its own), so the warning is noise there
     warnings.filterwarnings("ignore", message="Do not use the `random` module inside strategies")
-    context = _WorkerContext(run_id, task.id)
+    context = _WorkerContext(run_id, task.id, poll_stop)
     context.started()
     return run_task(task, corpus, context, found_dir)
 
@@ -108,22 +113,31 @@ class DaskCluster:
 
         self.run_id, self.found_dir = "", found_dir
         self._scratch: str | None = None
-        logging.getLogger("distributed").setLevel(logging.ERROR)
+        # Dask's own logs stay quiet: a task that fails reaches the user as a failed task, and a
+        # terminal's Ctrl-C reaches the embedded workers too (the scheduler would log each loss)
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
         self._cluster: Any = None
         if scheduler is None:
             import dask
 
             self._scratch = tempfile.mkdtemp(prefix="dsh-sim-dask-")  # every file of the cluster; removed at close
-            with dask.config.set({"temporary-directory": self._scratch}):
-                self._cluster = LocalCluster(
-                    n_workers=workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=":0",  # a free port: a fixed one (8787) collides with any other cluster on the machine
-                    silence_logs=logging.ERROR,
-                    local_directory=self._scratch,
-                )
-            self.client = Client(self._cluster)
+            try:
+                with dask.config.set({"temporary-directory": self._scratch}):
+                    self._cluster = LocalCluster(
+                        n_workers=workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address="127.0.0.1:0",  # the scheduler always serves HTTP: any free port, never a clash on 8787
+                        silence_logs=logging.CRITICAL,
+                        local_directory=self._scratch,
+                    )
+                self.client = Client(self._cluster)
+            except BaseException:  # a cluster that did not start leaves nothing behind either
+                if self._cluster is not None:
+                    with contextlib.suppress(Exception):
+                        self._cluster.close(timeout=10)
+                shutil.rmtree(self._scratch, ignore_errors=True)
+                raise
             self.description = f"local Dask cluster ({workers} worker processes)"
         else:
             try:
@@ -170,7 +184,8 @@ class DaskCluster:
                 inbox.put(msg)
 
         client.subscribe_topic(TOPIC, on_event)
-        corpus_future = client.scatter(corpus, broadcast=True, hash=False)
+        # one future for the whole corpus (scattering the dict itself would scatter each text apart)
+        (corpus_future,) = client.scatter([corpus], broadcast=True, hash=False)
         futures = {
             client.submit(
                 task_on_worker,
@@ -178,6 +193,7 @@ class DaskCluster:
                 corpus_future,
                 self.run_id,
                 self.found_dir,
+                self._cluster is None,
                 key=f"dsh-sim-{self.run_id}-{task.id}",
                 pure=False,
                 priority=len(tasks) - index,  # the planned order: higher runs first
@@ -192,7 +208,8 @@ class DaskCluster:
                     if event is not None:
                         emit(event)
                 if stop.requested() is not None:
-                    DaskEvent(stop_event_name(self.run_id), client=client).set()
+                    if self._cluster is None:  # not ours: ask its workers to stop our tasks
+                        DaskEvent(stop_event_name(self.run_id), client=client).set()
                     client.cancel(list(futures), force=True)
                     stop.checkpoint()
                 if not pending.has_ready():

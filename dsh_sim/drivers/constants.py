@@ -6,8 +6,8 @@ module is imported, even during a run.  So the same seed and example count gener
 different examples depending on what the process had imported before and meanwhile: the CLI
 (which imports more) differed from a Dask worker, and both from ``dsh-sim fuzz`` — a
 campaign's fuzz counts depended on where a shard ran.  Inside :func:`fixed_constants` the pool
-is the literals of the runtime under test, every module of the ``runtime`` package read from
-its files in sorted order: the same in every process, whatever was imported.
+is the literals of the whole project — every module of ``runtime`` and ``dsh_sim``, read from
+their files in sorted order — the same in every process, whatever was imported.
 
 This reaches into Hypothesis internals (``providers._get_local_constants``); Hypothesis is
 pinned below 7, and ``tests/test_campaign_dask.py`` compares fuzz counts across processes.
@@ -21,32 +21,35 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+import dsh_sim
 import runtime
 
 
 @functools.cache
-def runtime_constants() -> Any:
-    """The literals of every ``runtime`` module, as Hypothesis collects them from a module."""
+def project_constants() -> Any:
+    """The literals of every module of ``runtime`` and ``dsh_sim``, as Hypothesis collects
+    them from a module: what it saw in a process that had imported the whole project."""
     from hypothesis.internal.constants_ast import Constants, _constants_from_source
 
     pool = Constants()
-    root = os.path.dirname(os.path.abspath(runtime.__file__))
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            if name.endswith(".py"):
-                with open(os.path.join(dirpath, name), "rb") as handle:
-                    pool |= _constants_from_source(handle.read(), limit=True)
+    for package in (runtime, dsh_sim):
+        root = os.path.dirname(os.path.abspath(package.__file__ or ""))
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    with open(os.path.join(dirpath, name), "rb") as handle:
+                        pool |= _constants_from_source(handle.read(), limit=True)
     return pool
 
 
 @contextlib.contextmanager
 def fixed_constants() -> Iterator[None]:
-    """Hypothesis draws its local constants from :func:`runtime_constants` while inside."""
+    """Hypothesis draws its local constants from :func:`project_constants` while inside."""
     from hypothesis.internal.conjecture import providers
 
     original = providers._get_local_constants
-    pool = runtime_constants()
+    pool = project_constants()
     providers._get_local_constants = lambda: pool
     providers.CONSTANTS_CACHE.cache.clear()  # it holds choices computed from the previous pool
     try:
