@@ -66,8 +66,9 @@ BUGS: dict[str, list[Edit]] = {
         Edit(
             P + "durable",
             "append_durable",
-            "            await truncate_durable(fs, path, expected_size)",
-            "            await truncate_durable(fs, path, size)",
+            # the rollback truncates to the length the file has after the failed write (a no-op)
+            "        await fs.write_fsync(fd, data, rollback_size=expected_size)",
+            "        await fs.write_fsync(fd, data, rollback_size=expected_size + len(data))",
         )
     ],
     "store-flush-skips-handle-flush": [Edit(P + "store", "SessionStore.flush", "            await binding.handle.flush()\n", "")],

@@ -44,7 +44,7 @@ _SPECS = [
     PointSpec("fs.fstat", "fs", "stat a descriptor", (), ("path",)),
     PointSpec("fs.listdir", "fs", "list a directory", (), ("path",)),
     PointSpec("fs.mkdir", "fs", "create a directory", _FS_ERR, ("path",)),
-    PointSpec("fs.flock", "fs", "take the writer lock (contention)", _FS_ERR, ("path",)),
+    PointSpec("fs.flock", "fs", "take the writer lock (contention)", _FS_ERR + ("replaced",), ("path",)),
     # runtime (announced through the probe port)
     PointSpec("agent.turn.start", "runtime", "turn/start appended", (), ("turn",)),
     PointSpec("agent.pre_step", "runtime", "before the agent/pre-step waterfall (checkpoint A)", (), ("turn", "step")),

@@ -41,6 +41,7 @@ ACTION_DOCS = {
     "corrupt": "flip one stored byte of `corrupt_path` (default the session log) at `corrupt_offset`",
     "error": "the filesystem operation fails with `errno`, before any byte lands",
     "fsync_fail": "fsync fails with `errno`; `drop_dirty` drops the dirty pages (Linux behaviour)",
+    "replaced": "another process removes the file at the path and creates an empty one there before the lock is taken (a stale-lock cleaner)",
     "request_lost": "the request never reaches the service",
     "duplicate": "the request is delivered twice",
     "timeout": "the call times out (after `delay`)",

@@ -39,7 +39,7 @@ from runtime.ports.fs import OpenFlags, StatResult, write_fsync_in_steps
 class FsFault:
     """What the gate asks the view to do instead of (or around) the operation."""
 
-    kind: str  # "error" | "fsync_fail"
+    kind: str  # "error" | "fsync_fail" | "replaced" (another process swapped the file at the path first)
     errno: int = errno.EIO
     drop_dirty: bool = False  # fsync_fail: pages marked clean, data never made durable
 
@@ -359,7 +359,9 @@ class ProcessView:
         path = entry.path if entry else "?"
         fault = await self._enter("flock", path)
         entry = self._fd(fd)
-        if fault is not None:
+        if fault is not None and fault.kind == "replaced":
+            self._replace_behind(path)
+        elif fault is not None:
             self._done("flock", path, f"errno:{fault.errno}")
             raise _err(fault.errno, path)
         holder = self.disk.locks.get(entry.ino)
@@ -368,6 +370,18 @@ class ProcessView:
             raise BlockingIOError(errno.EWOULDBLOCK, os.strerror(errno.EWOULDBLOCK))
         self.disk.locks[entry.ino] = (self.pid, fd)
         self._done("flock", path)
+
+    def _replace_behind(self, path: str) -> None:
+        """Another process removed the file at ``path`` and created an empty one in its place
+        (a stale-lock cleaner): this descriptor now refers to a file no name reaches."""
+        found = lookup(self.disk, path, follow=False)
+        if found.ino is None or not isinstance(self.disk.nodes[found.ino], FileNode):
+            return
+        ino = self.disk.new_ino()
+        stamp = self.disk.stamp(self._now_ns())
+        self.disk.nodes[ino] = FileNode(ino, mtime_ns=stamp, ctime_ns=stamp)
+        self._set_entries(found.parent, found.name, ino)
+        self._done("flock", path, "replaced")
 
     async def close(self, fd: int) -> None:
         if not self.alive:
