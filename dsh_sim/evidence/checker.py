@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from dsh_sim.adapters.world_tools import CONCURRENCY_SAFE
 from dsh_sim.dsh import against as dsh_against
 from dsh_sim.engine.observer import Observer
 from dsh_sim.evidence import invariants as inv
@@ -21,6 +22,7 @@ from dsh_sim.evidence.invariants import oracles
 from dsh_sim.evidence.invariants.errors import check_step_error
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.grammar import Grammar
+from dsh_sim.evidence.oracles.schedule import Schedule
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
@@ -63,6 +65,7 @@ class Checker(Observer):
         self._faults_before_step = 0
         self._stray_at_boot: dict[int, set[str]] = {}
         self._paused_until = float("-inf")
+        self._schedule = Schedule(max_parallel=sim.config.max_parallel_tool_calls, safe=CONCURRENCY_SAFE)
 
     @classmethod
     def attach(cls, sim: Simulation, **kw: Any) -> Checker:
@@ -208,6 +211,7 @@ class Checker(Observer):
 
     def _judge_live(self, life: Lifetime) -> None:
         """Feed what the live log gained since the last step to its grammar and agreement."""
+        oracles.check_schedule(self, self._schedule)
         if life.session is None:
             return
         watch = self._live.get(life.index)
@@ -223,6 +227,7 @@ class Checker(Observer):
         if fresh:
             oracles.check_grammar(self, fresh, closed=False, what="the live log", grammar=watch.grammar)
             oracles.check_agreement(self, fresh, watch.tracker)
+            oracles.check_cancellation(self, fresh, life.index)
 
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         if life is not self.sim.primary:

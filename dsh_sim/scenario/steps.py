@@ -119,7 +119,7 @@ def op_cancel(sim: Simulation, args: CancelArgs) -> str:
     life = _require_live(sim)
 
     async def cancel(life: Lifetime) -> None:
-        life.agent.cancel()
+        sim.cancel_turn(life)
 
     reply = sim.run(cancel)
     if not life.dead:

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.evidence.invariants.base import Judge, fail
-from dsh_sim.evidence.oracles import agreement, reference
+from dsh_sim.evidence.oracles import agreement, cancellation, reference
 from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
+from dsh_sim.evidence.oracles.schedule import Schedule
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
 from runtime.session.events import Event
 
@@ -140,6 +141,26 @@ def check_agreement(obs: Judge, events: Sequence[Any], tracker: agreement.Tracke
     tracker = tracker if tracker is not None else agreement.Tracker(workspace=obs.sim.config.workspace)
     for item in tracker.feed(events, obs.sim.world.ledger):
         fail(obs, AGREEMENT, item.message, item.call_id)
+
+
+CANCELLATION = "cancellation_honoured"
+
+
+def check_cancellation(obs: Judge, events: Sequence[Any], lifetime: int) -> None:
+    """Each new result of process ``lifetime`` says what the tools saw of its call (§5.2, §5.3)."""
+    obs.count(CANCELLATION)
+    for problem in cancellation.judge(events, obs.history.tool_marks, lifetime):
+        fail(obs, CANCELLATION, problem.message, problem.call_id)
+
+
+SCHEDULE = "tool_schedule"
+
+
+def check_schedule(obs: Judge, schedule: Schedule) -> None:
+    """The tool bodies that ran since the last check kept the scheduler's limits (§5.1)."""
+    obs.count(SCHEDULE)
+    for problem in schedule.feed(obs.history.tool_marks):
+        fail(obs, SCHEDULE, problem.message, problem.call_id)
 
 
 def recheck_refusals(obs: Judge, tracker: agreement.Tracker) -> None:

@@ -1,0 +1,115 @@
+"""The tool pipeline's oracles (cancellation_honoured, tool_schedule) fail on the bugs they guard
+against: a runtime function patched the way a real bug would change it, a committed scenario
+replayed over it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from dsh_sim.adapters.observed import ToolMark
+from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.evidence.oracles import cancellation
+from dsh_sim.evidence.oracles.schedule import Schedule
+from dsh_sim.scenario.files import load
+from runtime.tools import registry, scheduler
+from runtime.tools import results as R
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "scenarios")
+
+
+def caught(path: str) -> dict[str, list[str]]:
+    result, _ = run_scenario(load(os.path.join(ROOT, path)))
+    out: dict[str, list[str]] = {}
+    for v in result.violations:
+        out.setdefault(v.invariant, []).append(v.message)
+    return out
+
+
+@pytest.mark.parametrize("path", ["starter/cancel-during-tool-body.json", "regressions/tool-body-in-flight-at-shutdown.json"])
+def test_the_scenarios_hold_on_the_runtime_as_shipped(path):
+    assert caught(path) == {}
+
+
+def test_cancellation_catches_a_success_after_cancellation(monkeypatch):
+    """A registry that forgets to replace a success that returned after the caller's
+    cancellation (spec §5.2) reports it as a success."""
+    original = registry.ToolRegistry._body
+
+    async def body_without_abort_check(self, ex):
+        result = await original(self, ex)
+        return result if result.error is None or result.error.code != R.ABORTED else R.ToolResult.text("ok")
+
+    monkeypatch.setattr(registry.ToolRegistry, "_body", body_without_abort_check)
+    found = caught("starter/cancel-during-tool-body.json")
+    assert any("yet the result is a success" in m for m in found["cancellation_honoured"])
+
+
+def test_cancellation_catches_aborted_before_dispatch_for_a_body_that_ran(monkeypatch):
+    """Teardown that calls every open call ABORTED_BEFORE_DISPATCH, started or not."""
+    monkeypatch.setattr(scheduler.R, "aborted", R.aborted_before_dispatch)
+    found = caught("regressions/tool-body-in-flight-at-shutdown.json")
+    assert any("but the tool body ran" in m for m in found["cancellation_honoured"])
+
+
+def test_cancellation_catches_aborted_for_a_body_that_never_ran(monkeypatch):
+    monkeypatch.setattr(scheduler.R, "aborted_before_dispatch", R.aborted)
+    found = caught("regressions/tool-body-in-flight-at-shutdown.json")
+    assert any("but the tool body never ran" in m for m in found["cancellation_honoured"])
+
+
+def test_schedule_catches_an_exclusive_call_joining_a_parallel_group(monkeypatch):
+    monkeypatch.setattr(registry.ToolRegistry, "execution_mode", lambda self, name, arguments: "parallel")
+    found = caught("regressions/tool-body-in-flight-at-shutdown.json")
+    assert any("an exclusive call runs alone" in m for m in found["tool_schedule"])
+
+
+def marks(*spec: tuple) -> list[ToolMark]:
+    return [ToolMark(kind, 1, call, turn, tool) for kind, call, turn, tool in spec]
+
+
+def test_schedule_counts_bodies_against_the_limit():
+    schedule = Schedule(max_parallel=2, safe=frozenset({"get_balance"}))
+    run = marks(*[("call", f"c{i}", None, "get_balance") for i in range(3)], *[("body", f"c{i}", None, None) for i in range(3)])
+    problems = schedule.feed(run)
+    assert [p.call_id for p in problems] == ["c2"] and "over maxParallelToolCalls 2" in problems[0].message
+    assert Schedule(max_parallel=3, safe=frozenset({"get_balance"})).feed(run) == []
+
+
+def test_nested_bodies_do_not_count():
+    schedule = Schedule(max_parallel=1, safe=frozenset())
+    run = marks(("call", "c1", None, "batch_pay"), ("body", "c1", None, None), ("body", "c1:nested:0", None, None))
+    assert schedule.feed(run) == []
+
+
+def _result(call_id: str, *, turn: int = 1, code: str | None = None, error: bool = False):
+    from runtime.session.events import Event
+
+    data = {
+        "turn": turn,
+        "step": 1,
+        "message": {
+            "source": {"kind": "tool", "callId": call_id},
+            "content": [{"type": "tool-result", "isError": error or code is not None}],
+        },
+    }
+    if code is not None:
+        data["error"] = {"name": "AbortError", "code": code}
+    return Event("tool/result", 0, 0, data)
+
+
+def test_cancellation_rules_on_hand_made_marks():
+    run = marks(
+        ("call", "c1", None, "pay"),
+        ("body", "c1", None, None),
+        ("cancel", None, 1, None),
+        ("returned", "c1", None, None),
+        ("call", "c2", None, "pay"),
+    )
+    judge = lambda *events: [p.message for p in cancellation.judge(events, run, 1)]  # noqa: E731
+    assert judge(_result("c1", code="ABORTED"), _result("c2", code="ABORTED_BEFORE_DISPATCH")) == []
+    assert "yet the result is a success" in judge(_result("c1"))[0]
+    assert "started after its turn was cancelled" in judge(_result("c2", code="ABORTED"))[0]
+    assert "never cancelled" in judge(_result("c1", turn=2, code="ABORTED"))[0]
+    assert "the tool body never returned one" in cancellation.judge([_result("c3", turn=3)], run, 1)[0].message
