@@ -113,3 +113,38 @@ def test_cancellation_rules_on_hand_made_marks():
     assert "started after its turn was cancelled" in judge(_result("c2", code="ABORTED"))[0]
     assert "never cancelled" in judge(_result("c1", turn=2, code="ABORTED"))[0]
     assert "the tool body never returned one" in cancellation.judge([_result("c3", turn=3)], run, 1)[0].message
+
+
+def test_points_truthful_catches_an_announcement_without_its_call_id(monkeypatch):
+    """A probe call that drops a declared detail disarms every fault rule matching on it."""
+
+    async def start(self, index):
+        event = self._append_call(index)
+        await self._probe.at("tools.call.appended", tool=self._calls[index].name, seq=event.seq)
+
+    monkeypatch.setattr(scheduler.StepTools, "_start", start)
+    found = caught("starter/boundary-2-3-pay.json")
+    assert any("announced without ['call_id']" in m for m in found["points_truthful"])
+
+
+def test_points_truthful_catches_an_announcement_naming_another_call(monkeypatch):
+    """The result announcement names the step's first call whatever slot was committed."""
+
+    async def settle(self, index, ex, result):
+        self._settled[index] = (ex, result)
+        if self._committing:
+            return
+        self._committing = True
+        try:
+            while self._committed in self._settled:
+                slot = self._committed
+                settled_ex, raw = self._settled.pop(slot)
+                final = raw if settled_ex is None else await self._registry.finalize(settled_ex, raw)
+                self._commit(slot, final)
+                await self._probe.at("tools.result.appended", call_id=self._calls[0].id, tool=self._calls[slot].name)
+        finally:
+            self._committing = False
+
+    monkeypatch.setattr(scheduler.StepTools, "_settle", settle)
+    found = caught("regressions/tools-cancel-skips-later-calls.json")
+    assert any("names the result of c1, but the newest event is ('tool/result', 'c2')" in m for m in found["points_truthful"])

@@ -20,6 +20,7 @@ from dsh_sim.evidence import invariants as inv
 from dsh_sim.evidence.coverage import case_from_recovery
 from dsh_sim.evidence.invariants import oracles
 from dsh_sim.evidence.invariants.errors import check_step_error
+from dsh_sim.evidence.invariants.points import check_announcement
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.grammar import Grammar
 from dsh_sim.evidence.oracles.schedule import Schedule
@@ -129,6 +130,7 @@ class Checker(Observer):
         oracles.check_acknowledgement_durable(self, after)
 
     def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
+        check_announcement(self, life, name, details)
         if name == "persist.batch.durable":
             inv.check_single_writer(self, life)
         elif name == "tools.execute.body" and not details.get("nested"):
