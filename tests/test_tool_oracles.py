@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import attrs
 import pytest
 
 from dsh_sim.adapters.observed import ToolMark
@@ -148,3 +149,34 @@ def test_points_truthful_catches_an_announcement_naming_another_call(monkeypatch
     monkeypatch.setattr(scheduler.StepTools, "_settle", settle)
     found = caught("regressions/tools-cancel-skips-later-calls.json")
     assert any("names the result of c1, but the newest event is ('tool/result', 'c2')" in m for m in found["points_truthful"])
+
+
+def test_result_shape_catches_a_harness_error_logged_without_its_code(monkeypatch):
+    """§5.2: a thrown HarnessError is logged with error {name, code}."""
+    original = R.from_exception
+
+    def from_exception(err, *, final=True):
+        result = original(err, final=final)
+        return attrs.evolve(result, error=attrs.evolve(result.error, code=None)) if result.error else result
+
+    monkeypatch.setattr(registry.R, "from_exception", from_exception)
+    found = caught("starter/network-response-lost.json")
+    assert any("the body threw 'the response from payments was lost'" in m for m in found["result_shape"])
+
+
+def test_result_shape_catches_a_message_that_is_not_a_tool_result_message(monkeypatch):
+    original = scheduler.tool_result_message
+    monkeypatch.setattr(scheduler, "tool_result_message", lambda call_id, result: {**original(call_id, result), "role": "tool"})
+    found = caught("starter/approval-never.json")
+    assert any("the message role is 'tool', not 'user'" in m for m in found["result_shape"])
+
+
+def test_result_shape_on_hand_made_results():
+    from dsh_sim.evidence.oracles.result_shape import shape_problems
+
+    good = _result("c1").data
+    good["message"] = {**good["message"], "id": "x", "role": "user"}
+    good["message"]["content"][0].update(toolCallId="c1", content=[{"type": "text", "text": "ok"}])
+    assert shape_problems(good) == []
+    assert "not {name, code}" in shape_problems({**good, "error": {"name": "E"}})[0]
+    assert "keys ['extra']" in shape_problems({**good, "extra": 1})[0]

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from runtime.tools.registry import Tool, ToolExecution
-from runtime.tools.results import ToolResult
+from runtime.tools.results import HarnessError, ToolResult
 
 
 @attrs.frozen
@@ -29,6 +29,8 @@ class ToolMark:
     call_id: str | None = None
     turn: int | None = None  # cancel: the turn it struck
     tool: str | None = None  # call: the tool it names
+    # raised: what the body raised — its message, and the name and code a HarnessError carries
+    error: tuple[str, str | None, str | None] | None = None
 
 
 class ObservedTool:
@@ -49,7 +51,11 @@ class ObservedTool:
         self._marks.append(ToolMark("body", self._lifetime, ex.call_id))
         try:
             result = await self._tool.execute(ex)
-        except BaseException:
+        except Exception as err:  # what the registry turns into a final error result (§5.2)
+            error = (str(err), err.name, err.code) if isinstance(err, HarnessError) else (str(err) or type(err).__name__, None, None)
+            self._marks.append(ToolMark("raised", self._lifetime, ex.call_id, error=error))
+            raise
+        except BaseException:  # a cancellation tearing the body down
             self._marks.append(ToolMark("raised", self._lifetime, ex.call_id))
             raise
         self._marks.append(ToolMark("returned", self._lifetime, ex.call_id))

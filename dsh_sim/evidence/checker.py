@@ -230,6 +230,7 @@ class Checker(Observer):
             oracles.check_grammar(self, fresh, closed=False, what="the live log", grammar=watch.grammar)
             oracles.check_agreement(self, fresh, watch.tracker)
             oracles.check_cancellation(self, fresh, life.index)
+            oracles.check_result_shape(self, fresh, life.index)
 
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         if life is not self.sim.primary:

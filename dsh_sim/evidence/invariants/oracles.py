@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.evidence.invariants.base import Judge, fail
-from dsh_sim.evidence.oracles import agreement, cancellation, reference
+from dsh_sim.evidence.oracles import agreement, cancellation, reference, result_shape
 from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
 from dsh_sim.evidence.oracles.schedule import Schedule
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
@@ -151,6 +151,17 @@ def check_cancellation(obs: Judge, events: Sequence[Any], lifetime: int) -> None
     obs.count(CANCELLATION)
     for problem in cancellation.judge(events, obs.history.tool_marks, lifetime):
         fail(obs, CANCELLATION, problem.message, problem.call_id)
+
+
+SHAPE = "result_shape"
+
+
+def check_result_shape(obs: Judge, events: Sequence[Any], lifetime: int) -> None:
+    """Each new result of process ``lifetime`` has the spec's shape and, when its body threw,
+    the spec's error text and info (§1.5, §5.2)."""
+    obs.count(SHAPE)
+    for problem in result_shape.judge(events, obs.history.tool_marks, lifetime):
+        fail(obs, SHAPE, problem.message, problem.call_id)
 
 
 SCHEDULE = "tool_schedule"
