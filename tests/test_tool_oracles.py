@@ -180,3 +180,15 @@ def test_result_shape_on_hand_made_results():
     assert shape_problems(good) == []
     assert "not {name, code}" in shape_problems({**good, "error": {"name": "E"}})[0]
     assert "keys ['extra']" in shape_problems({**good, "extra": 1})[0]
+
+
+def test_agreement_catches_a_nested_call_that_forgets_its_root(monkeypatch):
+    """§5.4: a nested dispatch keeps the root of its tree (what a service keys a nested effect on)."""
+    original = registry.ToolExecution.dispatch
+
+    async def dispatch(self, name, arguments, *, index):
+        return await original(attrs.evolve(self, root_call_id=f"{self.call_id}:nested:{index}"), name, arguments, index=index)
+
+    monkeypatch.setattr(registry.ToolExecution, "dispatch", dispatch)
+    found = caught("starter/boundary-after-4-batch_pay.json")
+    assert any("naming root call 'c1:nested:0', not 'c1'" in m for m in found["world_agreement"])
