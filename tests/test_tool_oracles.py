@@ -192,3 +192,37 @@ def test_agreement_catches_a_nested_call_that_forgets_its_root(monkeypatch):
     monkeypatch.setattr(registry.ToolExecution, "dispatch", dispatch)
     found = caught("starter/boundary-after-4-batch_pay.json")
     assert any("naming root call 'c1:nested:0', not 'c1'" in m for m in found["world_agreement"])
+
+
+def test_post_execute_catches_a_final_result_that_is_not_final(monkeypatch):
+    """ABORTED is a pipeline failure: post-execute must not see it (spec §5.2)."""
+    aborted = R.aborted
+    monkeypatch.setattr(R, "aborted", lambda: attrs.evolve(aborted(), final=False))
+    found = caught("starter/cancel-during-tool-body.json")
+    assert any("post-execute ran for a final result (ABORTED)" in m for m in found["post_execute_once"])
+
+
+def test_post_execute_catches_a_scheduler_that_skips_it(monkeypatch):
+    async def finalize(self, ex, result):
+        return result
+
+    monkeypatch.setattr(registry.ToolRegistry, "finalize", finalize)
+    found = caught("regressions/tools-parallel-group-mixed-outcomes.json")
+    assert any("without post-execute" in m for m in found["post_execute_once"])
+
+
+def test_post_execute_order_on_hand_made_marks():
+    from dsh_sim.evidence.oracles import post_execute
+
+    run = marks(
+        ("call", "c1", None, "get_balance"),
+        ("call", "c2", None, "get_balance"),
+        ("body", "c1", None, None),
+        ("body", "c2", None, None),
+        ("returned", "c2", None, None),
+        ("returned", "c1", None, None),
+        ("post", "c2", None, None),
+        ("post", "c1", None, None),
+    )
+    problems = post_execute.judge([_result("c1"), _result("c2")], run, 1)
+    assert [(p.call_id, "model's order" in p.message) for p in problems] == [("c1", True)]

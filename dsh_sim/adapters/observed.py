@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from runtime.agent.hooks import Next, PluginContext
 from runtime.tools.registry import Tool, ToolExecution
 from runtime.tools.results import HarnessError, ToolResult
 
@@ -20,11 +21,11 @@ from runtime.tools.results import HarnessError, ToolResult
 @attrs.frozen
 class ToolMark:
     """One moment of the tool pipeline as the simulator saw it, in the order it happened: a
-    ``call`` started (its tool/call appended), a tool ``body`` began, a body ``returned`` (or
+    ``call`` started (its tool/call appended), its ``pre``-execute and ``post``-execute hooks ran, a tool ``body`` began, a body ``returned`` (or
     ``raised``), a turn was ``cancel``-led (a cancel step or fault, or a graceful stop of a
     process whose turn was in flight)."""
 
-    kind: str  # "call" | "body" | "returned" | "raised" | "cancel"
+    kind: str  # "call" | "pre" | "body" | "returned" | "raised" | "post" | "cancel"
     lifetime: int
     call_id: str | None = None
     turn: int | None = None  # cancel: the turn it struck
@@ -64,3 +65,27 @@ class ObservedTool:
 
 def observed(tools: list[Any], marks: list[ToolMark], lifetime: int) -> list[Any]:
     return [ObservedTool(tool, marks, lifetime) for tool in tools]
+
+
+class PipelineWitness:
+    """A plugin that watches the pipeline's hooks pass by (it decides nothing): each call's
+    ``tools/pre-execute`` and ``tools/post-execute`` are recorded in ``marks`` and handed on
+    unchanged, without an await of its own."""
+
+    name = "sim-pipeline-witness"
+
+    def __init__(self, marks: list[ToolMark], lifetime: int) -> None:
+        self._marks = marks
+        self._lifetime = lifetime
+
+    def apply(self, ctx: PluginContext) -> None:
+        ctx.on("tools/pre-execute", self._pre, prepend=True)
+        ctx.on("tools/post-execute", self._post, prepend=True)
+
+    def _pre(self, ex: ToolExecution, next: Next) -> Any:
+        self._marks.append(ToolMark("pre", self._lifetime, ex.call_id))
+        return next(ex)
+
+    def _post(self, value: tuple[ToolExecution, ToolResult], next: Next) -> Any:
+        self._marks.append(ToolMark("post", self._lifetime, value[0].call_id))
+        return next(value)

@@ -34,7 +34,7 @@ from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.engine.crash import CrashPoint, CrashRecord, Evidence, crash_phase
 from dsh_sim.engine.determinism import SimClock, SimIds, derive_seed, new_clock
 from dsh_sim.engine.faults import CrashSpec, FaultPlan, FaultRule, Firing
-from dsh_sim.engine.gates import Gate, Probe, complete_frames_end
+from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE, Gate, Probe, complete_frames_end
 from dsh_sim.engine.history import Corruption, FaultFired, History
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.observer import Observer
@@ -199,6 +199,8 @@ class Simulation:
                 self.corrupt(rule)
             else:
                 domain = firing
+                if rule.action == "tool_failure":  # the body is replaced by a raise (gates.Probe)
+                    self.history.tool_marks.append(ToolMark("raised", life.index, str(public.get("call_id")), error=INJECTED_TOOL_FAILURE))
         await self._take_time(life, name)
         return domain
 

@@ -16,7 +16,7 @@ import trio
 
 from dsh_sim.adapters.answerer import SimAnswerer
 from dsh_sim.adapters.model import SimModel
-from dsh_sim.adapters.observed import ToolMark, observed
+from dsh_sim.adapters.observed import PipelineWitness, ToolMark, observed
 from dsh_sim.adapters.shell import SimRunner, SimSandboxProvider
 from dsh_sim.adapters.world_tools import world_tools
 from dsh_sim.engine.gates import Gate
@@ -103,6 +103,7 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
     plugins: list[Plugin] = [
         SimAnswerer(env.approval_answers, gate.domain, env.answerer_failures),
         SandboxService(SimSandboxProvider(), cfg.workspace, default_mode=cfg.sandbox_mode),
+        PipelineWitness(env.tool_marks, life.index),
     ]
     async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
         life.runtime = rt

@@ -231,6 +231,7 @@ class Checker(Observer):
             oracles.check_agreement(self, fresh, watch.tracker)
             oracles.check_cancellation(self, fresh, life.index)
             oracles.check_result_shape(self, fresh, life.index)
+            oracles.check_post_execute(self, fresh, life.index)
 
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         if life is not self.sim.primary:

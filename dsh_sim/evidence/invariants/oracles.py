@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.evidence.invariants.base import Judge, fail
-from dsh_sim.evidence.oracles import agreement, cancellation, reference, result_shape
+from dsh_sim.evidence.oracles import agreement, cancellation, post_execute, reference, result_shape
 from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
 from dsh_sim.evidence.oracles.schedule import Schedule
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
@@ -151,6 +151,16 @@ def check_cancellation(obs: Judge, events: Sequence[Any], lifetime: int) -> None
     obs.count(CANCELLATION)
     for problem in cancellation.judge(events, obs.history.tool_marks, lifetime):
         fail(obs, CANCELLATION, problem.message, problem.call_id)
+
+
+POST = "post_execute_once"
+
+
+def check_post_execute(obs: Judge, events: Sequence[Any], lifetime: int) -> None:
+    """Each new result of process ``lifetime`` passed post-execute as the spec says (§5.2)."""
+    obs.count(POST)
+    for problem in post_execute.judge(events, obs.history.tool_marks, lifetime):
+        fail(obs, POST, problem.message, problem.call_id)
 
 
 SHAPE = "result_shape"
