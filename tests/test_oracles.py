@@ -444,7 +444,7 @@ def _entry(
         1,
         args or {"to": "bob", "amount": 5},
         response or {"payment": "p-1"},
-        call_id.split(":")[0] if root == "" else root,
+        call_id.split(":", maxsplit=1)[0] if root == "" else root,
     )
 
 
