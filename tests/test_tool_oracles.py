@@ -226,3 +226,10 @@ def test_post_execute_order_on_hand_made_marks():
     )
     problems = post_execute.judge([_result("c1"), _result("c2")], run, 1)
     assert [(p.call_id, "model's order" in p.message) for p in problems] == [("c1", True)]
+
+
+def test_schedule_catches_parallel_siblings_run_one_by_one(monkeypatch):
+    """A registry that classifies every call exclusive runs concurrency-safe siblings serially."""
+    monkeypatch.setattr(registry.ToolRegistry, "execution_mode", lambda self, name, arguments: "exclusive")
+    found = caught("regressions/tools-parallel-group-mixed-outcomes.json")
+    assert any("started only after a sibling's body ended" in m for m in found["tool_schedule"])

@@ -23,7 +23,7 @@ from dsh_sim.evidence.invariants.errors import check_step_error
 from dsh_sim.evidence.invariants.points import check_announcement
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.grammar import Grammar
-from dsh_sim.evidence.oracles.schedule import Schedule
+from dsh_sim.evidence.oracles.schedule import Schedule, group_problems
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
@@ -39,6 +39,7 @@ class _Watch:
     grammar: Grammar
     tracker: agreement.Tracker
     fed: int  # events of the live log judged so far
+    blocks: list[tuple[str, str]] = attrs.field(factory=list)  # the open step's tool calls (id, tool)
 
 
 def _last_turn(events: Any) -> int:
@@ -232,6 +233,24 @@ class Checker(Observer):
             oracles.check_cancellation(self, fresh, life.index)
             oracles.check_result_shape(self, fresh, life.index)
             oracles.check_post_execute(self, fresh, life.index)
+            self._judge_groups(life, watch, fresh)
+
+    def _judge_groups(self, life: Lifetime, watch: _Watch, fresh: Any) -> None:
+        """At each step's end: its parallel siblings started together (when nothing else could
+        hold a start back — no perturbation, no delay at a call's start, no cancellation)."""
+        held = self.sim.config.perturb or any(f.point == "tools.call.appended" and f.lifetime == life.index for f in self.faults)
+        for event in fresh:
+            if event.type == "assistant/message":
+                watch.blocks = [(b["id"], b["name"]) for b in event.data["message"]["content"] if b.get("type") == "tool-call"]
+            elif event.type == "step/end" and watch.blocks:
+                marks = self.history.tool_marks
+                cancelled = any(m.kind == "cancel" and m.lifetime == life.index and m.turn == event.data.get("turn") for m in marks)
+                if not held and not cancelled:
+                    self.count(oracles.SCHEDULE)
+                    limit = self.sim.config.max_parallel_tool_calls
+                    for problem in group_problems(watch.blocks, marks, life.index, max_parallel=limit, safe=CONCURRENCY_SAFE):
+                        inv.fail(self, oracles.SCHEDULE, problem.message, problem.call_id)
+                watch.blocks = []
 
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         if life is not self.sim.primary:

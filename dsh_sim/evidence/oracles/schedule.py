@@ -89,3 +89,42 @@ class Schedule:
                 )
             ]
         return []
+
+
+def group_problems(
+    blocks: Sequence[tuple[str, str]], marks: Sequence[ToolMark], lifetime: int, *, max_parallel: int, safe: frozenset[str]
+) -> list[Problem]:
+    """Parallel siblings start together (§5.1, §8.9): in each run of consecutive
+    concurrency-safe calls of one step (``blocks``: the model's (call id, tool) in order), the
+    first ``max_parallel`` all start before any of the run's bodies ends — starting a call waits
+    for a pool slot, never for a sibling.  (Judged only where nothing else can hold a start back:
+    every call of the run started, no cancellation, no perturbation — see the caller.)"""
+    out: list[Problem] = []
+    runs: list[list[str]] = [[]]
+    for call_id, tool in blocks:
+        if tool in safe:
+            runs[-1].append(call_id)
+        elif runs[-1]:
+            runs.append([])
+    for run in runs:
+        if len(run) < 2:
+            continue
+        members = set(run)
+        starts: dict[str, int] = {}
+        first_end: int | None = None
+        for index, mark in enumerate(marks):
+            if mark.lifetime != lifetime or mark.call_id not in members:
+                continue
+            if mark.kind == "call":
+                starts.setdefault(mark.call_id, index)
+            elif mark.kind in ("returned", "raised") and first_end is None:
+                first_end = index
+        head = run[:max_parallel]
+        if first_end is None or any(call not in starts for call in head):
+            continue
+        late = [call for call in head if starts[call] > first_end]
+        if late:
+            out.append(
+                Problem(late[0], f"the concurrency-safe calls {head} run in parallel, but {late} started only after a sibling's body ended")
+            )
+    return out
