@@ -186,6 +186,10 @@ class Checker(Observer):
     def on_reader(self, life: Lifetime, view: ReaderView) -> None:
         oracles.check_reader(self, view)
 
+    def on_reader_failed(self, life: Lifetime, error: BaseException) -> None:
+        quiet = len(self.history.faults) == self._faults_before_step
+        oracles.check_reader_refused(self, error, quiet=quiet)
+
     def on_step(self, op: str, outcome: str, args: Any = None) -> None:
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
         check_step_error(self, op, outcome)

@@ -183,6 +183,8 @@ def op_read_only(sim: Simulation, args: ReadOnlyArgs) -> str:
         view: ReaderView = reply.value
         sim.notify("on_reader", life, view)
         return view.outcome()
+    if reply.error is not None and not life.dead:
+        sim.notify("on_reader_failed", life, reply.error)
     return _outcome(life, reply)
 
 

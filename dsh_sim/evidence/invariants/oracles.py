@@ -261,6 +261,21 @@ def check_reader(obs: Judge, view: ReaderView) -> None:
             fail(obs, READER, f"a read-only handle's {name}: {view.refusals.get(name)} (must be refused with {error})")
 
 
+def check_reader_refused(obs: Judge, error: BaseException, *, quiet: bool) -> None:
+    """A reader beside the writer was refused: on a log the spec reads (no damage, no fault
+    during the step), listing, opening and reading it must succeed (§3.8, §10.2)."""
+    if obs.corruptions or not quiet:
+        return  # a damaged log or an injected I/O fault may legitimately refuse the reader
+    obs.count(READER)
+    data = obs.sim.disk.read_path(obs.sim.config.log_path)
+    if data is not None:
+        try:
+            read_recoverable(data, obs.sim.config.compression)
+        except SpecViolation:
+            return  # the spec refuses these bytes too
+    fail(obs, READER, f"a reader was refused on a log the spec reads: {type(error).__name__}: {error}"[:300])
+
+
 PROGRESS = "turn_progress"
 TIMELY = "write_behind_timely"
 WINDOW = 0.200  # spec §3.5: the fixed write-behind window
