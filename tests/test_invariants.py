@@ -158,6 +158,11 @@ def test_every_invariant_has_a_failing_demonstration():
         "write_behind_timely",
         "no_residue",
         "errors_documented",  # tests/test_oracles.py: a reader that crashes with a TypeError
+        "cancellation_honoured",  # tests/test_tool_oracles.py: success after cancellation, ABORTED kinds swapped
+        "tool_schedule",  # tests/test_tool_oracles.py: an exclusive call joining a parallel group
+        "result_shape",  # tests/test_tool_oracles.py: a HarnessError logged without its code, a message with another role
+        "post_execute_once",  # tests/test_tool_oracles.py: ABORTED not final, a scheduler that skips post-execute
+        "points_truthful",  # tests/test_tool_oracles.py: a probe announcement without its call id, or naming another call
         "dsh_agrees",  # tests/test_dsh_against.py: a reader that drops a torn frame's records, caught by the real DSH
     }
     assert shown == set(inv.INVARIANTS)

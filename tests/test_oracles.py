@@ -424,7 +424,13 @@ def test_a_synthetic_not_started_result_needs_no_tool_call():
 
 
 def _entry(
-    call_id: str, *, applied: bool = True, key: str | None = None, args: dict | None = None, response: dict | None = None
+    call_id: str,
+    *,
+    applied: bool = True,
+    key: str | None = None,
+    args: dict | None = None,
+    response: dict | None = None,
+    root: str | None = "",
 ) -> LedgerEntry:
     return LedgerEntry(
         0,
@@ -438,6 +444,7 @@ def _entry(
         1,
         args or {"to": "bob", "amount": 5},
         response or {"payment": "p-1"},
+        call_id.split(":", maxsplit=1)[0] if root == "" else root,
     )
 
 
@@ -470,6 +477,7 @@ def test_agreement_holds_when_log_and_ledger_tell_the_same_story():
         ),
         ([_entry("c1")], _success("c1", "a response of another call", "c1"), "does not carry this call's response"),
         ([_entry("c1")], _success("c1", repr(sorted({"payment": "p-1"}.items())), "fresh"), "idempotency key"),
+        ([_entry("c1", root=None)], _success("c1", repr(sorted({"payment": "p-1"}.items())), "c1"), "naming root call None"),
     ],
 )
 def test_agreement_names_each_disagreement(ledger, result, why):
@@ -523,4 +531,5 @@ def test_a_programming_error_reaching_the_caller_is_a_violation():
     bad_call = Edit("runtime.persistence.handles", "ReadHandle.read", "    _check_range(offset, length)\n", "    _check_range(length)\n")
     with applied([bad_call]):
         result, _ = run_scenario(scenario)
-    assert {v.invariant for v in result.violations} == {"errors_documented"}
+    # (reader_agrees sees it too: the reader was refused on a log the spec reads)
+    assert {v.invariant for v in result.violations} == {"errors_documented", "reader_agrees"}

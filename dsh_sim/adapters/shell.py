@@ -54,6 +54,7 @@ class SimRunner:
                 key=None,
                 now=self._now(),
                 lifetime=self._lifetime,
+                root_call_id=call_id or "?",  # the runner port knows no nesting: the shell runs top level
             )
             return ProcessResult(0, "", "")
         return ProcessResult(127, "", f"{command[0]}: command not found")

@@ -42,6 +42,7 @@ class LedgerEntry:
     lifetime: int
     args: dict[str, Any] = attrs.field(factory=dict)  # what the request carried
     response: dict[str, Any] = attrs.field(factory=dict)  # what the service answered
+    root: str | None = None  # the root call the request named (spec §5.4: rootCallId)
 
 
 class Service:
@@ -213,6 +214,7 @@ class World:
                     lifetime,
                     copy.deepcopy(args),
                     copy.deepcopy(response),
+                    root_call_id,
                 )
             )
         fault = await gate("world.respond", details)

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 PointFn = Callable[["Lifetime", str, dict[str, Any]], Awaitable["Firing | None"]]
 
 
+# What an injected ``tool_failure`` raises in place of the tool body: message, name, code.
+INJECTED_TOOL_FAILURE = ("injected tool failure", "InjectedToolFailure", "INJECTED")
+
+
 class Probe:
     """The probe port of one process: runtime points go through the simulation."""
 
@@ -41,7 +45,8 @@ class Probe:
             return
         action = firing.rule.action
         if action == "tool_failure":
-            raise HarnessError("injected tool failure", name="InjectedToolFailure", code="INJECTED")
+            message, name, code = INJECTED_TOOL_FAILURE
+            raise HarnessError(message, name=name, code=code)
         if action == "sandbox_unavailable":
             raise SandboxUnavailableError(str(details.get("mode")), "injected by the fault plan")
 

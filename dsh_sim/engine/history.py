@@ -16,6 +16,7 @@ import attrs
 from runtime.session.events import Event
 
 if TYPE_CHECKING:
+    from dsh_sim.adapters.observed import ToolMark
     from dsh_sim.engine.crash import CrashRecord
 
 
@@ -57,6 +58,7 @@ class History:
     corruptions: list[Corruption] = attrs.field(factory=list)
     writers: set[int] = attrs.field(factory=set)  # lifetimes that acknowledged appends
     answerer_failures: list[str] = attrs.field(factory=list)  # calls whose approval answerer failed
+    tool_marks: list[ToolMark] = attrs.field(factory=list)  # the tool pipeline's moments, in order
     seeded: SeededLog | None = None
     prior_crash: CrashRecord | None = None  # explore: the crash this simulation starts after
 

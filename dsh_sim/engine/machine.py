@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 import trio
 
+from dsh_sim.adapters.observed import ToolMark
 from dsh_sim.adapters.simfs import Disk, FidelityError, ProcessView
 from dsh_sim.adapters.simfs.crash import (
     DROP_ALL,
@@ -33,7 +34,7 @@ from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.engine.crash import CrashPoint, CrashRecord, Evidence, crash_phase
 from dsh_sim.engine.determinism import SimClock, SimIds, derive_seed, new_clock
 from dsh_sim.engine.faults import CrashSpec, FaultPlan, FaultRule, Firing
-from dsh_sim.engine.gates import Gate, Probe, complete_frames_end
+from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE, Gate, Probe, complete_frames_end
 from dsh_sim.engine.history import Corruption, FaultFired, History
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.observer import Observer
@@ -177,6 +178,8 @@ class Simulation:
             self.history.acknowledged(life.index, batch, after)
             for observer in self.observers:
                 observer.on_acknowledged(life, batch, before, after)
+        if name == "tools.call.appended":
+            self.history.tool_marks.append(ToolMark("call", life.index, str(details.get("call_id")), tool=str(details.get("tool"))))
         for observer in self.observers:
             observer.on_point(life, name, details)
         domain: Firing | None = None
@@ -191,12 +194,13 @@ class Simulation:
             if rule.action == "delay":
                 await trio.sleep(rule.delay)
             elif rule.action == "cancel":
-                if life.agent is not None:
-                    life.agent.cancel()
+                self.cancel_turn(life)
             elif rule.action == "corrupt":
                 self.corrupt(rule)
             else:
                 domain = firing
+                if rule.action == "tool_failure":  # the body is replaced by a raise (gates.Probe)
+                    self.history.tool_marks.append(ToolMark("raised", life.index, str(public.get("call_id")), error=INJECTED_TOOL_FAILURE))
         await self._take_time(life, name)
         return domain
 
@@ -298,6 +302,7 @@ class Simulation:
             self.model_queue,
             self.approval_answers,
             self.history.answerer_failures,
+            self.history.tool_marks,
         )
 
     def boot(self, *, secondary: bool = False) -> Lifetime:
@@ -395,11 +400,26 @@ class Simulation:
         self._after(life, life.proc.crash())
         return record
 
+    def cancel_turn(self, life: Lifetime) -> None:
+        """Cancel ``life``'s running turn (a cancel step or fault), noting it for the judges."""
+        self.note_cancel(life)
+        if life.agent is not None:
+            life.agent.cancel()
+
+    def note_cancel(self, life: Lifetime) -> None:
+        """The turn in flight (if any) is cancelled now: by a cancel, or a graceful stop."""
+        agent = life.agent
+        if agent is None or not agent.turn_active:
+            return
+        turn = next((e.data.get("turn") for e in reversed(agent.session.events) if e.type == "turn/start"), None)
+        self.history.tool_marks.append(ToolMark("cancel", life.index, None, turn))
+
     def shutdown(self) -> None:
         """Stop every live process gracefully; a clean stop must have persisted everything."""
         for life in self.lifetimes:
             if not life.dead and not life.proc.exited:
                 faults_before = len(self.history.faults)
+                self.note_cancel(life)  # a turn in flight is torn down: its calls are cancelled
                 self._after(life, life.proc.stop())
                 life.dead = True
                 for observer in self.observers:

@@ -65,6 +65,9 @@ class Observer:
     def on_reader(self, life: Lifetime, view: ReaderView) -> None:
         """A read-only reader beside the live writer saw ``view``."""
 
+    def on_reader_failed(self, life: Lifetime, error: BaseException) -> None:
+        """A read-only reader beside the live writer was refused with ``error`` (list, open or read)."""
+
     def on_step(self, op: str, outcome: str, args: Any = None) -> None:
         """A scenario step finished (``args``: its typed arguments)."""
 

@@ -16,6 +16,7 @@ import trio
 
 from dsh_sim.adapters.answerer import SimAnswerer
 from dsh_sim.adapters.model import SimModel
+from dsh_sim.adapters.observed import PipelineWitness, ToolMark, observed
 from dsh_sim.adapters.shell import SimRunner, SimSandboxProvider
 from dsh_sim.adapters.world_tools import world_tools
 from dsh_sim.engine.gates import Gate
@@ -64,6 +65,7 @@ class Surroundings:
     model_queue: list[ScriptedResponse]
     approval_answers: list[str]
     answerer_failures: list[str]
+    tool_marks: list[ToolMark]
 
 
 def _backend(env: Surroundings) -> JsonlBackend:
@@ -88,6 +90,7 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
     cfg, ports, gate = env.config, env.ports, env.gate
     tools = world_tools(env.world, gate.domain, env.now, life.index, approval_tools=cfg.approval_tools)
     tools.append(ShellTool(SimRunner(env.world, gate.domain, env.now, life.index), cfg.workspace, ports.probe))
+    tools = observed(tools, env.tool_marks, life.index)
     model = SimModel(env.model_queue, gate.domain, chunk_delay=cfg.chunk_delay)
     runtime_config = RuntimeConfig(
         root=cfg.root,
@@ -100,6 +103,7 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
     plugins: list[Plugin] = [
         SimAnswerer(env.approval_answers, gate.domain, env.answerer_failures),
         SandboxService(SimSandboxProvider(), cfg.workspace, default_mode=cfg.sandbox_mode),
+        PipelineWitness(env.tool_marks, life.index),
     ]
     async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
         life.runtime = rt

@@ -13,14 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from dsh_sim.adapters.world_tools import CONCURRENCY_SAFE
 from dsh_sim.dsh import against as dsh_against
 from dsh_sim.engine.observer import Observer
 from dsh_sim.evidence import invariants as inv
 from dsh_sim.evidence.coverage import case_from_recovery
 from dsh_sim.evidence.invariants import oracles
 from dsh_sim.evidence.invariants.errors import check_step_error
+from dsh_sim.evidence.invariants.points import check_announcement
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.grammar import Grammar
+from dsh_sim.evidence.oracles.schedule import Schedule, group_problems
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
@@ -36,6 +39,7 @@ class _Watch:
     grammar: Grammar
     tracker: agreement.Tracker
     fed: int  # events of the live log judged so far
+    blocks: list[tuple[str, str]] = attrs.field(factory=list)  # the open step's tool calls (id, tool)
 
 
 def _last_turn(events: Any) -> int:
@@ -63,6 +67,7 @@ class Checker(Observer):
         self._faults_before_step = 0
         self._stray_at_boot: dict[int, set[str]] = {}
         self._paused_until = float("-inf")
+        self._schedule = Schedule(max_parallel=sim.config.max_parallel_tool_calls, safe=CONCURRENCY_SAFE)
 
     @classmethod
     def attach(cls, sim: Simulation, **kw: Any) -> Checker:
@@ -126,6 +131,7 @@ class Checker(Observer):
         oracles.check_acknowledgement_durable(self, after)
 
     def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
+        check_announcement(self, life, name, details)
         if name == "persist.batch.durable":
             inv.check_single_writer(self, life)
         elif name == "tools.execute.body" and not details.get("nested"):
@@ -180,6 +186,10 @@ class Checker(Observer):
     def on_reader(self, life: Lifetime, view: ReaderView) -> None:
         oracles.check_reader(self, view)
 
+    def on_reader_failed(self, life: Lifetime, error: BaseException) -> None:
+        quiet = len(self.history.faults) == self._faults_before_step
+        oracles.check_reader_refused(self, error, quiet=quiet)
+
     def on_step(self, op: str, outcome: str, args: Any = None) -> None:
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
         check_step_error(self, op, outcome)
@@ -208,6 +218,7 @@ class Checker(Observer):
 
     def _judge_live(self, life: Lifetime) -> None:
         """Feed what the live log gained since the last step to its grammar and agreement."""
+        oracles.check_schedule(self, self._schedule)
         if life.session is None:
             return
         watch = self._live.get(life.index)
@@ -223,6 +234,27 @@ class Checker(Observer):
         if fresh:
             oracles.check_grammar(self, fresh, closed=False, what="the live log", grammar=watch.grammar)
             oracles.check_agreement(self, fresh, watch.tracker)
+            oracles.check_cancellation(self, fresh, life.index)
+            oracles.check_result_shape(self, fresh, life.index)
+            oracles.check_post_execute(self, fresh, life.index)
+            self._judge_groups(life, watch, fresh)
+
+    def _judge_groups(self, life: Lifetime, watch: _Watch, fresh: Any) -> None:
+        """At each step's end: its parallel siblings started together (when nothing else could
+        hold a start back — no perturbation, no delay at a call's start, no cancellation)."""
+        held = self.sim.config.perturb or any(f.point == "tools.call.appended" and f.lifetime == life.index for f in self.faults)
+        for event in fresh:
+            if event.type == "assistant/message":
+                watch.blocks = [(b["id"], b["name"]) for b in event.data["message"]["content"] if b.get("type") == "tool-call"]
+            elif event.type == "step/end" and watch.blocks:
+                marks = self.history.tool_marks
+                cancelled = any(m.kind == "cancel" and m.lifetime == life.index and m.turn == event.data.get("turn") for m in marks)
+                if not held and not cancelled:
+                    self.count(oracles.SCHEDULE)
+                    limit = self.sim.config.max_parallel_tool_calls
+                    for problem in group_problems(watch.blocks, marks, life.index, max_parallel=limit, safe=CONCURRENCY_SAFE):
+                        inv.fail(self, oracles.SCHEDULE, problem.message, problem.call_id)
+                watch.blocks = []
 
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         if life is not self.sim.primary:

@@ -119,7 +119,7 @@ def op_cancel(sim: Simulation, args: CancelArgs) -> str:
     life = _require_live(sim)
 
     async def cancel(life: Lifetime) -> None:
-        life.agent.cancel()
+        sim.cancel_turn(life)
 
     reply = sim.run(cancel)
     if not life.dead:
@@ -183,6 +183,8 @@ def op_read_only(sim: Simulation, args: ReadOnlyArgs) -> str:
         view: ReaderView = reply.value
         sim.notify("on_reader", life, view)
         return view.outcome()
+    if reply.error is not None and not life.dead:
+        sim.notify("on_reader_failed", life, reply.error)
     return _outcome(life, reply)
 
 

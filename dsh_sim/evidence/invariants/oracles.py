@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.evidence.invariants.base import Judge, fail
-from dsh_sim.evidence.oracles import agreement, reference
+from dsh_sim.evidence.oracles import agreement, cancellation, post_execute, reference, result_shape
 from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
+from dsh_sim.evidence.oracles.schedule import Schedule
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
 from runtime.session.events import Event
 
@@ -142,6 +143,47 @@ def check_agreement(obs: Judge, events: Sequence[Any], tracker: agreement.Tracke
         fail(obs, AGREEMENT, item.message, item.call_id)
 
 
+CANCELLATION = "cancellation_honoured"
+
+
+def check_cancellation(obs: Judge, events: Sequence[Any], lifetime: int) -> None:
+    """Each new result of process ``lifetime`` says what the tools saw of its call (§5.2, §5.3)."""
+    obs.count(CANCELLATION)
+    for problem in cancellation.judge(events, obs.history.tool_marks, lifetime):
+        fail(obs, CANCELLATION, problem.message, problem.call_id)
+
+
+POST = "post_execute_once"
+
+
+def check_post_execute(obs: Judge, events: Sequence[Any], lifetime: int) -> None:
+    """Each new result of process ``lifetime`` passed post-execute as the spec says (§5.2)."""
+    obs.count(POST)
+    for problem in post_execute.judge(events, obs.history.tool_marks, lifetime):
+        fail(obs, POST, problem.message, problem.call_id)
+
+
+SHAPE = "result_shape"
+
+
+def check_result_shape(obs: Judge, events: Sequence[Any], lifetime: int) -> None:
+    """Each new result of process ``lifetime`` has the spec's shape and, when its body threw,
+    the spec's error text and info (§1.5, §5.2)."""
+    obs.count(SHAPE)
+    for problem in result_shape.judge(events, obs.history.tool_marks, lifetime):
+        fail(obs, SHAPE, problem.message, problem.call_id)
+
+
+SCHEDULE = "tool_schedule"
+
+
+def check_schedule(obs: Judge, schedule: Schedule) -> None:
+    """The tool bodies that ran since the last check kept the scheduler's limits (§5.1)."""
+    obs.count(SCHEDULE)
+    for problem in schedule.feed(obs.history.tool_marks):
+        fail(obs, SCHEDULE, problem.message, problem.call_id)
+
+
 def recheck_refusals(obs: Judge, tracker: agreement.Tracker) -> None:
     """At the end: nothing the log refused reached a service later either."""
     obs.count(AGREEMENT)
@@ -217,6 +259,21 @@ def check_reader(obs: Judge, view: ReaderView) -> None:
     for name, error in wanted.items():
         if view.refusals.get(name) != error:
             fail(obs, READER, f"a read-only handle's {name}: {view.refusals.get(name)} (must be refused with {error})")
+
+
+def check_reader_refused(obs: Judge, error: BaseException, *, quiet: bool) -> None:
+    """A reader beside the writer was refused: on a log the spec reads (no damage, no fault
+    during the step), listing, opening and reading it must succeed (§3.8, §10.2)."""
+    if obs.corruptions or not quiet:
+        return  # a damaged log or an injected I/O fault may legitimately refuse the reader
+    obs.count(READER)
+    data = obs.sim.disk.read_path(obs.sim.config.log_path)
+    if data is not None:
+        try:
+            read_recoverable(data, obs.sim.config.compression)
+        except SpecViolation:
+            return  # the spec refuses these bytes too
+    fail(obs, READER, f"a reader was refused on a log the spec reads: {type(error).__name__}: {error}"[:300])
 
 
 PROGRESS = "turn_progress"

@@ -11,7 +11,7 @@ the simulated tools:
 * a result saying the call was **not dispatched** (aborted before dispatch, not started, no
   sandbox, refused approval) means nothing of it — not even a read — reached any service;
 * nested calls (``batch_pay``), the shell's writes and retries under an earlier key are held
-  to the same rules.
+  to the same rules, and every request of a call's tree names that call as its root.
 
 Errors that leave the outcome open (a lost response, a timeout, an injected failure) carry
 no claim, so they are not judged.
@@ -103,6 +103,9 @@ class Tracker:
         if _not_dispatched(data):
             self._refusals.append((call_id, data))
             return _judge_refusal(call_id, data, self.by_call)
+        rootless = _root_problem(call_id, self.by_call)
+        if rootless is not None:
+            return [rootless]
         if call_id not in self.blocks or _is_error(data):
             return []
         name, args = self.blocks[call_id]
@@ -143,6 +146,20 @@ def _canonical_problem(data: dict[str, Any]) -> str | None:
 def _not_dispatched(data: dict[str, Any]) -> bool:
     code = (data.get("error") or {}).get("code")
     return code in NOT_DISPATCHED_CODES or (_is_error(data) and any(t in _result_text(data) for t in REFUSAL_TEXTS))
+
+
+def _root_problem(call_id: str, by_call: dict[str, list[LedgerEntry]]) -> Disagreement | None:
+    """Every request of the call and of the calls nested under it names the call as its root
+    (spec §5.4: ``rootCallId`` is the root of a nested tree, the call's own id at the top)."""
+    prefix = call_id + ":"
+    for cid, entries in by_call.items():
+        if cid == call_id or cid.startswith(prefix):
+            for entry in entries:
+                if entry.root != call_id:
+                    return Disagreement(
+                        call_id, f"the request {cid} reached {entry.service}.{entry.op} naming root call {entry.root!r}, not {call_id!r}"
+                    )
+    return None
 
 
 def _judge_refusal(call_id: str, data: dict[str, Any], by_call: dict[str, list[LedgerEntry]]) -> list[Disagreement]:
