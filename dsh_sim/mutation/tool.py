@@ -321,7 +321,7 @@ def _natural(name: str) -> tuple[str, int]:
 
 
 def _diff(workdir: Path, name: str, module: str) -> str:
-    from mutmut.mutation.diff_apply import get_diff_for_mutant  # type: ignore[import-not-found]  # mutmut ships no types
+    from mutmut.mutation.diff_apply import get_diff_for_mutant  # type: ignore[import-not-found,unused-ignore]  # mutmut is an optional extra (no types)
 
     with _cwd(workdir):
         try:
