@@ -287,11 +287,51 @@ _LINES = _Memo()
 _LOGS = _Memo(64)  # whole logs (see _read); each key holds a log's bytes
 
 
+@attrs.frozen
+class _Prefix:
+    """The complete frames of a log already read: ``data`` is its bytes up to its last
+    complete frame; a log that starts with those bytes has those frames and records."""
+
+    data: bytes
+    header: dict[str, Any]
+    records: tuple[dict[str, Any], ...]
+    frames: tuple[tuple[int, int], ...]
+    counts: tuple[int, ...]
+
+
+_PREFIXES: dict[bool, list[_Prefix]] = {False: [], True: []}  # per writer flag, newest last
+_PREFIX_SLOTS = 8
+
+
 def clear_memos() -> None:
     """Forget every remembered decode (a fuzz example's logs are never read by the next)."""
     _FRAMES.clear()
     _LINES.clear()
     _LOGS.clear()
+    for known in _PREFIXES.values():
+        known.clear()
+
+
+def _longest_prefix(data: bytes, writer: bool) -> _Prefix | None:
+    """The longest remembered complete prefix ``data`` starts with.  Frame structure and
+    records are functions of a frame's own bytes and of the records before it, so the frames
+    of equal leading bytes are equal: a log that grew by a batch (every acknowledgement), or
+    a crash image cut after the frames an earlier image had, is walked from there on."""
+    best: _Prefix | None = None
+    for known in _PREFIXES[writer]:
+        if (best is None or len(known.data) > len(best.data)) and data.startswith(known.data):
+            best = known
+    return best
+
+
+def _remember_prefix(data: bytes, log: SpecLog, writer: bool) -> None:
+    known = _PREFIXES[writer]
+    prefix = data[: log.complete_end]
+    if any(k.data == prefix for k in known):
+        return
+    known.append(_Prefix(prefix, log.header, log.records[: len(log.records) - log.recovered], log.frames, log.counts))
+    if len(known) > _PREFIX_SLOTS:
+        del known[0]
 
 
 def _lines_of(plain: bytes, where: int) -> list[bytes]:
@@ -374,8 +414,9 @@ def _read(data: bytes, compression: str, *, writer: bool) -> SpecLog:
 
 
 def _read_zstd(data: bytes, *, writer: bool) -> SpecLog:
-    frames: list[tuple[int, int]] = []
-    o = 0
+    prefix = _longest_prefix(data, writer)
+    frames: list[tuple[int, int]] = list(prefix.frames) if prefix is not None else []
+    o = len(prefix.data) if prefix is not None else 0
     torn: int | None = None
     while o < len(data):
         end = _frame_end(data, o)
@@ -386,14 +427,21 @@ def _read_zstd(data: bytes, *, writer: bool) -> SpecLog:
         o = end
     if not frames:
         raise SpecViolation("no complete header frame")
-    head_start, head_end = frames[0]
-    head = _frame_plaintext(data[head_start:head_end], head_start, writer=writer)
-    if not head.endswith(b"\n") or head.count(b"\n") != 1:
-        raise SpecViolation("the first frame is not exactly one header line", 0)
-    header = _header_of(head[:-1], 0)
     records: list[dict[str, Any]] = []
     counts: list[int] = []
-    for start, end in frames[1:]:
+    if prefix is not None:
+        header = prefix.header
+        records.extend(prefix.records)
+        counts.extend(prefix.counts)
+        body = frames[len(prefix.frames) :]
+    else:
+        head_start, head_end = frames[0]
+        head = _frame_plaintext(data[head_start:head_end], head_start, writer=writer)
+        if not head.endswith(b"\n") or head.count(b"\n") != 1:
+            raise SpecViolation("the first frame is not exactly one header line", 0)
+        header = _header_of(head[:-1], 0)
+        body = frames[1:]
+    for start, end in body:
         batch = _records_of_frame(data[start:end], start, len(records), writer=writer)
         if writer and not batch:
             raise SpecViolation("an empty batch frame", start)
@@ -405,7 +453,9 @@ def _read_zstd(data: bytes, *, writer: bool) -> SpecLog:
             records.append(record)
             recovered += 1
     complete_end = frames[-1][1]
-    return SpecLog(header, tuple(records), tuple(frames), tuple(counts), complete_end, torn, recovered)
+    log = SpecLog(header, tuple(records), tuple(frames), tuple(counts), complete_end, torn, recovered)
+    _remember_prefix(data, log, writer)
+    return log
 
 
 def _torn_records(fragment: bytes, first_seq: int) -> list[dict[str, Any]]:

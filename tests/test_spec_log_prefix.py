@@ -1,0 +1,66 @@
+"""The spec reader walks a log from the longest complete prefix it already read (explore reads
+thousands of logs that grow by one batch or were cut after frames an earlier one had): every
+read must be exactly what a reader that remembers nothing returns."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from dsh_sim.evidence.oracles import spec_log
+from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
+from runtime.persistence.header import SessionHeader
+from runtime.persistence.log_format import encode_batch, encode_generation
+from runtime.session.events import Event
+
+
+def _log(batches: int) -> bytes:
+    events = [Event("todo/write", i, 10 + i, {"n": i, "pad": "x" * (i % 7)}) for i in range(3 * batches)]
+    data = encode_generation(SessionHeader("s", 1), events[:3], "zstd")
+    for b in range(1, batches):
+        data += encode_batch(events[3 * b : 3 * b + 3], "zstd")
+    return data
+
+
+def _outcome(read, data: bytes) -> object:
+    try:
+        return read(data, "zstd")
+    except SpecViolation as err:
+        return ("refused", str(err), err.offset)
+
+
+def _fresh(read, data: bytes) -> object:
+    spec_log.clear_memos()
+    return _outcome(read, data)
+
+
+def _cases() -> list[bytes]:
+    whole = _log(6)
+    cuts = [whole[:n] for n in range(1, len(whole) + 1)]
+    flipped = bytearray(whole)
+    flipped[len(whole) // 2] ^= 0x55  # damage inside a middle frame, after a prefix already read
+    return cuts + [bytes(flipped), bytes(flipped)[: len(whole) - 2], whole + whole[-40:]]
+
+
+@pytest.mark.parametrize("read", [read_recoverable, check_written])
+def test_a_read_from_a_remembered_prefix_is_a_fresh_read(read):
+    cases = _cases()
+    expected = [_fresh(read, data) for data in cases]
+    order = list(range(len(cases)))
+    for shuffle in (False, True):
+        if shuffle:
+            random.Random(3).shuffle(order)
+        spec_log.clear_memos()
+        for index in order:
+            assert _outcome(read, cases[index]) == expected[index], f"case {index}"
+
+
+def test_a_prefix_the_log_does_not_start_with_is_never_used(monkeypatch):
+    """The comparison above catches a memo that reuses frames the bytes do not have."""
+    cases = _cases()
+    expected = [_fresh(read_recoverable, data) for data in cases]
+    spec_log.clear_memos()
+    monkeypatch.setattr(spec_log, "_longest_prefix", lambda data, writer: max(spec_log._PREFIXES[writer], key=lambda k: len(k.data), default=None))
+    outcomes = [_outcome(read_recoverable, data) for data in cases]
+    assert outcomes != expected
