@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from dsh_sim.evidence.oracles import spec_log
+from dsh_sim.evidence.oracles import log_prefixes, spec_log
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
 from runtime.persistence.header import SessionHeader
 from runtime.persistence.log_format import encode_batch, encode_generation
@@ -63,9 +63,7 @@ def test_a_writer_read_is_stricter_than_a_reader_read():
     import zstandard
 
     whole = _log(2)
-    no_checksum = zstandard.ZstdCompressor(write_checksum=False).compress(
-        b'{"type":"todo/write","seq":6,"time":1,"data":1}\n'
-    )
+    no_checksum = zstandard.ZstdCompressor(write_checksum=False).compress(b'{"type":"todo/write","seq":6,"time":1,"data":1}\n')
     data = whole + no_checksum
     spec_log.clear_memos()
     with pytest.raises(SpecViolation, match="content checksum"):
@@ -80,6 +78,20 @@ def test_a_prefix_the_log_does_not_start_with_is_never_used(monkeypatch):
     cases = _cases()
     expected = [_fresh(read_recoverable, data) for data in cases]
     spec_log.clear_memos()
-    monkeypatch.setattr(spec_log, "_longest_prefix", lambda data, writer: max(spec_log._PREFIXES[writer], key=lambda k: len(k.data), default=None))
+    known = log_prefixes._KNOWN
+    monkeypatch.setattr(log_prefixes, "longest", lambda data, writer: max(known[writer], key=lambda k: len(k.data), default=None))
     outcomes = [_outcome(read_recoverable, data) for data in cases]
     assert outcomes != expected
+
+
+def test_a_log_that_diverges_inside_a_remembered_one_reuses_only_the_frames_they_share():
+    """A crash image of another point: the same frames up to somewhere, then others."""
+    one, other = _log(6), _log(4) + encode_batch([Event("todo/write", 12, 1, {"other": True})], "zstd")
+    spec_log.clear_memos()
+    first = read_recoverable(one, "zstd")
+    known = log_prefixes._KNOWN[False][-1]
+    shared = log_prefixes._shared_frames(other, known)
+    assert shared == 5 and not other.startswith(known.data)  # the header frame and 4 batches
+    assert log_prefixes.longest(other, False) == known.cut(5)
+    assert read_recoverable(other, "zstd") == _fresh(read_recoverable, other)
+    assert first == _fresh(read_recoverable, one)

@@ -28,6 +28,7 @@ import attrs
 import zstandard
 
 from dsh_sim.adapters.simfs.frames import FrameStructureError, layout_at
+from dsh_sim.evidence.oracles import log_prefixes
 
 VERSION = 3
 MAX_SAFE = 2**53 - 1
@@ -287,51 +288,12 @@ _LINES = _Memo()
 _LOGS = _Memo(64)  # whole logs (see _read); each key holds a log's bytes
 
 
-@attrs.frozen
-class _Prefix:
-    """The complete frames of a log already read: ``data`` is its bytes up to its last
-    complete frame; a log that starts with those bytes has those frames and records."""
-
-    data: bytes
-    header: dict[str, Any]
-    records: tuple[dict[str, Any], ...]
-    frames: tuple[tuple[int, int], ...]
-    counts: tuple[int, ...]
-
-
-_PREFIXES: dict[bool, list[_Prefix]] = {False: [], True: []}  # per writer flag, newest last
-_PREFIX_SLOTS = 8
-
-
 def clear_memos() -> None:
     """Forget every remembered decode (a fuzz example's logs are never read by the next)."""
     _FRAMES.clear()
     _LINES.clear()
     _LOGS.clear()
-    for known in _PREFIXES.values():
-        known.clear()
-
-
-def _longest_prefix(data: bytes, writer: bool) -> _Prefix | None:
-    """The longest remembered complete prefix ``data`` starts with.  Frame structure and
-    records are functions of a frame's own bytes and of the records before it, so the frames
-    of equal leading bytes are equal: a log that grew by a batch (every acknowledgement), or
-    a crash image cut after the frames an earlier image had, is walked from there on."""
-    best: _Prefix | None = None
-    for known in _PREFIXES[True] if writer else _PREFIXES[False] + _PREFIXES[True]:  # (see _read)
-        if (best is None or len(known.data) > len(best.data)) and data.startswith(known.data):
-            best = known
-    return best
-
-
-def _remember_prefix(data: bytes, log: SpecLog, writer: bool) -> None:
-    known = _PREFIXES[writer]
-    prefix = data[: log.complete_end]
-    if any(k.data == prefix for k in known):
-        return
-    known.append(_Prefix(prefix, log.header, log.records[: len(log.records) - log.recovered], log.frames, log.counts))
-    if len(known) > _PREFIX_SLOTS:
-        del known[0]
+    log_prefixes.clear()
 
 
 def _lines_of(plain: bytes, where: int) -> list[bytes]:
@@ -421,7 +383,7 @@ def _read(data: bytes, compression: str, *, writer: bool) -> SpecLog:
 
 
 def _read_zstd(data: bytes, *, writer: bool) -> SpecLog:
-    prefix = _longest_prefix(data, writer)
+    prefix = log_prefixes.longest(data, writer)
     frames: list[tuple[int, int]] = list(prefix.frames) if prefix is not None else []
     o = len(prefix.data) if prefix is not None else 0
     torn: int | None = None
@@ -461,7 +423,7 @@ def _read_zstd(data: bytes, *, writer: bool) -> SpecLog:
             recovered += 1
     complete_end = frames[-1][1]
     log = SpecLog(header, tuple(records), tuple(frames), tuple(counts), complete_end, torn, recovered)
-    _remember_prefix(data, log, writer)
+    log_prefixes.remember(data, writer, complete_end, header, log.records[: len(log.records) - recovered], log.frames, log.counts)
     return log
 
 
