@@ -49,3 +49,18 @@ def test_expected_recovery_is_a_function_of_the_bytes():
     assert reference.expected_recovery(cut, "zstd") == reference._expected_recovery(cut, "zstd")
     assert reference.expected_recovery(cut, "zstd").torn_start is not None
     assert reference.expected_recovery(None, "zstd") == reference.Expected((), ())
+
+
+def test_a_remembered_record_is_what_to_record_returns_now():
+    from dsh_sim.evidence.oracles import event_records
+
+    event_records.clear()
+    event = Event("todo/write", 0, 10, {"n": 0}, source_event_seqs=None)
+    assert event_records.record_of(event) == event.to_record()
+    event.data["n"] = 1  # (an event's data is its own object: a change shows in both)
+    assert event_records.record_of(event) == event.to_record() == {"type": "todo/write", "seq": 0, "time": 10, "data": {"n": 1}}
+    other = Event("todo/write", 0, 10, {"n": 2})
+    assert event_records.records_of([event, other]) == [event.to_record(), other.to_record()]
+    for n in range(event_records.LIMIT + 10):  # bounded: a full memo starts over
+        event_records.record_of(Event("todo/write", n, 10, {}))
+    assert len(event_records._MEMO) <= event_records.LIMIT
