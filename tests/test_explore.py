@@ -87,3 +87,20 @@ def test_every_crash_state_of_the_spread_recovers_cleanly(name):
 def test_every_crash_state_of_the_regressions_recovers_cleanly(path):
     result = explore(load(os.path.join(STARTER, "..", "regressions", path)))
     assert not result.violations, result.violations[0][1].describe()
+
+
+def test_a_recovery_starts_from_the_post_crash_disk_of_its_state():
+    """Explore keeps each crash state's post-crash image and starts the recovery from a copy:
+    that copy is the recorded disk cut again, node for node, with nothing else carried over."""
+    from dsh_sim.adapters.simfs.disk import Disk
+    from dsh_sim.drivers.explore import _CrashLayouts, post_crash_disk
+
+    points, recorded, _ = record(scenario("boundary-1-2-batch_pay"))
+    layouts = _CrashLayouts("both", "prefix", recorded.config.log_path)
+    powered = 0
+    for cp in points:
+        for _, cut, _, _, _, image in layouts.of(cp):
+            again, copy = post_crash_disk(cp, cut), Disk.from_image(image)
+            assert copy.image() == again.image() and (copy.next_ino, copy.ops, copy.locks) == (again.next_ino, again.ops, again.locks)
+            powered += cut is not None
+    assert powered

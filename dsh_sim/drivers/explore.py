@@ -25,7 +25,7 @@ import attrs
 
 from dsh_sim.adapters.simfs.crash import PowerCut, apply_power_cut, crash_states
 from dsh_sim.adapters.simfs.digest import NodeDigests
-from dsh_sim.adapters.simfs.disk import Disk, WriteOp
+from dsh_sim.adapters.simfs.disk import Disk, DiskImage, WriteOp
 from dsh_sim.adapters.simfs.torn import codec_cut_points, torn_class
 from dsh_sim.drivers.replay import run_steps, simulation_for
 from dsh_sim.dsh import against as dsh_against
@@ -128,8 +128,9 @@ def _point_key(cp: CrashPoint, digests: NodeDigests) -> bytes:
 
 
 # One crash state a point allows: the crash, the power cut (None for kill), the phase it leaves
-# the log in, the torn-write class of the cut, and the digest of the post-crash disk.
-CrashOption = tuple[CrashSpec, PowerCut | None, str, str | None, bytes]
+# the log in, the torn-write class of the cut, the digest of the post-crash disk and its image
+# (a recovery starts from a copy of it: the cut is applied once per distinct image, not per state).
+CrashOption = tuple[CrashSpec, PowerCut | None, str, str | None, bytes, DiskImage]
 
 
 class _CrashLayouts:
@@ -166,7 +167,8 @@ class _CrashLayouts:
         for spec, cut in specs:
             phase = crash_phase(disk, self._log_path, spec.kind, cut)
             cls = _cut_class(disk, cut) if cut is not None else None
-            out.append((spec, cut, phase, cls, self.digests.image(post_crash_disk(cp, cut).image())))
+            after = post_crash_disk(cp, cut).image()
+            out.append((spec, cut, phase, cls, self.digests.image(after), after))
         return out
 
 
@@ -306,16 +308,16 @@ def explore(
             point_key = _point_key(cp, layouts.digests)
             possible[cp.point] += len(options)
             barrier = barrier_of(cp.evidence.barrier, cp.evidence.step)
-            for spec, _, phase, _, _ in options:
+            for spec, _, phase, _, _, _ in options:
                 _cell(cells, cp, barrier, phase_group(spec.kind, phase), "possible")
             if bound is not None and len(options) > bound:
                 options = rng.sample(options, bound)
                 sampled[cp.point] = sampled.get(cp.point, 0) + 1
-            for spec, cut, phase, cls, disk_digest in options:
+            for spec, cut, phase, cls, disk_digest, after_image in options:
                 key = hashlib.sha256(disk_digest + point_key).hexdigest() + spec.kind + config_key
                 shared = key in cache
                 if not shared:
-                    after = post_crash_disk(cp, cut)
+                    after = Disk.from_image(after_image)  # what post_crash_disk(cp, cut) returns, not cut again
                     sim, checker = recover_from(scenario, cp, spec, cut, after, phase, continue_turn=continue_turn, torn_class=cls)
                     report = sim.primary.report if sim.primary is not None else None
                     verdicts = dict(report.verdicts) if report is not None else {}

@@ -46,7 +46,7 @@ from dsh_sim.engine.collector import CollectorPolicy
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.evidence import oracle
 from dsh_sim.evidence.invariants import recovery
-from dsh_sim.evidence.oracles import spec_log
+from dsh_sim.evidence.oracles import event_records, reference, spec_log
 from dsh_sim.evidence.tally import CaseTally
 from dsh_sim.mutation import catalogue as mutants
 from dsh_sim.scenario.codec import describe_step
@@ -236,6 +236,8 @@ def forget_decodes() -> None:
     minutes (tens of MB).  Cleared, it stays at one example's working set."""
     decode_memo.clear_all()
     spec_log.clear_memos()
+    reference.clear_memos()
+    event_records.clear()
     oracle.clear_caches()
     recovery.forget_survivors()
 

@@ -78,13 +78,7 @@ def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
     expected = reference.expected_recovery(data, compression)
     if obs.corruptions:
         return  # bytes the harness damaged on purpose: corrupt_frame_refused judges the refusal
-    acked: tuple[dict[str, Any], ...] = ()
-    if crash.acked_bytes:
-        try:
-            acked = read_recoverable(crash.acked_bytes, compression).records
-        except SpecViolation:
-            acked = ()
-    for problem in reference.history_problems(expected, {r["seq"]: _Rec(r) for r in acked}, crash.in_memory):
+    for problem in reference.crash_history_problems(expected, crash.acked_bytes, compression, crash.in_memory):
         fail(obs, REFERENCE, problem, None, f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})")
     report = life.report
     stored = tuple(report.events) if report is not None else ()
@@ -109,17 +103,6 @@ def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
         tail = (*expected.stored[start:], *expected.closers)
         check_grammar(obs, tail, closed=True, what="the repaired log", grammar=grammar)
         check_agreement(obs, tail)
-
-
-class _Rec:
-    """An acknowledged record in the shape :func:`reference.history_problems` reads."""
-
-    def __init__(self, record: dict[str, Any]) -> None:
-        self._record = record
-        self.type = record["type"]
-
-    def to_record(self) -> dict[str, Any]:
-        return self._record
 
 
 def check_grammar(obs: Judge, events: Sequence[Any], *, closed: bool, what: str, grammar: Grammar | None = None) -> None:

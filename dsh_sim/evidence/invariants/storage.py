@@ -10,6 +10,7 @@ import attrs
 
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracle import readable_records
+from dsh_sim.evidence.oracles.event_records import records_of
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
 from runtime.persistence.errors import SessionAlreadyOwnedError
 
@@ -241,7 +242,7 @@ def check_eventually_durable(obs: Judge, life: Lifetime, faults_during_shutdown:
         )
         return
     data = obs.sim.disk.read_path(obs.sim.config.log_path)
-    events = [e.to_record() for e in life.session.events]
+    events = records_of(life.session.events)
     if data is None:
         fail(obs, "eventually_durable", f"the session has {len(events)} events but no log was published")
         return

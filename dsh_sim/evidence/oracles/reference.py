@@ -17,12 +17,14 @@ a list of properties: any difference is a finding, whatever caused it.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from dsh_sim.evidence.oracles import spec_repair
+from dsh_sim.evidence.oracles.event_records import record_of, records_of
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
 
 
@@ -38,8 +40,38 @@ class Expected:
         return spec_repair.verdicts(self.closers)
 
 
+_MEMO_SIZE = 64
+_EXPECTED: OrderedDict[tuple[bytes | None, str], Expected] = OrderedDict()
+_PROBLEMS: OrderedDict[tuple[int, bytes, str, int], tuple[Expected, Sequence[Any], list[str]]] = OrderedDict()
+
+
+def clear_memos() -> None:
+    """Forget the remembered expectations (see :func:`crash_history_problems`)."""
+    _EXPECTED.clear()
+    _PROBLEMS.clear()
+
+
+def _remember(memo: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+    memo[key] = value
+    if len(memo) > _MEMO_SIZE:
+        memo.popitem(last=False)
+
+
 def expected_recovery(data: bytes | None, compression: str) -> Expected:
-    """The recovery a crash that left ``data`` (``None``: no log file) must produce."""
+    """The recovery a crash that left ``data`` (``None``: no log file) must produce.
+
+    Remembered per content: it is a function of the bytes alone, and explore recovers from
+    the same log bytes in several states of a point (the cuts differ elsewhere on the disk)
+    and at the points that change nothing on the disk."""
+    key = (data, compression)
+    known = _EXPECTED.get(key)
+    if known is None:
+        known = _expected_recovery(data, compression)
+        _remember(_EXPECTED, key, known)
+    return known
+
+
+def _expected_recovery(data: bytes | None, compression: str) -> Expected:
     if data is None:
         return Expected((), ())
     try:
@@ -47,6 +79,37 @@ def expected_recovery(data: bytes | None, compression: str) -> Expected:
     except SpecViolation as err:
         return Expected((), (), refused=str(err))
     return Expected(log.records, tuple(spec_repair.closers(log.records)), torn_start=log.torn_start)
+
+
+def crash_history_problems(expected: Expected, acked_bytes: bytes, compression: str, in_memory: Sequence[Any]) -> list[str]:
+    """:func:`history_problems` of a crash: ``acked_bytes`` is the log as last acknowledged
+    (its records are the acknowledged events; unreadable: none).  Remembered with the very
+    objects it was computed from (the expectation above, a crash point's in-memory log),
+    which every state of one point shares: the comparison walks the whole history."""
+    key = (id(expected), acked_bytes, compression, id(in_memory))
+    known = _PROBLEMS.get(key)
+    if known is not None and known[0] is expected and known[1] is in_memory:
+        return known[2]
+    acked: tuple[dict[str, Any], ...] = ()
+    if acked_bytes:
+        try:
+            acked = read_recoverable(acked_bytes, compression).records
+        except SpecViolation:
+            acked = ()
+    problems = history_problems(expected, {r["seq"]: _Rec(r) for r in acked}, in_memory)
+    _remember(_PROBLEMS, key, (expected, in_memory, problems))
+    return problems
+
+
+class _Rec:
+    """An acknowledged record in the shape :func:`history_problems` reads."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self._record = record
+        self.type = record["type"]
+
+    def to_record(self) -> dict[str, Any]:
+        return self._record
 
 
 def history_problems(expected: Expected, acked: Mapping[int, Any], in_memory: Sequence[Any]) -> list[str]:
@@ -62,7 +125,7 @@ def history_problems(expected: Expected, acked: Mapping[int, Any], in_memory: Se
             problems.append(f"acknowledged event seq {seq} ({acked[seq].type}) is on the disk with other content")
             break
     for seq, record in enumerate(stored[: len(in_memory)]):
-        if record != in_memory[seq].to_record():
+        if record != record_of(in_memory[seq]):
             problems.append(f"the disk holds {record['type']} at seq {seq}, but the process had {in_memory[seq].type} there")
             break
     return problems
@@ -70,6 +133,8 @@ def history_problems(expected: Expected, acked: Mapping[int, Any], in_memory: Se
 
 def first_difference(label: str, got: Sequence[dict[str, Any]], want: Sequence[dict[str, Any]]) -> str | None:
     """A sentence naming the first record where ``got`` differs from ``want`` (None: equal)."""
+    if tuple(got) == tuple(want):
+        return None  # the usual verdict, compared without a Python loop (records are compared alike)
     for index, (a, b) in enumerate(zip(got, want)):
         if a != b:
             keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
@@ -87,7 +152,7 @@ def compare(expected: Expected, refused: BaseException | None, stored: Sequence[
     if refused is not None:
         return [f"recovery refused a log the spec recovers ({len(expected.stored)} events): {type(refused).__name__}: {refused}"]
     out = []
-    diff = first_difference("stored events", [e.to_record() for e in stored], expected.stored)
+    diff = first_difference("stored events", records_of(stored), expected.stored)
     if diff:
         out.append(diff)
     diff = first_difference("closers", [e.to_record() for e in closers], expected.closers)

@@ -1,0 +1,91 @@
+"""The complete frames of zstd logs the spec reader already read, to walk a new log from.
+
+Frame structure and records are functions of a frame's own bytes and of the records before
+it, so the frames of equal leading bytes are equal: a log that grew by a batch (every
+acknowledgement), or a crash image cut after frames an earlier image had, is walked by
+:mod:`spec_log` from the end of the longest remembered prefix it shares, not from byte 0
+(explore reads thousands of logs of one session; a walk from the start made it quadratic).
+A writer's read is a reader's plus stricter rules, so a writer's prefix serves both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+SLOTS = 8  # remembered logs per kind of read
+PROBES = 2  # the newest logs searched for a shorter shared prefix when none is a prefix
+
+
+@attrs.frozen
+class Prefix:
+    """A log's leading ``data`` up to the end of a complete frame, and what it holds."""
+
+    data: bytes
+    header: dict[str, Any]
+    records: tuple[dict[str, Any], ...]
+    frames: tuple[tuple[int, int], ...]  # the header frame first
+    counts: tuple[int, ...]  # records of each body frame
+
+    def cut(self, frames: int) -> Prefix:
+        """The first ``frames`` frames (at least the header frame)."""
+        counts = self.counts[: frames - 1]
+        return Prefix(self.data[: self.frames[frames - 1][1]], self.header, self.records[: sum(counts)], self.frames[:frames], counts)
+
+
+_KNOWN: dict[bool, list[Prefix]] = {False: [], True: []}  # per writer flag, newest last
+
+
+def clear() -> None:
+    for known in _KNOWN.values():
+        known.clear()
+
+
+def longest(data: bytes, writer: bool) -> Prefix | None:
+    """The longest remembered prefix ``data`` starts with (a writer's read only from a
+    writer's); failing that, the longest run of whole frames it shares with a recent log."""
+    candidates = _KNOWN[True] if writer else _KNOWN[False] + _KNOWN[True]
+    best: Prefix | None = None
+    for known in candidates:
+        if (best is None or len(known.data) > len(best.data)) and data.startswith(known.data):
+            best = known
+    if best is not None:
+        return best
+    for known in candidates[-PROBES:]:
+        shared = _shared_frames(data, known)
+        if shared and (best is None or shared > len(best.frames)):
+            best = known.cut(shared)
+    return best
+
+
+def _shared_frames(data: bytes, known: Prefix) -> int:
+    """How many of ``known``'s leading frames ``data`` has byte for byte (binary search:
+    sharing the first k frames implies sharing the first k - 1)."""
+    low, high = 0, len(known.frames)  # data shares `low` frames; not more than `high`
+    while low < high:
+        middle = (low + high + 1) // 2
+        if data.startswith(known.data[: known.frames[middle - 1][1]]):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def remember(
+    data: bytes,
+    writer: bool,
+    complete_end: int,
+    header: dict[str, Any],
+    records: tuple[dict[str, Any], ...],
+    frames: tuple[tuple[int, int], ...],
+    counts: tuple[int, ...],
+) -> None:
+    """A successful read of ``data``: its complete frames (``records`` without a torn tail's)."""
+    known = _KNOWN[writer]
+    prefix = data[:complete_end]
+    if any(k.data == prefix for k in known):
+        return
+    known.append(Prefix(prefix, header, records, frames, counts))
+    if len(known) > SLOTS:
+        del known[0]

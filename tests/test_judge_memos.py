@@ -1,0 +1,66 @@
+"""The reference model's memos (explore judges thousands of recoveries of one session): a
+remembered answer is only ever the answer for exactly the same inputs."""
+
+from __future__ import annotations
+
+from dsh_sim.evidence.oracles import reference
+from runtime.persistence.header import SessionHeader
+from runtime.persistence.log_format import encode_batch, encode_generation
+from runtime.session.events import Event
+
+
+def _events(n: int, tag: str = "a") -> tuple[Event, ...]:
+    return tuple(Event("todo/write", i, 10 + i, {"n": i, "tag": tag}) for i in range(n))
+
+
+def _log(events: tuple[Event, ...]) -> bytes:
+    return encode_generation(SessionHeader("s", 1), list(events[:2]), "zstd") + encode_batch(list(events[2:]), "zstd")
+
+
+def test_history_problems_are_those_of_the_in_memory_log_given():
+    reference.clear_memos()
+    events = _events(4)
+    data = _log(events)
+    expected = reference.expected_recovery(data, "zstd")
+    assert reference.crash_history_problems(expected, data, "zstd", events) == []
+    other = _events(4, "b")  # the same seqs, other content: a different process history
+    problems = reference.crash_history_problems(expected, data, "zstd", other)
+    assert problems == reference.history_problems(expected, {}, other) and problems
+    assert reference.crash_history_problems(expected, data, "zstd", events) == []
+
+
+def test_history_problems_are_those_of_the_acknowledged_bytes_given():
+    reference.clear_memos()
+    events = _events(4)
+    data = _log(events)
+    expected = reference.expected_recovery(data, "zstd")
+    assert reference.crash_history_problems(expected, data, "zstd", ()) == []
+    acked_more = _log(_events(6))  # acknowledged events the disk does not hold
+    assert reference.crash_history_problems(expected, acked_more, "zstd", ()) == [
+        "acknowledged event seq 4 (todo/write) is not on the disk: the medium holds 4 events"
+    ]
+
+
+def test_expected_recovery_is_a_function_of_the_bytes():
+    reference.clear_memos()
+    whole = _log(_events(4))
+    cut = whole[:-3]
+    assert reference.expected_recovery(whole, "zstd").torn_start is None
+    assert reference.expected_recovery(cut, "zstd") == reference._expected_recovery(cut, "zstd")
+    assert reference.expected_recovery(cut, "zstd").torn_start is not None
+    assert reference.expected_recovery(None, "zstd") == reference.Expected((), ())
+
+
+def test_a_remembered_record_is_what_to_record_returns_now():
+    from dsh_sim.evidence.oracles import event_records
+
+    event_records.clear()
+    event = Event("todo/write", 0, 10, {"n": 0}, source_event_seqs=None)
+    assert event_records.record_of(event) == event.to_record()
+    event.data["n"] = 1  # (an event's data is its own object: a change shows in both)
+    assert event_records.record_of(event) == event.to_record() == {"type": "todo/write", "seq": 0, "time": 10, "data": {"n": 1}}
+    other = Event("todo/write", 0, 10, {"n": 2})
+    assert event_records.records_of([event, other]) == [event.to_record(), other.to_record()]
+    for n in range(event_records.LIMIT + 10):  # bounded: a full memo starts over
+        event_records.record_of(Event("todo/write", n, 10, {}))
+    assert len(event_records._MEMO) <= event_records.LIMIT
