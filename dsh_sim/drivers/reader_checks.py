@@ -22,6 +22,7 @@ from runtime.persistence.errors import (
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
     SessionReadOnlyError,
+    UnsafeSessionPathError,
 )
 from runtime.persistence.handles import ReadHandle
 from runtime.session.lossless import MAX_SAFE_INTEGER
@@ -182,6 +183,12 @@ class Checks:
         self.count += 1
         if not (type(err) is OSError and err.errno == errno.EIO):
             self._fail(entry, f"{'returned' if err is None else _described(err)}; a failed read passes its OSError(EIO) through")
+
+    async def unsafe(self, entry: str, call: Awaitable[Any]) -> None:
+        _, err = await self._call(call)
+        self.count += 1
+        if type(err) is not UnsafeSessionPathError or not str(err).startswith(f'refusing session path "{self.path}": '):
+            self._fail(entry, f"{'returned' if err is None else _described(err)}; a log that is no regular file is refused naming its path")
 
     def no_open_descriptors(self, view: ProcessView) -> None:
         self._same("after the reads", "open descriptors", view.open_paths(), [])

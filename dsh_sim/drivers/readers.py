@@ -8,8 +8,8 @@ records).  Everything is compared exactly with :mod:`dsh_sim.evidence.oracles.re
 records, torn tail, the refusal's class and, where the spec documents it, its text.  Two
 more kinds of case move the disk under the reader through the FS port: the log shrinks
 between two reads of one handle (§10.2: never backwards) or grows while it is being read
-(§10.5: the stable read retries), and a read fails with EIO (the error passes through, no
-descriptor stays open).
+(§10.5: the stable read retries) or is replaced by a link (refused, naming the log), and a
+read fails with EIO (the error passes through, no descriptor stays open).
 """
 
 from __future__ import annotations
@@ -50,8 +50,10 @@ class ReaderRun:
 class _Gate:
     """The disk moving under the reader at the log's reads: an EIO, or one concurrent append."""
 
-    def __init__(self, log: str, *, fail_read: bool = False, append: bytes | None = None, other: ProcessView | None = None) -> None:
-        self.log, self.fail_read, self.append, self.other = log, fail_read, append, other
+    def __init__(
+        self, log: str, *, fail_read: bool = False, append: bytes | None = None, link: bool = False, other: ProcessView | None = None
+    ) -> None:
+        self.log, self.fail_read, self.append, self.link, self.other = log, fail_read, append, link, other
 
     async def before_fs(self, view: ProcessView, op: str, path: str, details: dict[str, Any]) -> FsFault | None:
         if op != "read" or path != self.log:
@@ -63,6 +65,10 @@ class _Gate:
             fd = await self.other.open(self.log, OpenFlags.WRITE | OpenFlags.APPEND)
             await self.other.write(fd, data)
             await self.other.close(fd)
+        if self.link and self.other is not None:  # the log replaced by a link while it is read
+            self.link = False
+            await self.other.unlink(self.log)
+            await self.other.symlink(self.log + ".elsewhere", self.log)
         return None
 
     def after_fs(self, view: ProcessView, op: str, path: str, outcome: str) -> None:
@@ -135,6 +141,15 @@ async def _moving(case: rc.Case, checks: Checks, extra: bytes) -> None:
     view = ProcessView(disk, 1, _Gate(path, append=extra, other=ProcessView(disk, 2)))
     checks.bind(case.name + "/grows-while-read", case.header["id"], path)
     await checks.stat(_backend(view, case.compression), expected_read(case.data + extra, case.compression), len(case.data) + len(extra))
+    checks.no_open_descriptors(view)
+
+
+async def _relinked(case: rc.Case, checks: Checks) -> None:
+    """The log is replaced by a symbolic link while it is read: refused, naming the log."""
+    disk, path = _place(case)
+    view = ProcessView(disk, 1, _Gate(path, link=True, other=ProcessView(disk, 2)))
+    checks.bind(case.name + "/replaced-by-link-while-read", case.header["id"], path)
+    await checks.unsafe("stat", _backend(view, case.compression).stat(case.header["id"]))
     checks.no_open_descriptors(view)
 
 
@@ -244,7 +259,8 @@ def differential(
                 await _shrinking(clean, checks)
                 await _moving(clean, checks, rc.next_batch(source, compression))
                 await _failing(clean, checks)
-                count += 3
+                await _relinked(clean, checks)
+                count += 4
 
     trio.run(main)
     return ReaderRun(count, checks.count, tuple(checks.mismatches))
