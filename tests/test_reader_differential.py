@@ -141,3 +141,10 @@ def test_bomb_bound_is_read_from_block_headers():
     head = rc.zstd_frame(rc.line(rc.synthetic_source(1).header))
     outcome = read_outcome.expected_read(head + bomb, "zstd")
     assert outcome.text == read_outcome.bomb_text(len(head), 672 * 100_000)
+
+
+def test_command_line_runs_the_sample(capsys):
+    from dsh_sim.cli.main import main
+
+    assert main(["readers", "--sample"]) == 0
+    assert "0 mismatches" in capsys.readouterr().out

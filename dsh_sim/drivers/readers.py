@@ -233,7 +233,7 @@ def cases(sources: Sequence[rc.Source], originals: Sequence[Original], plan: Pla
             data = rc.encode(source, compression, sizes=(3, 3))
             name = f"{source.name}/{compression}"
             yield rc.Case(name, compression, data, source.header, write_open=True)
-            yield from rc.tears(name, source, data, compression, rng, plan.tear_limit and 2, structural=False)
+            yield from rc.tears(name, source, data, compression, rng, 2 if plan.tear_limit else 16, structural=False)
         data = rc.encode(source, "zstd", sizes=(3, 3), frame="raw-window-0")
         yield rc.Case(f"{source.name}/raw-blocks", "zstd", data, source.header)
     if sources and "bombs" in groups:
