@@ -175,8 +175,10 @@ class Checks:
             events, err = await self._call(handle.read())
             if self._outcome("write handle read()", err, expected):
                 self._same("write handle read()", "records", _records(events), list(expected.records))
+            await self.window(handle, expected, 1, 2)  # either handle reads windows alike
         finally:
             await handle.close()
+        await self.closed(handle)
 
     async def io_error(self, entry: str, call: Awaitable[Any]) -> None:
         _, err = await self._call(call)
