@@ -109,6 +109,8 @@ def bomb_frame(*, single: bool, fcs_code: int, dict_code: int, kind: str, declar
     content size it declares (``declared``) may lie."""
     if kind == "rle":
         count, size, payload, kind_code = 672, 100_000, b"x", 1
+    elif kind == "rle-at-limit":  # exactly 64 MiB: allowed, and decoded
+        count, size, payload, kind_code = 512, BLOCK_MAX, b"x", 1
     else:
         payload = _compressed_block()
         count, size, kind_code = 513, len(payload), 2
@@ -286,6 +288,8 @@ def bombs(source: Source, rng: random.Random, limit: int | None) -> Iterator[Cas
                 frame_header(single=False, fcs_code=0) + block(0, len(records), records, last=False) + bomb[4 + _header_length(bomb[4]) :]
             )
             yield Case(f"{source.name}/{tag}-torn", "zstd", head + body + torn[:-1], source.header, write_open=True)
+    at_limit = bomb_frame(single=False, fcs_code=0, dict_code=0, kind="rle-at-limit")
+    yield Case(f"{source.name}/frame-bound-at-the-limit", "zstd", head + body + at_limit, source.header)
     declared = zstd_frame(b"".join(line(r) for r in source.records[2:4]))
     lying = bytearray(declared)
     lying[4] = (lying[4] & 0x3F) | 0xC0  # claims an 8-byte content size where it had fewer

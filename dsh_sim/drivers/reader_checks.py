@@ -27,6 +27,7 @@ from runtime.persistence.errors import (
 from runtime.persistence.handles import ReadHandle
 from runtime.session.lossless import MAX_SAFE_INTEGER
 
+BAD_RANGES: tuple[tuple[Any, Any], ...] = ((-1, None), (2**53, None), (1.5, None), ("1", None), (0, -1), (0, 2**53), (0, 2.0), (True, None))
 ERRORS = {CORRUPT: SessionPersistenceCorruptionError, UNSUPPORTED: SessionFormatUnsupportedError}
 
 
@@ -176,6 +177,8 @@ class Checks:
             if self._outcome("write handle read()", err, expected):
                 self._same("write handle read()", "records", _records(events), list(expected.records))
             await self.window(handle, expected, 1, 2)  # either handle reads windows alike
+            for offset, length in BAD_RANGES:
+                await self.bad_range(handle, offset, length)
         finally:
             await handle.close()
         await self.closed(handle)

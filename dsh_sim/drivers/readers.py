@@ -25,7 +25,7 @@ import trio
 from dsh_sim.adapters.simfs import Disk, ProcessView
 from dsh_sim.adapters.simfs.view import FsFault
 from dsh_sim.drivers import reader_cases as rc
-from dsh_sim.drivers.reader_checks import Checks
+from dsh_sim.drivers.reader_checks import BAD_RANGES, Checks
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.config import session_paths
 from dsh_sim.evidence.oracles.read_outcome import expected_listing, expected_read
@@ -91,9 +91,6 @@ def windows(count: int, rng: random.Random) -> list[tuple[Any, Any]]:
     """Read windows: the defaults, empty ones, past the end, and a seeded sample."""
     fixed = [(0, None), (0, 0), (1, None), (count, None), (count + 3, None), (1, 2), (max(count - 1, 0), 5), (2, 0), (0, count + 1)]
     return fixed + [(rng.randrange(count + 2), rng.choice([None, rng.randrange(count + 2)])) for _ in range(4)]
-
-
-BAD_RANGES: tuple[tuple[Any, Any], ...] = ((-1, None), (2**53, None), (1.5, None), ("1", None), (0, -1), (0, 2**53), (0, 2.0), (True, None))
 
 
 async def _read_all_entries(case: rc.Case, checks: Checks, rng: random.Random) -> None:
