@@ -148,3 +148,11 @@ def test_command_line_runs_the_sample(capsys):
 
     assert main(["readers", "--sample"]) == 0
     assert "0 mismatches" in capsys.readouterr().out
+
+
+def test_a_cancelled_read_that_leaks_its_descriptor_is_found(monkeypatch):
+    async def leaky(fs, fd):
+        return None
+
+    monkeypatch.setattr(durable, "close_after_error", leaky)
+    assert any("stat-cancelled-at-read-1: after the reads: open descriptors" in m for m in _mismatches("moving"))

@@ -195,5 +195,11 @@ class Checks:
         if type(err) is not UnsafeSessionPathError or not str(err).startswith(f'refusing session path "{self.path}": '):
             self._fail(entry, f"{'returned' if err is None else _described(err)}; a log that is no regular file is refused naming its path")
 
+    async def cancelled(self, entry: str, call: Awaitable[Any]) -> None:
+        """A read cancelled by its caller ends in ``Cancelled`` (absorbed by the caller's scope),
+        never in another error."""
+        _, err = await self._call(call)
+        self._same(entry, "error of a cancelled read", None if err is None else _described(err), None)
+
     def no_open_descriptors(self, view: ProcessView) -> None:
         self._same("after the reads", "open descriptors", view.open_paths(), [])

@@ -8,8 +8,9 @@ records).  Everything is compared exactly with :mod:`dsh_sim.evidence.oracles.re
 records, torn tail, the refusal's class and, where the spec documents it, its text.  Two
 more kinds of case move the disk under the reader through the FS port: the log shrinks
 between two reads of one handle (§10.2: never backwards) or grows while it is being read
-(§10.5: the stable read retries) or is replaced by a link (refused, naming the log), and a
-read fails with EIO (the error passes through, no descriptor stays open).
+(§10.5: the stable read retries) or is replaced by a link (refused, naming the log), a
+read fails with EIO (the error passes through, no descriptor stays open), and the reader is
+cancelled while it reads (no descriptor stays open either).
 """
 
 from __future__ import annotations
@@ -51,13 +52,25 @@ class _Gate:
     """The disk moving under the reader at the log's reads: an EIO, or one concurrent append."""
 
     def __init__(
-        self, log: str, *, fail_read: bool = False, append: bytes | None = None, link: bool = False, other: ProcessView | None = None
+        self,
+        log: str,
+        *,
+        fail_read: bool = False,
+        append: bytes | None = None,
+        link: bool = False,
+        other: ProcessView | None = None,
+        cancel_at: int = 0,
+        scope: trio.CancelScope | None = None,
     ) -> None:
         self.log, self.fail_read, self.append, self.link, self.other = log, fail_read, append, link, other
+        self.cancel_at, self.scope, self.reads = cancel_at, scope, 0
 
     async def before_fs(self, view: ProcessView, op: str, path: str, details: dict[str, Any]) -> FsFault | None:
         if op != "read" or path != self.log:
             return None
+        self.reads += 1
+        if self.scope is not None and self.reads == self.cancel_at:
+            self.scope.cancel()  # the caller is cancelled while it reads: the next checkpoint raises
         if self.fail_read:
             return FsFault("error", errno.EIO)
         if self.append is not None and self.other is not None:
@@ -148,6 +161,22 @@ async def _relinked(case: rc.Case, checks: Checks) -> None:
     checks.bind(case.name + "/replaced-by-link-while-read", case.header["id"], path)
     await checks.unsafe("stat", _backend(view, case.compression).stat(case.header["id"]))
     checks.no_open_descriptors(view)
+
+
+async def _cancelled(case: rc.Case, checks: Checks) -> None:
+    """The reader is cancelled at its first or second read of the log (mid-read, or with the
+    file read and its close ahead): whatever it opened is closed all the same."""
+    for entry in ("stat", "list"):
+        for at in (1, 2):
+            disk, path = _place(case)
+            gate = _Gate(path, cancel_at=at)
+            view = ProcessView(disk, 1, gate)
+            backend = _backend(view, case.compression)
+            checks.bind(f"{case.name}/{entry}-cancelled-at-read-{at}", case.header["id"], path)
+            with trio.CancelScope() as scope:
+                gate.scope = scope
+                await checks.cancelled(entry, backend.stat(case.header["id"]) if entry == "stat" else backend.list())
+            checks.no_open_descriptors(view)
 
 
 async def _failing(case: rc.Case, checks: Checks) -> None:
@@ -257,7 +286,8 @@ def differential(
                 await _moving(clean, checks, rc.next_batch(source, compression))
                 await _failing(clean, checks)
                 await _relinked(clean, checks)
-                count += 4
+                await _cancelled(clean, checks)
+                count += 8
 
     trio.run(main)
     return ReaderRun(count, checks.count, tuple(checks.mismatches))
