@@ -276,6 +276,17 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--home", default=None, help="install directory (default $DSH_SIM_DSH_HOME or ~/.cache/dsh-sim/dsh-<version>)")
     p.set_defaults(func=_lazy("dsh_cmd"))
 
+    p = sub.add_parser(
+        "readers", help="reader differential: every runtime read entry point against the spec's reader, on cut and damaged logs"
+    )
+    p.add_argument("--seed", type=_count(0, 2**63 - 1), default=1, help="seed of the sampled damage and windows (default 1)")
+    p.add_argument("--sample", action="store_true", help="the seeded sample of the mutation test command, not every tear")
+    p.add_argument(
+        "--scenarios", nargs="+", default=None, metavar="FILE", help="scenarios whose logs join the cases (default: two of the corpus)"
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_lazy("readers_cmd"))
+
     p = sub.add_parser("points", help="list the named points (where faults and crashes can be injected)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_lazy("points_cmd"))

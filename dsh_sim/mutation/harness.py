@@ -28,6 +28,7 @@ from pathlib import Path
 
 import attrs
 
+from dsh_sim.drivers import readers
 from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import judge, run_scenario
@@ -59,6 +60,13 @@ EXPLORE_BOUND = 1  # states per crash point: the kill or one power-loss state
 
 # (machine, examples, seed): an example budget, never wall time, so the run is reproducible.
 FUZZ_RUNS = (("durability", 8, 1), ("storage", 8, 1))
+
+
+# The reader differential (dsh_sim.drivers.readers): the logs of these scenarios and the
+# synthetic ones, cut, damaged and bloated, read through every runtime read entry point;
+# sampled (seeded) so that all its items together cost about two seconds.
+READER_SCENARIOS = ("boundary-3-4-pay", "read-only-reader-beside-writer-none")
+READER_PLAN = readers.Plan(seed=1, tear_limit=12, flips=12, bomb_limit=10)
 
 
 class MutantNoticed(AssertionError):
@@ -117,6 +125,15 @@ def check_fuzz(machine: str, examples: int, seed: int) -> None:
         run = fuzz(machine, budget=float("inf"), examples=examples, seed=seed, out_dir=out_dir, minimize_budget=0.0, shrink_budget=1.0)
     if run.found is not None:
         raise MutantNoticed(f"fuzz {machine} seed {seed}: {run.found.invariant} after {run.examples} examples: {run.found.message}")
+
+
+def check_readers(group: str, scenarios: list[Scenario]) -> None:
+    """The runtime's readers agree exactly with the spec's reader on one group of cases."""
+    by_name = {s.name: s for s in scenarios}
+    originals = readers.corpus_originals([by_name[name] for name in READER_SCENARIOS]) if group == "corpus" else []
+    run = readers.differential(readers.default_sources(READER_PLAN.seed), originals, READER_PLAN, groups=(group,))
+    if run.mismatches:
+        raise MutantNoticed(f"readers {group} ({run.cases} cases): {len(run.mismatches)} mismatches, first: {run.mismatches[0]}")
 
 
 def replay_changes(scenarios: list[Scenario]) -> Iterator[tuple[str, list[str]]]:

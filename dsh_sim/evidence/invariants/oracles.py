@@ -96,6 +96,15 @@ def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
         return
     for difference in reference.compare(expected, life.boot_error, stored, closers):
         fail(obs, REFERENCE, difference, None, f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})")
+    reported = getattr(report, "verdicts", None)  # what a resume tells its caller (and retry_unknown acts on)
+    if reported is not None and life.boot_error is None and expected.refused is None and reported != expected.verdicts:
+        fail(
+            obs,
+            REFERENCE,
+            f"the recovery reports verdicts {reported}; the closers the spec appends carry {expected.verdicts}",
+            None,
+            f"crash {crash.label}",
+        )
     if sim.kind == "agent" and expected.refused is None:
         # the turns before the last were judged when they were live; the last one was cut by the
         # crash (its latest events never reached a live check), so it is judged here with the closers

@@ -465,15 +465,20 @@ def _read_raw(data: bytes, *, writer: bool) -> SpecLog:
                 if writer:
                     raise
                 issue = str(err)
+                if _is_turn_end(line):  # §8.5: a turn/end at a gapped seq is committed damage itself
+                    raise SpecViolation(f"damage inside the committed region: {issue}", where) from None
                 continue
             records.append(record)
             committed = pos
-        else:
-            try:
-                later = strict_json(line)
-            except ValueError:
-                continue
-            if type(later) is dict and later.get("type") == "turn/end":
-                raise SpecViolation(f"damage inside the committed region: {issue}", where)
+        elif _is_turn_end(line):
+            raise SpecViolation(f"damage inside the committed region: {issue}", where)
     torn = committed if committed < len(data) else None
     return SpecLog(header, tuple(records), (), (), committed, torn, 0)
+
+
+def _is_turn_end(line: bytes) -> bool:
+    try:
+        record = strict_json(line)
+    except ValueError:
+        return False
+    return type(record) is dict and record.get("type") == "turn/end"
