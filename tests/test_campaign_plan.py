@@ -96,3 +96,37 @@ def test_a_campaign_survives_its_json_round_trip(texts: dict[str, str]) -> None:
     assert again == campaign
     kinds = {t["kind"] for t in tasks_mod.to_json(campaign)["tasks"]}
     assert kinds == {"replay", "explore", "fuzz", "mutants"}
+
+
+def test_the_first_replay_shard_alone_runs_the_reader_differential(texts: dict[str, str]) -> None:
+    replays = [t for t in plan(options(), texts, {}).tasks if isinstance(t, ReplayShard)]
+    assert [t.readers for t in replays] == [True] + [False] * (len(replays) - 1)
+
+
+class _Ctx:
+    worker = "test"
+
+    def checkpoint(self) -> None:
+        pass
+
+    def progress(self, done: int, total: int | None, note: str) -> None:
+        pass
+
+
+def test_a_reader_mismatch_is_a_violation_of_the_replay_shard(texts: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """The differential's verdict reaches the campaign's documents (a runtime reader that
+    disagrees with the spec's makes ``dsh-sim run`` fail): here a mismatch is planted."""
+    from dsh_sim.campaign import work
+    from dsh_sim.drivers import readers
+
+    def differential(sources, originals, plan, groups=readers.GROUPS):
+        assert {name for name, *_ in originals} == set(readers.READER_SCENARIOS)  # the corpus's logs are read too
+        return readers.ReaderRun(1, 1, ("case x: the runtime read 2 records, the spec 3",))
+
+    monkeypatch.setattr(readers, "differential", differential)
+    labels = [label for label in texts if os.path.basename(label)[:-5] in readers.READER_SCENARIOS]
+    task = ReplayShard("replay-0", tuple(labels), readers=True)
+    result = work.run_task(task, texts, _Ctx(), str(tmp_path))
+    assert [v["invariant"] for v in result.document["violations"]] == ["reader_differential"]
+    clean = work.run_task(attrs.evolve(task, readers=False), texts, _Ctx(), str(tmp_path))
+    assert clean.document["violations"] == []

@@ -69,7 +69,7 @@ def plan(options: Options, scenarios: dict[str, str], mutant_corpus: dict[str, s
     if "replay" not in options.skip:
         recheck = set(labels[: options.rechecks])
         for index, group in enumerate(chunks(labels, math.ceil(len(labels) / REPLAY_CHUNK))):
-            tasks.append(ReplayShard(f"replay-{index}", tuple(group), tuple(x for x in group if x in recheck)))
+            tasks.append(ReplayShard(f"replay-{index}", tuple(group), tuple(x for x in group if x in recheck), readers=index == 0))
     if "fuzz" not in options.skip and options.fuzz_shards:
         seconds = options.budget * options.workers / options.fuzz_shards
         counters: dict[str, int] = {}

@@ -19,11 +19,13 @@ from cattrs.strategies import configure_tagged_union
 
 @attrs.frozen
 class ReplayShard:
-    """Replay these scenarios; re-run ``recheck`` of them in two fresh processes (determinism)."""
+    """Replay these scenarios; re-run ``recheck`` of them in two fresh processes (determinism);
+    with ``readers``, also run the reader differential (:mod:`dsh_sim.drivers.readers`)."""
 
     id: str
     scenarios: tuple[str, ...]
     recheck: tuple[str, ...] = ()
+    readers: bool = False
 
 
 @attrs.frozen

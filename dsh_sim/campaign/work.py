@@ -22,7 +22,7 @@ import attrs
 
 from dsh_sim.campaign.plan import parsed
 from dsh_sim.campaign.tasks import ExploreShard, FuzzShard, MutantKill, ReplayShard, Task, kind_of
-from dsh_sim.drivers import recheck
+from dsh_sim.drivers import readers, recheck
 from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import judge, run_scenario
@@ -139,6 +139,9 @@ def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink
         ctx.progress(index + 1, len(scenarios) + len(task.recheck), label)
     doc = replay_document(rows, time.perf_counter() - started, task.id)
     lines.insert(0, f"replayed {len(rows)} scenario(s): {sum(r['ok'] for r in rows)} hold")
+    if task.readers:
+        ctx.checkpoint()
+        doc["violations"] += _reader_differential(corpus, lines)
     for index, label in enumerate(task.recheck):
         ctx.checkpoint()
         check = recheck.check(label, corpus[label])
@@ -146,6 +149,22 @@ def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink
         lines.append(f"determinism: {label} {'same' if check.same else 'DIFFERENT'} in two fresh processes")
         ctx.progress(len(rows) + index + 1, len(rows) + len(task.recheck), f"re-check {label}")
     return doc, lines
+
+
+def _reader_differential(corpus: dict[str, str], lines: list[str]) -> list[dict[str, Any]]:
+    """Every runtime read entry point against the spec's reader, over the logs of the corpus's
+    reader scenarios (those present) cut at every byte, damaged and bloated; a mismatch is a
+    ``reader_differential`` violation of the replay shard."""
+    wanted = set(readers.READER_SCENARIOS)
+    scenarios = [s for s in parsed(corpus).values() if s.name in wanted]
+    started = time.perf_counter()
+    plan = readers.FULL_PLAN
+    run = readers.differential(readers.default_sources(plan.seed), readers.corpus_originals(scenarios), plan)
+    lines.append(
+        f"reader differential: {run.cases} cases, {run.checks} checks, {len(run.mismatches)} mismatch(es), {time.perf_counter() - started:.1f}s"
+    )
+    lines.extend(f"  FAIL readers: {m}" for m in run.mismatches[:20])
+    return [{"invariant": "reader_differential", "message": m, "scenario": "readers", "source": "readers"} for m in run.mismatches]
 
 
 def _explore(task: ExploreShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:

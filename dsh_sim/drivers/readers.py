@@ -220,6 +220,10 @@ class Plan:
     bomb_limit: int | None = None
 
 
+FULL_PLAN = Plan(tear_limit=None, flips=256, bomb_limit=None)  # every tear, every bomb: ~10 CPU-s
+# the corpus scenarios whose logs are cut and damaged (a tool call boundary; a reader beside a writer)
+READER_SCENARIOS = ("boundary-3-4-pay", "read-only-reader-beside-writer-none")
+
 GROUPS = ("corpus", "synthetic", "frames", "bombs", "large", "moving")
 
 

@@ -65,7 +65,7 @@ FUZZ_RUNS = (("durability", 8, 1), ("storage", 8, 1))
 # The reader differential (dsh_sim.drivers.readers): the logs of these scenarios and the
 # synthetic ones, cut, damaged and bloated, read through every runtime read entry point;
 # sampled (seeded) so that all its items together cost about two seconds.
-READER_SCENARIOS = ("boundary-3-4-pay", "read-only-reader-beside-writer-none")
+READER_SCENARIOS = readers.READER_SCENARIOS
 READER_PLAN = readers.Plan(seed=1, tear_limit=12, flips=12, bomb_limit=10)
 
 

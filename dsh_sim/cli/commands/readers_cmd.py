@@ -16,15 +16,13 @@ from dsh_sim.drivers import readers
 from dsh_sim.mutation import harness
 from dsh_sim.scenario.files import load
 
-FULL = readers.Plan(tear_limit=None, flips=256, bomb_limit=None)
-
 
 def main(args: Any) -> int:
-    plan = harness.READER_PLAN if args.sample else FULL
+    plan = harness.READER_PLAN if args.sample else readers.FULL_PLAN
     plan = readers.Plan(args.seed, plan.tear_limit, plan.flips, plan.bomb_limit)
     if args.scenarios is None:
         by_name = {s.name: s for s in harness.corpus()}
-        scenarios = [by_name[name] for name in harness.READER_SCENARIOS]
+        scenarios = [by_name[name] for name in readers.READER_SCENARIOS]
     else:
         scenarios = [load(path) for path in api.expand(args.scenarios)]
     started = time.perf_counter()
