@@ -316,7 +316,7 @@ class Simulation:
             program = second_writer_main if secondary else agent_main if self.kind == "agent" else storage_main
             await program(self._surroundings(life), life)
 
-        tracer: list[trio.abc.Instrument] = [TaskTracer(self.trace, index)] if self.trace.enabled else []
+        tracer: list[trio.abc.Instrument] = [TaskTracer(self.trace, index, self.clock)] if self.trace.enabled else []
         proc = SimProcess(index, main, clock=self.clock, seed=derive_seed(self.seed, "sched", index), instruments=tracer)
         view = ProcessView(self.disk, index, None, now_ns=lambda: int(self.now() * 1e9))
         life = Lifetime(index, proc, view)
