@@ -287,11 +287,17 @@ _LINES = _Memo()
 _LOGS = _Memo(64)  # whole logs (see _read); each key holds a log's bytes
 
 
+# The last log read cleanly (no torn tail), per (zstd, writer): a writer's log only grows, and
+# the next read of it (the next acknowledgement) walks on from where this one ended.
+_LAST: dict[tuple[bool, bool], tuple[bytes, SpecLog]] = {}
+
+
 def clear_memos() -> None:
     """Forget every remembered decode (a fuzz example's logs are never read by the next)."""
     _FRAMES.clear()
     _LINES.clear()
     _LOGS.clear()
+    _LAST.clear()
 
 
 def _lines_of(plain: bytes, where: int) -> list[bytes]:
@@ -364,16 +370,25 @@ def _read(data: bytes, compression: str, *, writer: bool) -> SpecLog:
         raise copy.copy(known)  # a fresh exception (message, offset): a re-raised one would grow its traceback
     if known is not None:
         return known  # type: ignore[no-any-return]
+    zstd = compression == "zstd"
+    last = _LAST.get((zstd, writer))
+    prefix = last[1] if last is not None and len(last[0]) < len(data) and data.startswith(last[0]) else None
     try:
-        log = _read_zstd(data, writer=writer) if compression == "zstd" else _read_raw(data, writer=writer)
+        log = _read_zstd(data, writer=writer, prefix=prefix) if zstd else _read_raw(data, writer=writer, prefix=prefix)
     except SpecViolation as err:
         _LOGS.put(key, copy.copy(err))
         raise
     _LOGS.put(key, log)
+    if log.torn_start is None:
+        _LAST[(zstd, writer)] = (data, log)
     return log
 
 
-def _read_zstd(data: bytes, *, writer: bool) -> SpecLog:
+def _read_zstd(data: bytes, *, writer: bool, prefix: SpecLog | None = None) -> SpecLog:
+    """``prefix``: the reading of a clean prefix of ``data`` (it ends at a frame boundary, so
+    the walk goes on from there exactly as a walk from the start would)."""
+    if prefix is not None:
+        return _walk_zstd(data, writer, prefix.header, list(prefix.frames), list(prefix.records), list(prefix.counts))
     frames: list[tuple[int, int]] = []
     o = 0
     torn: int | None = None
@@ -391,9 +406,38 @@ def _read_zstd(data: bytes, *, writer: bool) -> SpecLog:
     if not head.endswith(b"\n") or head.count(b"\n") != 1:
         raise SpecViolation("the first frame is not exactly one header line", 0)
     header = _header_of(head[:-1], 0)
-    records: list[dict[str, Any]] = []
-    counts: list[int] = []
-    for start, end in frames[1:]:
+    return _records_after(data, writer, header, frames, 1, torn, [], [])
+
+
+def _walk_zstd(
+    data: bytes, writer: bool, header: dict[str, Any], frames: list[tuple[int, int]], records: list[dict[str, Any]], counts: list[int]
+) -> SpecLog:
+    """Go on from the end of a clean prefix's ``frames``: the frames after it, then their records."""
+    known = len(frames)
+    o = frames[-1][1]
+    torn: int | None = None
+    while o < len(data):
+        end = _frame_end(data, o)
+        if end is None:
+            torn = o
+            break
+        frames.append((o, end))
+        o = end
+    return _records_after(data, writer, header, frames, known, torn, records, counts)
+
+
+def _records_after(
+    data: bytes,
+    writer: bool,
+    header: dict[str, Any],
+    frames: list[tuple[int, int]],
+    first: int,
+    torn: int | None,
+    records: list[dict[str, Any]],
+    counts: list[int],
+) -> SpecLog:
+    """The records of ``frames[first:]`` (and of a torn tail) after ``records`` read so far."""
+    for start, end in frames[first:]:
         batch = _records_of_frame(data[start:end], start, len(records), writer=writer)
         if writer and not batch:
             raise SpecViolation("an empty batch frame", start)
@@ -424,15 +468,19 @@ def _torn_records(fragment: bytes, first_seq: int) -> list[dict[str, Any]]:
     return out
 
 
-def _read_raw(data: bytes, *, writer: bool) -> SpecLog:
+def _read_raw(data: bytes, *, writer: bool, prefix: SpecLog | None = None) -> SpecLog:
     """§3.7 raw scanner: only newline-terminated records count; an unparsable or seq-gapped
-    line starts a tolerated crash tail unless a later record is a turn/end (then refuse)."""
-    nl = data.find(b"\n")
-    if nl < 0:
-        raise SpecViolation("no complete header line")
-    header = _header_of(data[:nl], 0)
-    records: list[dict[str, Any]] = []
-    committed = pos = nl + 1
+    line starts a tolerated crash tail unless a later record is a turn/end (then refuse).
+    ``prefix``: the reading of a clean prefix (it ends after a committed line), the scan goes
+    on from its end."""
+    if prefix is not None:
+        header, records, committed = prefix.header, list(prefix.records), prefix.complete_end
+    else:
+        nl = data.find(b"\n")
+        if nl < 0:
+            raise SpecViolation("no complete header line")
+        header, records, committed = _header_of(data[:nl], 0), [], nl + 1
+    pos = committed
     issue: str | None = None
     while True:
         nl = data.find(b"\n", pos)
