@@ -109,7 +109,8 @@ class SimProcess:
         self._state: dict[str, Any] = {}  # this run's thread-local trio state between steps
         self._hooks: Any = None  # this run's async-generator hooks between steps
         self._parked: trio.lowlevel.Task | None = None  # the driver, waiting for a command
-        self._timer: trio.CancelScope | None = None  # the parked driver's sleep (its deadline)
+        self._wake_at: float | None = None  # the parked driver's timer: when the host wakes it
+        self._waiting = False  # the driver is inside its wait (not cancelled out of it)
         self._settle: _Settle | None = None
         self.ready = False  # set by main when the process finished booting
         self.exited = False
@@ -150,9 +151,9 @@ class SimProcess:
         self._check_alive()
         limit = self._clock.current_time() + seconds
         self._settle = _Settle(lambda: True, limit, _IDLE)
-        with self._installed():
-            assert self._timer is not None
-            self._timer.deadline = limit
+        assert self._parked is not None, "a live process waits for its next command"
+        self._wake_at = limit
+        self._sleep_on()  # the run is idle: time moves to its next timer or the limit
         return self._step(_NO_IO)
 
     def crash(self) -> Reply:
@@ -190,10 +191,13 @@ class SimProcess:
                     # trio's own callbacks (``run_sync_soon``: the run's shutdown uses one)
                     # arrive through its wake-up socket: poll for real only when one is queued
                     send = runner.io_manager.get_events(0)
-                elif not runner.runq and self._parked is not None and self._timer is not None and math.isinf(self._timer.deadline):
-                    reply = self._when_blocked()
-                    if reply is not None:
-                        return reply
+                elif not runner.runq and self._parked is not None:
+                    if self._wake_at is not None:
+                        self._sleep_on()  # the driver sleeps: what trio's autojump would do
+                    else:
+                        reply = self._when_blocked()
+                        if reply is not None:
+                            return reply
                 batches += 1
                 if batches % 10_000 == 0 and time.monotonic() > deadline:
                     raise HarnessHang(f"simulated process {self.pid} did not hand back control within {HOST_TIMEOUT}s")
@@ -214,11 +218,8 @@ class SimProcess:
             return None
         if settle.done() or math.isinf(gap) or now + gap > settle.limit:
             return settle.reply()
-        assert self._timer is not None
-        self._timer.deadline = now + gap  # what trio.sleep(gap) set
-        jump = self._to_next_deadline()  # what autojump moves
-        if 0 < jump < math.inf:
-            self._clock.jump(jump)
+        self._wake_at = now + gap  # what trio.sleep(gap) would set
+        self._sleep_on()
         return None
 
     def _to_next_deadline(self) -> float:
@@ -226,11 +227,37 @@ class SimProcess:
         (their I/O backend's figures included) twice per settle check."""
         return float(self._runner.deadlines.next_deadline() - self._clock.current_time())
 
+    def _sleep_on(self) -> None:
+        """Everything is blocked and the driver sleeps until ``_wake_at``: move the clock to
+        the first timer due, the driver's or a task's, as trio's autojump would, and wake the
+        driver if its time has come.
+
+        The driver's timer is kept here, not as a trio deadline: a trio timer wakes its task
+        by cancelling a cancel scope (a ``Cancelled`` raised and caught, a new scope per
+        sleep), thousands of times a run.  The driver is rescheduled before trio expires the
+        deadlines due at the same instant, so it runs in the same batch as the tasks they
+        wake — trio sorts each batch before its seeded shuffle, so the order of rescheduling
+        does not matter — and the schedule is the one a trio timer gives."""
+        wake = self._wake_at
+        assert wake is not None
+        now = self._clock.current_time()
+        due = self._runner.deadlines.next_deadline()
+        if self._waiting:  # a driver cancelled out of its wait left its timer behind, unarmed
+            due = min(due, wake)
+        jump = due - now
+        if 0 < jump < math.inf:
+            self._clock.jump(jump)
+        if self._waiting and wake <= self._clock.current_time():  # what trio's expiry of the timer would decide
+            task, self._parked, self._wake_at = self._parked, None, None
+            assert task is not None
+            self._runner.reschedule(task, outcome.Value(_TICK))
+
     def _exited(self, result: outcome.Outcome[Any] | None) -> Reply:
         if isinstance(result, outcome.Error):
             self.exit_error = _unwrap(result.error)
         self.exited = True
-        self._gen = self._runner = self._timer = self._parked = None
+        self._gen = self._runner = self._parked = self._wake_at = None
+        self._waiting = False
         _LIVE.discard(self)
         if isinstance(self.exit_error, KeyboardInterrupt):
             raise self.exit_error  # Ctrl-C belongs to the host, not to the simulated process
@@ -259,15 +286,24 @@ class SimProcess:
     # -- inside the run --------------------------------------------------------------------
 
     async def _next_command(self) -> tuple[str, Any]:
-        """Sleep until the host sends a command.  The sleep has a timer the host sets to move
-        virtual time (see :class:`_Settle`); when it fires, the driver simply sleeps again."""
+        """Sleep until the host sends a command.  The sleep has a timer the host keeps to move
+        virtual time (``_wake_at``, see :class:`_Settle`); when it fires, the host wakes the
+        driver with a tick and the driver simply sleeps again."""
         while True:
-            with trio.CancelScope() as timer:
-                self._timer = timer
-                self._parked = trio.lowlevel.current_task()
+            self._parked = trio.lowlevel.current_task()
+            self._wake_at = None  # a new sleep, no timer yet
+            self._waiting = True
+            try:
                 command: tuple[str, Any] = await trio.lowlevel.wait_task_rescheduled(_abort)
+            finally:
+                self._waiting = False  # woken, or cancelled out of the wait (a crash unwinding)
+            if command is not _TICK:
                 return command
-            self._parked = None  # the timer fired (the scope caught its own cancellation)
+            if trio.current_effective_deadline() == -math.inf:
+                # Woken by its timer while a task of the same batch cancelled the commands
+                # (a crash): a trio timer's Cancelled would not be caught by its own scope
+                # then, but propagate from here, in this very step.
+                raise trio.Cancelled._create(source="deadline")
 
     async def _driver(self, booted: _Task) -> None:
         """Main (the runtime) and the host's commands (a prompt, a flush) run in nested
@@ -310,6 +346,9 @@ class SimProcess:
             task.error = err
         finally:
             task.done = True
+
+
+_TICK: tuple[str, Any] = ("tick", None)  # the driver's timer fired: it sleeps again
 
 
 def _IDLE() -> Reply:
