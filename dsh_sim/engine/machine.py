@@ -208,11 +208,11 @@ class Simulation:
         if config.perturb and self.perturb_rng.random() < config.perturb:
             pause = self.perturb_rng.choice((0.0, self.perturb_rng.uniform(0.0, PERTURB_MAX)))
             self.trace.record("perturb", life.index, name, pause)
-            await trio.sleep(pause)  # 0: a bare yield, the other runnable tasks go first
+            await life.proc.sleep(pause)  # 0: a bare yield, the other runnable tasks go first
         if name.startswith("fs."):
             latency = config.io_latency + (config.fsync_latency if name in ("fs.fsync", "fs.fsync_dir") else 0.0)
             if latency:
-                await trio.sleep(latency)
+                await life.proc.sleep(latency)
 
     def corrupt(self, rule: FaultRule) -> None:
         """Media corruption: flip one stored byte (volatile and durable alike)."""

@@ -44,6 +44,8 @@ from sniffio import thread_local as sniffio_library
 
 from dsh_sim.adapters.simfs.disk import FidelityError
 from dsh_sim.engine.determinism import run_module, seed_scheduler
+from dsh_sim.engine.sleepers import Sleepers
+from dsh_sim.engine.sleepers import sleep as timed_sleep
 
 HOST_TIMEOUT = 120.0  # real seconds one command may take before it is declared a hang
 DEFAULT_HORIZON = 600.0  # virtual seconds a command may run before it stops waiting
@@ -111,6 +113,7 @@ class SimProcess:
         self._parked: trio.lowlevel.Task | None = None  # the driver, waiting for a command
         self._wake_at: float | None = None  # the parked driver's timer: when the host wakes it
         self._waiting = False  # the driver is inside its wait (not cancelled out of it)
+        self._sleepers = Sleepers()  # the harness's timed sleeps in this run (see sleepers)
         self._settle: _Settle | None = None
         self.ready = False  # set by main when the process finished booting
         self.exited = False
@@ -162,6 +165,10 @@ class SimProcess:
     def stop(self) -> Reply:
         return self._send("stop", None)
 
+    async def sleep(self, seconds: float) -> None:
+        """``trio.sleep`` for the harness's own code in this process, timed by the host."""
+        await timed_sleep(self._sleepers, self._clock, seconds)
+
     def _check_alive(self) -> None:
         if self.exited:
             raise RuntimeError(f"process {self.pid} has already exited")
@@ -180,6 +187,7 @@ class SimProcess:
         deadline = time.monotonic() + HOST_TIMEOUT
         with self._installed():
             while True:
+                self._wake_due()
                 try:
                     gen.send(send)
                 except StopIteration:
@@ -191,13 +199,13 @@ class SimProcess:
                     # trio's own callbacks (``run_sync_soon``: the run's shutdown uses one)
                     # arrive through its wake-up socket: poll for real only when one is queued
                     send = runner.io_manager.get_events(0)
-                elif not runner.runq and self._parked is not None:
-                    if self._wake_at is not None:
-                        self._sleep_on()  # the driver sleeps: what trio's autojump would do
-                    else:
+                elif not runner.runq:
+                    if self._parked is not None and self._wake_at is None:
                         reply = self._when_blocked()
                         if reply is not None:
                             return reply
+                    else:  # the driver sleeps, or is busy (unwinding a stop): trio's autojump
+                        self._sleep_on()
                 batches += 1
                 if batches % 10_000 == 0 and time.monotonic() > deadline:
                     raise HarnessHang(f"simulated process {self.pid} did not hand back control within {HOST_TIMEOUT}s")
@@ -225,12 +233,14 @@ class SimProcess:
     def _to_next_deadline(self) -> float:
         """``current_statistics().seconds_to_next_deadline`` without building the statistics
         (their I/O backend's figures included) twice per settle check."""
-        return float(self._runner.deadlines.next_deadline() - self._clock.current_time())
+        due = min(self._runner.deadlines.next_deadline(), self._sleepers.next_deadline())
+        return float(due - self._clock.current_time())
 
     def _sleep_on(self) -> None:
-        """Everything is blocked and the driver sleeps until ``_wake_at``: move the clock to
-        the first timer due, the driver's or a task's, as trio's autojump would, and wake the
-        driver if its time has come.
+        """Everything is blocked and the driver sleeps until ``_wake_at`` (or is busy, e.g.
+        unwinding a stop): move the clock to the first timer due — trio's, a harness sleep's
+        (:mod:`dsh_sim.engine.sleepers`) or the driver's — as trio's autojump would, and wake
+        whoever's time has come.
 
         The driver's timer is kept here, not as a trio deadline: a trio timer wakes its task
         by cancelling a cancel scope (a ``Cancelled`` raised and caught, a new scope per
@@ -239,18 +249,26 @@ class SimProcess:
         wake — trio sorts each batch before its seeded shuffle, so the order of rescheduling
         does not matter — and the schedule is the one a trio timer gives."""
         wake = self._wake_at
-        assert wake is not None
         now = self._clock.current_time()
-        due = self._runner.deadlines.next_deadline()
-        if self._waiting:  # a driver cancelled out of its wait left its timer behind, unarmed
+        due = min(self._runner.deadlines.next_deadline(), self._sleepers.next_deadline())
+        if wake is not None and self._waiting:  # a driver cancelled out of its wait left its timer behind, unarmed
             due = min(due, wake)
         jump = due - now
         if 0 < jump < math.inf:
             self._clock.jump(jump)
-        if self._waiting and wake <= self._clock.current_time():  # what trio's expiry of the timer would decide
-            task, self._parked, self._wake_at = self._parked, None, None
-            assert task is not None
-            self._runner.reschedule(task, outcome.Value(_TICK))
+        self._wake_due()
+
+    def _wake_due(self) -> None:
+        """Wake the sleepers and the driver whose time has come (what trio's expiry of their
+        deadlines would do at the start of the next batch)."""
+        now = self._clock.current_time()
+        for sleeper in self._sleepers.pop_due(now):
+            self._runner.reschedule(sleeper)
+        wake = self._wake_at
+        if wake is not None and self._waiting and wake <= now:
+            driver, self._parked, self._wake_at = self._parked, None, None
+            assert driver is not None
+            self._runner.reschedule(driver, outcome.Value(_TICK))
 
     def _exited(self, result: outcome.Outcome[Any] | None) -> Reply:
         if isinstance(result, outcome.Error):
@@ -258,6 +276,7 @@ class SimProcess:
         self.exited = True
         self._gen = self._runner = self._parked = self._wake_at = None
         self._waiting = False
+        self._sleepers.clear()
         _LIVE.discard(self)
         if isinstance(self.exit_error, KeyboardInterrupt):
             raise self.exit_error  # Ctrl-C belongs to the host, not to the simulated process
