@@ -88,7 +88,7 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
     cfg, ports, gate = env.config, env.ports, env.gate
     tools = world_tools(env.world, gate.domain, env.now, life.index, approval_tools=cfg.approval_tools)
     tools.append(ShellTool(SimRunner(env.world, gate.domain, env.now, life.index), cfg.workspace, ports.probe))
-    model = SimModel(env.model_queue, gate.domain, chunk_delay=cfg.chunk_delay)
+    model = SimModel(env.model_queue, gate.domain, chunk_delay=cfg.chunk_delay, sleep=life.proc.sleep)
     runtime_config = RuntimeConfig(
         root=cfg.root,
         compression=cfg.compression,
