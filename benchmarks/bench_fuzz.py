@@ -12,6 +12,13 @@ shared, so wall time would measure the neighbours):
 * crash-recover cycles/s — a crash followed by a boot that recovered from it (one coverage
   case in ``checker.cases`` each).
 
+The workload fingerprint hashes, for every example in order, its steps, its trace digest and
+what the checker judged (checks counted, violations): two builds that print the same
+fingerprint ran exactly the same examples to exactly the same outcomes, so a speed-up that
+prints it unchanged did not test less.  The run uses the fixed constants pool of
+``dsh-sim fuzz`` (:mod:`dsh_sim.drivers.constants`), so the examples do not depend on what
+the process happened to import.
+
 There is no outside baseline for these; the ratio printed is internal to the run: the
 CPU cost of one crash-recover cycle (the step that crashed + the recovery boot) against a
 plain work step (a prompt or append/flush that completed), plus the share of the CPU time
@@ -24,6 +31,7 @@ spent inside steps rather than in Hypothesis (drawing data, preconditions, invar
 from __future__ import annotations
 
 import argparse
+import hashlib
 import time
 from typing import Any
 
@@ -32,10 +40,12 @@ from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from dsh_sim.drivers import profiles
+from dsh_sim.drivers.constants import fixed_constants, project_constants
 from dsh_sim.drivers.machines.durability import DurabilityMachine
 from dsh_sim.drivers.machines.storage import StorageMachine
 from dsh_sim.engine.collector import CollectorPolicy
 from dsh_sim.engine.logs import capture_runtime_logs
+from dsh_sim.scenario.codec import describe_step
 from dsh_sim.scenario.steps import Step
 
 MACHINES = {"durability": DurabilityMachine, "storage": StorageMachine}
@@ -49,6 +59,8 @@ class Tally:
         self.cycles = 0
         self.crashes = 0
         self.kinds: dict[str, list[float]] = {}
+        self.fingerprint = hashlib.sha256()
+        self.fingerprint_cpu = 0.0  # the fingerprint's own cost, left out of the figures
 
     def add(self, kind: str, seconds: float) -> None:
         self.kinds.setdefault(kind, []).append(seconds)
@@ -89,6 +101,11 @@ def counting_machine(base: type, tally: Tally, seed: int) -> type:
                 tally.steps += len(self.steps)
                 tally.cycles += len(self.checker.cases)
                 tally.crashes += len(self.sim.history.crashes)
+                begun = time.process_time()
+                checker = self.checker
+                judged = (sorted(checker.checked.items()), [v.describe() for v in checker.violations])
+                tally.fingerprint.update(repr(([describe_step(s) for s in self.steps], self.sim.trace.digest(), judged)).encode())
+                tally.fingerprint_cpu += time.process_time() - begun
 
     cls = type(f"Bench{base.__name__}", (base,), {"do": do, "teardown": teardown, "last": None})
     cls._hypothesis_internal_use_seed = seed  # what @seed does (as dsh_sim.drivers.fuzz sets it)
@@ -106,10 +123,13 @@ def main() -> None:
     tally = Tally()
     machine = counting_machine(MACHINES[args.machine], tally, args.seed)
     run_settings = settings(profiles.fuzz_settings(), max_examples=args.examples, stateful_step_count=args.steps, phases=(Phase.generate,))
+    project_constants()  # built once per process (cached), before the clock starts
     start = time.process_time()
-    with capture_runtime_logs(), CollectorPolicy():  # the collector settings dsh-sim fuzz runs with
+    # the collector settings and the fixed constants pool dsh-sim fuzz runs with: the same seed
+    # draws the same examples whatever the process imported (and whatever the code imports)
+    with capture_runtime_logs(), CollectorPolicy(), fixed_constants():
         run_state_machine_as_test(machine, settings=run_settings)
-    cpu = time.process_time() - start
+    cpu = time.process_time() - start - tally.fingerprint_cpu
 
     in_steps = sum(sum(v) for v in tally.kinds.values())
     rows = []
@@ -136,6 +156,7 @@ def main() -> None:
             ["share of CPU time inside steps", in_steps / cpu],
         ],
     )
+    print(f"workload fingerprint (steps, trace digests, judgements of every example): {tally.fingerprint.hexdigest()[:16]}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ empty the model answers with plain text, so every turn ends.  Parts are spaced b
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -30,10 +30,18 @@ class SimModel:
     provider = "sim"
     model = "scripted"
 
-    def __init__(self, queue: list[ScriptedResponse], gate: DomainGate, *, chunk_delay: float = 0.01) -> None:
+    def __init__(
+        self,
+        queue: list[ScriptedResponse],
+        gate: DomainGate,
+        *,
+        chunk_delay: float = 0.01,
+        sleep: Callable[[float], Awaitable[None]] = trio.sleep,
+    ) -> None:
         self._queue = queue  # shared with the simulation: survives process lifetimes
         self._gate = gate
         self._chunk_delay = chunk_delay
+        self._sleep = sleep  # the process's host-timed sleep (SimProcess.sleep): same schedule, cheaper
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         response = self._queue.pop(0) if self._queue else ScriptedResponse(text="ok")
@@ -44,5 +52,5 @@ class SimModel:
             fault = await self._gate("model.stream", {"turn": request.turn, "step": request.step, "part": index})
             if fault is not None and fault.action == "stream_cut":
                 raise ModelStreamError("the model stream was cut mid-response")
-            await trio.sleep(response.chunk_delay or self._chunk_delay)
+            await self._sleep(response.chunk_delay or self._chunk_delay)
             yield part

@@ -212,11 +212,11 @@ class Simulation:
         if config.perturb and self.perturb_rng.random() < config.perturb:
             pause = self.perturb_rng.choice((0.0, self.perturb_rng.uniform(0.0, PERTURB_MAX)))
             self.trace.record("perturb", life.index, name, pause)
-            await trio.sleep(pause)  # 0: a bare yield, the other runnable tasks go first
+            await life.proc.sleep(pause)  # 0: a bare yield, the other runnable tasks go first
         if name.startswith("fs."):
             latency = config.io_latency + (config.fsync_latency if name in ("fs.fsync", "fs.fsync_dir") else 0.0)
             if latency:
-                await trio.sleep(latency)
+                await life.proc.sleep(latency)
 
     def corrupt(self, rule: FaultRule) -> None:
         """Media corruption: flip one stored byte (volatile and durable alike)."""
@@ -321,7 +321,7 @@ class Simulation:
             program = second_writer_main if secondary else agent_main if self.kind == "agent" else storage_main
             await program(self._surroundings(life), life)
 
-        tracer: list[trio.abc.Instrument] = [TaskTracer(self.trace, index)] if self.trace.enabled else []
+        tracer: list[trio.abc.Instrument] = [TaskTracer(self.trace, index, self.clock)] if self.trace.enabled else []
         proc = SimProcess(index, main, clock=self.clock, seed=derive_seed(self.seed, "sched", index), instruments=tracer)
         view = ProcessView(self.disk, index, None, now_ns=lambda: int(self.now() * 1e9))
         life = Lifetime(index, proc, view)

@@ -44,6 +44,8 @@ from sniffio import thread_local as sniffio_library
 
 from dsh_sim.adapters.simfs.disk import FidelityError
 from dsh_sim.engine.determinism import run_module, seed_scheduler
+from dsh_sim.engine.sleepers import Sleepers
+from dsh_sim.engine.sleepers import sleep as timed_sleep
 
 HOST_TIMEOUT = 120.0  # real seconds one command may take before it is declared a hang
 DEFAULT_HORIZON = 600.0  # virtual seconds a command may run before it stops waiting
@@ -109,7 +111,9 @@ class SimProcess:
         self._state: dict[str, Any] = {}  # this run's thread-local trio state between steps
         self._hooks: Any = None  # this run's async-generator hooks between steps
         self._parked: trio.lowlevel.Task | None = None  # the driver, waiting for a command
-        self._timer: trio.CancelScope | None = None  # the parked driver's sleep (its deadline)
+        self._wake_at: float | None = None  # the parked driver's timer: when the host wakes it
+        self._waiting = False  # the driver is inside its wait (not cancelled out of it)
+        self._sleepers = Sleepers()  # the harness's timed sleeps in this run (see sleepers)
         self._settle: _Settle | None = None
         self.ready = False  # set by main when the process finished booting
         self.exited = False
@@ -150,9 +154,9 @@ class SimProcess:
         self._check_alive()
         limit = self._clock.current_time() + seconds
         self._settle = _Settle(lambda: True, limit, _IDLE)
-        with self._installed():
-            assert self._timer is not None
-            self._timer.deadline = limit
+        assert self._parked is not None, "a live process waits for its next command"
+        self._wake_at = limit
+        self._sleep_on()  # the run is idle: time moves to its next timer or the limit
         return self._step(_NO_IO)
 
     def crash(self) -> Reply:
@@ -160,6 +164,10 @@ class SimProcess:
 
     def stop(self) -> Reply:
         return self._send("stop", None)
+
+    async def sleep(self, seconds: float) -> None:
+        """``trio.sleep`` for the harness's own code in this process, timed by the host."""
+        await timed_sleep(self._sleepers, self._clock, seconds)
 
     def _check_alive(self) -> None:
         if self.exited:
@@ -179,6 +187,7 @@ class SimProcess:
         deadline = time.monotonic() + HOST_TIMEOUT
         with self._installed():
             while True:
+                self._wake_due()
                 try:
                     gen.send(send)
                 except StopIteration:
@@ -190,10 +199,13 @@ class SimProcess:
                     # trio's own callbacks (``run_sync_soon``: the run's shutdown uses one)
                     # arrive through its wake-up socket: poll for real only when one is queued
                     send = runner.io_manager.get_events(0)
-                elif not runner.runq and self._parked is not None and self._timer is not None and math.isinf(self._timer.deadline):
-                    reply = self._when_blocked()
-                    if reply is not None:
-                        return reply
+                elif not runner.runq:
+                    if self._parked is not None and self._wake_at is None:
+                        reply = self._when_blocked()
+                        if reply is not None:
+                            return reply
+                    else:  # the driver sleeps, or is busy (unwinding a stop): trio's autojump
+                        self._sleep_on()
                 batches += 1
                 if batches % 10_000 == 0 and time.monotonic() > deadline:
                     raise HarnessHang(f"simulated process {self.pid} did not hand back control within {HOST_TIMEOUT}s")
@@ -201,7 +213,7 @@ class SimProcess:
     def _when_blocked(self) -> Reply | None:
         """No task can run and the driver is awake: reply, or sleep the driver to the next timer."""
         now = self._clock.current_time()
-        gap = trio.lowlevel.current_statistics().seconds_to_next_deadline
+        gap = self._to_next_deadline()
         if gap <= 0:
             return None  # a timer is due now: trio wakes its task at the next step
         settle = self._settle
@@ -214,18 +226,57 @@ class SimProcess:
             return None
         if settle.done() or math.isinf(gap) or now + gap > settle.limit:
             return settle.reply()
-        assert self._timer is not None
-        self._timer.deadline = now + gap  # what trio.sleep(gap) set
-        jump = trio.lowlevel.current_statistics().seconds_to_next_deadline  # what autojump moves
+        self._wake_at = now + gap  # what trio.sleep(gap) would set
+        self._sleep_on()
+        return None
+
+    def _to_next_deadline(self) -> float:
+        """``current_statistics().seconds_to_next_deadline`` without building the statistics
+        (their I/O backend's figures included) twice per settle check."""
+        due = min(self._runner.deadlines.next_deadline(), self._sleepers.next_deadline())
+        return float(due - self._clock.current_time())
+
+    def _sleep_on(self) -> None:
+        """Everything is blocked and the driver sleeps until ``_wake_at`` (or is busy, e.g.
+        unwinding a stop): move the clock to the first timer due — trio's, a harness sleep's
+        (:mod:`dsh_sim.engine.sleepers`) or the driver's — as trio's autojump would, and wake
+        whoever's time has come.
+
+        The driver's timer is kept here, not as a trio deadline: a trio timer wakes its task
+        by cancelling a cancel scope (a ``Cancelled`` raised and caught, a new scope per
+        sleep), thousands of times a run.  The driver is rescheduled before trio expires the
+        deadlines due at the same instant, so it runs in the same batch as the tasks they
+        wake — trio sorts each batch before its seeded shuffle, so the order of rescheduling
+        does not matter — and the schedule is the one a trio timer gives."""
+        wake = self._wake_at
+        now = self._clock.current_time()
+        due = min(self._runner.deadlines.next_deadline(), self._sleepers.next_deadline())
+        if wake is not None and self._waiting:  # a driver cancelled out of its wait left its timer behind, unarmed
+            due = min(due, wake)
+        jump = due - now
         if 0 < jump < math.inf:
             self._clock.jump(jump)
-        return None
+        self._wake_due()
+
+    def _wake_due(self) -> None:
+        """Wake the sleepers and the driver whose time has come (what trio's expiry of their
+        deadlines would do at the start of the next batch)."""
+        now = self._clock.current_time()
+        for sleeper in self._sleepers.pop_due(now):
+            self._runner.reschedule(sleeper)
+        wake = self._wake_at
+        if wake is not None and self._waiting and wake <= now:
+            driver, self._parked, self._wake_at = self._parked, None, None
+            assert driver is not None
+            self._runner.reschedule(driver, outcome.Value(_TICK))
 
     def _exited(self, result: outcome.Outcome[Any] | None) -> Reply:
         if isinstance(result, outcome.Error):
             self.exit_error = _unwrap(result.error)
         self.exited = True
-        self._gen = self._runner = self._timer = self._parked = None
+        self._gen = self._runner = self._parked = self._wake_at = None
+        self._waiting = False
+        self._sleepers.clear()
         _LIVE.discard(self)
         if isinstance(self.exit_error, KeyboardInterrupt):
             raise self.exit_error  # Ctrl-C belongs to the host, not to the simulated process
@@ -254,15 +305,24 @@ class SimProcess:
     # -- inside the run --------------------------------------------------------------------
 
     async def _next_command(self) -> tuple[str, Any]:
-        """Sleep until the host sends a command.  The sleep has a timer the host sets to move
-        virtual time (see :class:`_Settle`); when it fires, the driver simply sleeps again."""
+        """Sleep until the host sends a command.  The sleep has a timer the host keeps to move
+        virtual time (``_wake_at``, see :class:`_Settle`); when it fires, the host wakes the
+        driver with a tick and the driver simply sleeps again."""
         while True:
-            with trio.CancelScope() as timer:
-                self._timer = timer
-                self._parked = trio.lowlevel.current_task()
+            self._parked = trio.lowlevel.current_task()
+            self._wake_at = None  # a new sleep, no timer yet
+            self._waiting = True
+            try:
                 command: tuple[str, Any] = await trio.lowlevel.wait_task_rescheduled(_abort)
+            finally:
+                self._waiting = False  # woken, or cancelled out of the wait (a crash unwinding)
+            if command is not _TICK:
                 return command
-            self._parked = None  # the timer fired (the scope caught its own cancellation)
+            if trio.current_effective_deadline() == -math.inf:
+                # Woken by its timer while a task of the same batch cancelled the commands
+                # (a crash): a trio timer's Cancelled would not be caught by its own scope
+                # then, but propagate from here, in this very step.
+                raise trio.Cancelled._create(source="deadline")
 
     async def _driver(self, booted: _Task) -> None:
         """Main (the runtime) and the host's commands (a prompt, a flush) run in nested
@@ -305,6 +365,9 @@ class SimProcess:
             task.error = err
         finally:
             task.done = True
+
+
+_TICK: tuple[str, Any] = ("tick", None)  # the driver's timer fired: it sleeps again
 
 
 def _IDLE() -> Reply:

@@ -91,7 +91,7 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
     tools = world_tools(env.world, gate.domain, env.now, life.index, approval_tools=cfg.approval_tools)
     tools.append(ShellTool(SimRunner(env.world, gate.domain, env.now, life.index), cfg.workspace, ports.probe))
     tools = observed(tools, env.tool_marks, life.index)
-    model = SimModel(env.model_queue, gate.domain, chunk_delay=cfg.chunk_delay)
+    model = SimModel(env.model_queue, gate.domain, chunk_delay=cfg.chunk_delay, sleep=life.proc.sleep)
     runtime_config = RuntimeConfig(
         root=cfg.root,
         compression=cfg.compression,

@@ -101,16 +101,18 @@ class Trace:
 class TaskTracer(trio.abc.Instrument):
     """Feeds every scheduled task step (virtual time, task name) into the trace."""
 
-    def __init__(self, trace: Trace, pid: int) -> None:
+    def __init__(self, trace: Trace, pid: int, clock: trio.abc.Clock | None = None) -> None:
         self._trace = trace
         self._pid = pid
+        self._clock = clock  # the run's clock, read directly (what trio.current_time() reads)
         self._labels: dict[str, str] = {}  # task name -> label (a run has few distinct names)
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
         label = self._labels.get(task.name)
         if label is None:
             label = self._labels[task.name] = task_label(task.name)
-        self._trace.add(("step", self._pid, round(trio.current_time(), 9), label))  # rounded as _canon rounds
+        now = self._clock.current_time() if self._clock is not None else trio.current_time()
+        self._trace.add(("step", self._pid, round(now, 9), label))  # rounded as _canon rounds
 
 
 def task_label(name: str) -> str:

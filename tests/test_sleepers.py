@@ -1,0 +1,71 @@
+"""The host-timed harness sleep schedules exactly as ``trio.sleep`` does.
+
+:meth:`SimProcess.sleep` replaces ``trio.sleep`` in the harness's named points (latency,
+perturbation) for speed; every recorded trace digest depends on it waking its task in the
+same scheduler batch as ``trio.sleep`` would, and on a sleep whose enclosing scope is
+cancelled in that very batch unwinding as trio's does.  The program below runs both ways under
+many scheduler seeds; task steps (virtual time, task) and what the tasks saw must agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from dsh_sim.engine.determinism import new_clock
+from dsh_sim.engine.process import SimProcess
+from dsh_sim.engine.trace import TaskTracer, Trace
+
+
+def _run(seed: int, harness_sleep: bool) -> tuple[str, list[Any], list[Any]]:
+    clock = new_clock()
+    trace = Trace(keep=True)
+    seen: list[Any] = []
+
+    async def main(proc: SimProcess) -> None:
+        sleep = proc.sleep if harness_sleep else trio.sleep
+        victim_scope = trio.CancelScope()
+
+        async def ticker(name: str, period: float) -> None:
+            for _ in range(4):
+                await sleep(period)
+                seen.append((name, trio.current_time()))
+
+        async def victim() -> None:
+            with victim_scope:
+                await sleep(0.3)  # ends in the batch where the canceller cancels this scope
+                seen.append(("victim woke", trio.current_time()))
+                await trio.sleep(0)
+                seen.append(("victim went on", trio.current_time()))
+            seen.append(("victim cancelled", victim_scope.cancelled_caught))
+
+        async def canceller() -> None:
+            await trio.sleep(0.3)
+            victim_scope.cancel()
+
+        async def timed_out() -> None:
+            with trio.move_on_after(0.05) as scope:
+                await sleep(1.0)
+            seen.append(("timed out", scope.cancelled_caught, trio.current_time()))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ticker, "a", 0.1)
+            nursery.start_soon(ticker, "b", 0.15)
+            nursery.start_soon(victim)
+            nursery.start_soon(canceller)
+            nursery.start_soon(timed_out)
+            nursery.start_soon(ticker, "zero", 0.0)
+
+    proc = SimProcess(1, main, clock=clock, seed=seed, instruments=[TaskTracer(trace, 1, clock)])
+    reply = proc.start()
+    assert reply.error is None, reply.error
+    return reply.state, trace.records, seen
+
+
+def test_a_harness_sleep_schedules_as_trio_sleep():
+    outcomes = set()
+    for seed in range(40):
+        assert _run(seed, harness_sleep=True) == _run(seed, harness_sleep=False), f"seed {seed}"
+        outcomes.add(any(s[0] == "victim woke" for s in _run(seed, harness_sleep=False)[2]))
+    assert outcomes == {True, False}  # both orders of the victim and its canceller were met
