@@ -193,6 +193,8 @@ class Simulation:
             elif rule.action == "cancel":
                 if life.agent is not None:
                     life.agent.cancel()
+                elif life.opening is not None:  # during boot: the application abandons its open
+                    life.opening.cancel()
             elif rule.action == "corrupt":
                 self.corrupt(rule)
             else:

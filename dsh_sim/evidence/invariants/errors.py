@@ -23,7 +23,7 @@ NAME = "errors_documented"
 @functools.cache
 def documented() -> frozenset[str]:
     """Names of the exception types the runtime may raise to a caller."""
-    names = {"AppendRollbackError"}
+    names = {"AppendRollbackError", "OpenCancelled"}  # (OpenCancelled: the application abandoned its open, not the runtime)
     names |= {
         cls.__name__
         for _, cls in inspect.getmembers(persistence_errors, inspect.isclass)

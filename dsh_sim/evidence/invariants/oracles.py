@@ -304,16 +304,29 @@ def stray_names(obs: Judge) -> set[str]:
     return {name for name, _ in disk.dir(ino).entries if name != LOCK_FILENAME and parse_generation_filename(name) is None}
 
 
+CLEANUP_POINTS = ("fs.unlink",)  # a fault here fails a removal itself: a stray name is then by design
+
+
+def cleanup_faulted(obs: Judge, life: Lifetime) -> bool:
+    """Whether a fault struck one of ``life``'s removals (the only way a failed durability
+    sequence may leave its temp file: the next write open removes it, spec §3.6)."""
+    return any(f.lifetime == life.index and f.point in CLEANUP_POINTS for f in obs.faults)
+
+
 def check_residue(obs: Judge, life: Lifetime, faults_in_life: bool, stray_at_boot: set[str]) -> None:
-    """After a clean stop: nothing left open; without faults, nothing stray that this process
-    made (what a crashed predecessor left is not this process's to clean, unless it opened
-    the log for write — then the spec's write open removes stale temps)."""
+    """After a clean stop, or an exit on an error: nothing left open — every durability
+    sequence closes what it opened on its failure paths too (a leaked descriptor is fd
+    exhaustion in production).  And unless a fault struck a removal (``faults_in_life``), no
+    stray name this process made: a failed write, fsync, link or directory fsync, or a
+    cancellation, still removes the temp file it created (what a crashed predecessor left
+    is not this process's to clean, unless it opened the log for write — then the spec's
+    write open removes stale temps)."""
     obs.count(RESIDUE)
     still_open = life.view.open_paths()
     if still_open:
         fail(obs, RESIDUE, f"process {life.index} stopped with descriptors still open: {still_open}")
     if faults_in_life:
-        return  # (a failed cleanup may leave a temp file by design: the next write open removes it)
+        return
     stray = sorted(stray_names(obs) - stray_at_boot)
     if stray:
         fail(obs, RESIDUE, f"process {life.index} stopped cleanly but left {stray} in the session directory")

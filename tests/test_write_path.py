@@ -1,0 +1,114 @@
+"""The write path's failure paths: the failure-path sweep and the checks it relies on, each shown
+failing on the bug it guards against (a runtime function edited for the test, see
+:mod:`dsh_sim.mutation.patch`), and holding on the runtime as shipped."""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+import pytest
+
+from dsh_sim.drivers import faultsweep
+from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.engine.faults import FaultRule
+from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.scenario.files import load
+
+REGRESSIONS = os.path.join(os.path.dirname(__file__), "..", "scenarios", "regressions")
+STARTER = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter")
+WRITE_PATH = os.path.join(REGRESSIONS, "write-path-torn-tail-then-append.json")
+PUBLICATION = os.path.join(REGRESSIONS, "write-path-publication-then-appends.json")
+DURABLE = "runtime.persistence.durable"
+
+
+def _invariants(result: faultsweep.SweepResult) -> set[str]:
+    return {found.violation.invariant for found in result.violations}
+
+
+def test_the_shipped_write_path_survives_every_failure():
+    result = faultsweep.sweep(load(WRITE_PATH))
+    assert result.runs > len(result.positions) > 25  # every sequence of the scenario, errors and cancellations
+    points = {p.point for p in result.positions}
+    assert {"fs.mkdir", "fs.write", "fs.fsync", "fs.fsync_dir", "fs.link", "fs.ftruncate"} <= points
+    sequences = {p.sequence for p in result.positions}
+    assert {"first publication", "torn-tail rewrite", None} <= sequences  # None: make-durable at open
+    assert result.violations == ()
+
+
+def test_positions_tell_the_rollback_from_the_heal():
+    """Same point, file and barrier, different code: both are swept."""
+    scenario = load(os.path.join(REGRESSIONS, "append-rollback-fails-then-retry-heals.json"))
+    callers = {p.caller for p in faultsweep.positions(scenario) if p.point == "fs.ftruncate"}
+    assert {"runtime.ports.fs.write_fsync_in_steps", "runtime.persistence.durable.open_for_append"} <= callers
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        Edit(DURABLE, "write_new_synced", "        await close_after_error(fs, fd)\n", "        await close_after_error(fs, None)\n"),
+        Edit(DURABLE, "truncate_durable", "        await close_after_error(fs, fd)\n", "        pass\n"),
+        Edit(DURABLE, "rewrite_synced", "        await close_after_error(fs, fd)\n", "        await close_after_error(None, fd)\n"),
+        Edit(DURABLE, "close_after_error", "CancelScope(shield=True)", "CancelScope(shield=False)"),
+        Edit(DURABLE, "close_shielded", "CancelScope(shield=True)", "CancelScope(shield=False)"),
+    ],
+    ids=["temp write fails", "torn-tail truncation fails", "make-durable at open fails", "cleanup close unshielded", "close unshielded"],
+)
+def test_the_sweep_finds_a_descriptor_a_failure_path_leaks(edit):
+    scenario = load(PUBLICATION if edit.qualname == "write_new_synced" else WRITE_PATH)
+    with applied([edit]):
+        result = faultsweep.sweep(scenario, stop_on_violation=True)
+    assert _invariants(result) == {"no_residue"}
+    assert "descriptors still open" in result.violations[0].violation.message
+    replayed, _ = run_scenario(result.violations[0].repro)  # the repro replays it
+    assert not replayed.violations
+    with applied([edit]):
+        assert "no_residue" in {v.invariant for v in run_scenario(result.violations[0].repro)[0].violations}
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        Edit(DURABLE, "write_new_synced", "            await unlink_quietly(fs, path)\n", "            await unlink_quietly(fs, None)\n"),
+        Edit(DURABLE, "publish_new_file", "            await unlink_quietly(fs, temp)\n        raise", "            pass\n        raise"),
+    ],
+    ids=["failed temp write keeps its temp", "failed link keeps the temp"],
+)
+def test_the_sweep_finds_a_temp_name_a_failure_path_leaves(edit):
+    with applied([edit]):
+        result = faultsweep.sweep(load(PUBLICATION), stop_on_violation=True)
+    assert _invariants(result) == {"no_residue"}
+    assert "in the session directory" in result.violations[0].violation.message
+
+
+def test_stray_names_are_judged_after_a_fault_unless_it_struck_a_removal():
+    """A failed link must still remove the temp file; a failed removal may leave it (by design)."""
+    scenario = load(PUBLICATION)
+    keeps_temp = Edit(DURABLE, "publish_new_file", "            await unlink_quietly(fs, temp)\n        raise", "            pass\n        raise")
+    link_fails = attrs.evolve(scenario, fault_plan=(FaultRule("fs.link", "error", lifetime=1),), trace_digest=None)
+    unlink_fails = attrs.evolve(scenario, fault_plan=(FaultRule("fs.unlink", "error", lifetime=1),), trace_digest=None)
+    assert not run_scenario(link_fails)[0].violations
+    assert not run_scenario(unlink_fails)[0].violations
+    with applied([keeps_temp]):
+        assert "no_residue" in {v.invariant for v in run_scenario(link_fails)[0].violations}
+
+
+def test_a_cancelled_open_releases_the_session():
+    """Found by the sweep: WriteHandle.close stopped at its first checkpoint by the cancellation
+    of the open it cleans up after, so the lock descriptor stayed open."""
+    scenario = load(os.path.join(REGRESSIONS, "write-path-open-cancelled-during-repair-append.json"))
+    assert not run_scenario(scenario)[0].violations
+    unshielded = Edit("runtime.persistence.handles", "WriteHandle.close", "CancelScope(shield=True)", "CancelScope(shield=False)")
+    with applied([unshielded]):
+        result, _ = run_scenario(scenario)
+    assert "no_residue" in {v.invariant for v in result.violations}
+    assert "session.lock" in next(v for v in result.violations if v.invariant == "no_residue").message
+
+
+def test_a_boot_failed_by_an_injected_fault_is_no_recovery_failure():
+    """An I/O error injected into the open passes through (spec §3.6): not a refused log."""
+    scenario = load(WRITE_PATH)
+    eio_at_open = attrs.evolve(scenario, fault_plan=(FaultRule("fs.fsync", "error", hit=1, lifetime=2),), trace_digest=None)
+    result, sim = run_scenario(eio_at_open)
+    assert isinstance(sim.lifetimes[1].boot_error, OSError)
+    assert not result.violations
