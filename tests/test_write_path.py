@@ -84,7 +84,9 @@ def test_the_sweep_finds_a_temp_name_a_failure_path_leaves(edit):
 def test_stray_names_are_judged_after_a_fault_unless_it_struck_a_removal():
     """A failed link must still remove the temp file; a failed removal may leave it (by design)."""
     scenario = load(PUBLICATION)
-    keeps_temp = Edit(DURABLE, "publish_new_file", "            await unlink_quietly(fs, temp)\n        raise", "            pass\n        raise")
+    keeps_temp = Edit(
+        DURABLE, "publish_new_file", "            await unlink_quietly(fs, temp)\n        raise", "            pass\n        raise"
+    )
     link_fails = attrs.evolve(scenario, fault_plan=(FaultRule("fs.link", "error", lifetime=1),), trace_digest=None)
     unlink_fails = attrs.evolve(scenario, fault_plan=(FaultRule("fs.unlink", "error", lifetime=1),), trace_digest=None)
     assert not run_scenario(link_fails)[0].violations
