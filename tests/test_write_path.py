@@ -114,3 +114,29 @@ def test_a_boot_failed_by_an_injected_fault_is_no_recovery_failure():
     result, sim = run_scenario(eio_at_open)
     assert isinstance(sim.lifetimes[1].boot_error, OSError)
     assert not result.violations
+
+
+@pytest.mark.parametrize(
+    ("edit", "scenario"),
+    [
+        (Edit("runtime.agent.resume", "repair_and_seed", "    torn = handle.torn_tail\n", "    torn = None\n"), "torn-zstd-checksum"),
+        (Edit("runtime.session.repair", "verdicts", "if code in (", "if code not in ("), "boundary-2-3-pay"),
+    ],
+    ids=["torn tail not reported", "verdicts of other codes"],
+)
+def test_the_recovery_report_agrees_with_the_spec_reader(edit, scenario):
+    scenario = load(os.path.join(STARTER, f"{scenario}.json"))
+    assert not run_scenario(scenario)[0].violations
+    with applied([edit]):
+        result, _ = run_scenario(scenario)
+    assert any(v.invariant == "reference_model" and "recovery report" in v.message for v in result.violations)
+
+
+def test_an_acknowledgement_names_its_batch():
+    scenario = load(PUBLICATION)
+    unnamed = Edit(
+        "runtime.persistence.handles", "WriteHandle._acknowledged", "            first_seq=batch[0].seq if batch else self._next_seq,\n", ""
+    )
+    with applied([unnamed]):
+        result, _ = run_scenario(scenario)
+    assert any(v.invariant == "durable_when_acknowledged" and "first_seq=None" in v.message for v in result.violations)

@@ -129,6 +129,7 @@ class Checker(Observer):
     def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
         if name == "persist.batch.durable":
             inv.check_single_writer(self, life)
+            oracles.check_announcement(self, details)
         elif name == "tools.execute.body" and not details.get("nested"):
             inv.check_body_after_durable_call(self, life, details)
             inv.check_approval_gate(self, life, details)

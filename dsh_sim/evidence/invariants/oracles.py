@@ -64,6 +64,19 @@ def check_acknowledged_bytes(obs: Judge, batch: Sequence[Event], before: bytes, 
         fail(obs, FORMAT, "the last records on disk are not the acknowledged batch", None, f"batch seqs {batch[0].seq}..{batch[-1].seq}")
 
 
+def report_differences(expected: reference.Expected, report: Any, agent: bool) -> list[str]:
+    """What the recovery report tells its caller besides the events — where the torn tail
+    starts, and each interrupted call's verdict — against the spec's reading of the same bytes."""
+    out = []
+    torn = getattr(report, "torn", None)
+    start = torn.truncate_to if torn is not None else None
+    if start != expected.torn_start:
+        out.append(f"the recovery report's torn tail starts at {start}, the spec reader's at {expected.torn_start}")
+    if agent and dict(report.verdicts) != expected.verdicts:
+        out.append(f"the recovery report's verdicts {dict(report.verdicts)} are not the spec's {expected.verdicts}")
+    return out
+
+
 def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
     """After the first boot that follows a crash: the recovery is exactly the reference model's."""
     from dsh_sim.adapters.simfs.disk import Disk
@@ -101,6 +114,9 @@ def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
         return
     for difference in reference.compare(expected, life.boot_error, stored, closers):
         fail(obs, REFERENCE, difference, None, f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})")
+    if report is not None and expected.refused is None:
+        for difference in report_differences(expected, report, sim.kind == "agent"):
+            fail(obs, REFERENCE, difference, None, f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})")
     if sim.kind == "agent" and expected.refused is None:
         # the turns before the last were judged when they were live; the last one was cut by the
         # crash (its latest events never reached a live check), so it is judged here with the closers
@@ -169,6 +185,20 @@ def check_acknowledgement_durable(obs: Judge, after: bytes | None) -> None:
     if durable is None or not durable.startswith(after):
         kept = "no log at all" if durable is None else f"{len(durable)} of its {len(after)} bytes"
         fail(obs, DURABLE, f"a batch was acknowledged, but a power cut now would keep {kept}")
+
+
+def check_announcement(obs: Judge, details: dict[str, Any]) -> None:
+    """An acknowledgement names the batch it acknowledges — its first seq and its count, the
+    details the point is declared with — as a probe observer (a replicator, a UI) relies on."""
+    batch = tuple(details.get("_events", ()))
+    obs.count(DURABLE)
+    first, count = details.get("first_seq"), details.get("count")
+    if not isinstance(first, int) or count != len(batch) or (batch and first != batch[0].seq):
+        fail(
+            obs,
+            DURABLE,
+            f"an acknowledgement of {len(batch)} event(s) from seq {batch[0].seq if batch else '-'} announced first_seq={first!r}, count={count!r}",
+        )
 
 
 def check_event_durable(obs: Judge, events: Sequence[Event], seq: int, what: str) -> None:
