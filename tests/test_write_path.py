@@ -140,3 +140,19 @@ def test_an_acknowledgement_names_its_batch():
     with applied([unnamed]):
         result, _ = run_scenario(scenario)
     assert any(v.invariant == "durable_when_acknowledged" and "first_seq=None" in v.message for v in result.violations)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        Edit(DURABLE, "ensure_dir_durable", "    if parent != base and not", "    if parent == base and not"),
+        Edit(DURABLE, "ensure_dir_durable", "        await fs.fsync_dir(posixpath.dirname(directory))\n", "        pass\n"),
+    ],
+    ids=["missing ancestors not created", "new directories not fsynced"],
+)
+def test_a_fresh_machine_gets_its_whole_directory_chain_durably(edit):
+    scenario = load(os.path.join(REGRESSIONS, "write-path-fresh-machine-root-created-then-power-loss.json"))
+    assert not run_scenario(scenario)[0].violations
+    with applied([edit]):
+        result, _ = run_scenario(scenario)
+    assert result.violations

@@ -77,7 +77,8 @@ class Simulation:
         self.perturb_rng = random.Random(derive_seed(seed, "perturb"))
         if disk is None:
             disk = Disk()
-            disk.mkdirs_durable(self.config.root)
+            if self.config.root_exists:
+                disk.mkdirs_durable(self.config.root)
             disk.mkdirs_durable(self.config.workspace)
         self.disk = disk
         self.world = World() if world is None else world
