@@ -157,6 +157,7 @@ def test_every_invariant_has_a_failing_demonstration():
         "turn_progress",
         "write_behind_timely",
         "no_residue",
+        "closed_handle_refuses",  # tests/test_write_path.py: a handle that forgets it was closed, and the op its error names
         "errors_documented",  # tests/test_oracles.py: a reader that crashes with a TypeError
         "dsh_agrees",  # tests/test_dsh_against.py: a reader that drops a torn frame's records, caught by the real DSH
     }

@@ -156,3 +156,36 @@ def test_a_fresh_machine_gets_its_whole_directory_chain_durably(edit):
     with applied([edit]):
         result, _ = run_scenario(scenario)
     assert result.violations
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        Edit(
+            "runtime.persistence.handles",
+            "WriteHandle.close",
+            "                self._closed = True\n",
+            "                self._closed = None\n",
+        ),
+        Edit(
+            "runtime.persistence.handles",
+            "WriteHandle.append",
+            'returns only after fsync."""\n        self._check_open("append")',
+            'returns only after fsync."""\n        self._check_open(None)',
+        ),
+        Edit(
+            "runtime.persistence.handles",
+            "WriteHandle.flush",
+            '(header only)."""\n        self._check_open("flush")',
+            '(header only)."""\n        self._check_open("FLUSH")',
+        ),
+    ],
+    ids=["close forgotten", "append refusal names no op", "flush refusal names another op"],
+)
+def test_a_closed_handle_refuses_with_the_spec_error(edit):
+    scenario = load(PUBLICATION)
+    result, _ = run_scenario(scenario)
+    assert result.stats["checked"]["closed_handle_refuses"] == 1 and not result.violations
+    with applied([edit]):
+        result, _ = run_scenario(scenario)
+    assert {v.invariant for v in result.violations} == {"closed_handle_refuses"}

@@ -18,6 +18,7 @@ from dsh_sim.engine.observer import Observer
 from dsh_sim.evidence import invariants as inv
 from dsh_sim.evidence.coverage import case_from_recovery
 from dsh_sim.evidence.invariants import oracles
+from dsh_sim.evidence.invariants.closed import check_closed_handle
 from dsh_sim.evidence.invariants.errors import check_step_error
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.grammar import Grammar
@@ -242,6 +243,7 @@ class Checker(Observer):
             erred = life.boot_error is not None or life.exit_error is not None  # (descriptors only)
             faulted = erred or oracles.cleanup_faulted(self, life)
             oracles.check_residue(self, life, faults_in_life=faulted, stray_at_boot=self._stray_at_boot.get(life.index, set()))
+            check_closed_handle(self, life)
         inv.check_eventually_durable(self, life, faults_during)
         if life.session is not None:
             inv.check_fail_closed(self, life.session.events)

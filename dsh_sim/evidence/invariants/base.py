@@ -40,6 +40,7 @@ INVARIANTS: dict[str, str] = {
     "reader_agrees": "a read-only reader beside the writer lists the session, reads exactly the valid prefix the spec reads from the log as it is, and is refused every write and every read after close",
     "turn_progress": "a turn with no fault, crash or cancellation does what its script says: each scripted call once, in order, succeeding or refused exactly as the session's approval policy, answers and sandbox mode decide, and the turn completes",
     "write_behind_timely": "with no fault in between, an event appended at time t is durable by t + 200 ms (the fixed write-behind window) plus the write's own time",
+    "closed_handle_refuses": 'after a clean stop the closed write handle refuses append, flush and read at once with the spec\'s SessionHandleClosedError ("<op> on a closed handle")',
     "no_residue": "a process that stops cleanly leaves no descriptor open, and — when no fault struck it — no temp file or other stray name in the session directory",
     "format_conformance": "every byte the runtime writes passes an independent strict decoder of the spec's format: a checksummed frame per batch holding exactly its records, strict JSON, the envelope and v3 rules",
     "errors_documented": "what the runtime raises to its caller is one of its documented errors (the spec's typed persistence errors, an append whose rollback failed, an OSError an I/O fault passes through), never a TypeError, KeyError or other programming error",
