@@ -189,3 +189,19 @@ def test_a_closed_handle_refuses_with_the_spec_error(edit):
     with applied([edit]):
         result, _ = run_scenario(scenario)
     assert {v.invariant for v in result.violations} == {"closed_handle_refuses"}
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        Edit("runtime.persistence.handles", "WriteHandle.flush", "                await self._backend._materialize(self, [])\n", ""),
+        Edit("runtime.persistence.handles", "WriteHandle.__init__", "        self._observed = 0\n", "        self._observed = 1\n"),
+    ],
+    ids=["empty flush publishes nothing", "a fresh handle has seen an event"],
+)
+def test_an_empty_session_is_published_by_its_flush_and_reopened(edit):
+    scenario = load(os.path.join(REGRESSIONS, "write-path-empty-session-flushed-then-power-loss.json"))
+    assert not run_scenario(scenario)[0].violations
+    with applied([edit]):
+        result, _ = run_scenario(scenario)
+    assert result.violations
