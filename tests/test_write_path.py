@@ -205,3 +205,17 @@ def test_an_empty_session_is_published_by_its_flush_and_reopened(edit):
     with applied([edit]):
         result, _ = run_scenario(scenario)
     assert result.violations
+
+
+def test_the_sweep_command_saves_each_violation_as_a_scenario(tmp_path, capsys):
+    from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION
+    from dsh_sim.cli.main import main
+
+    found = str(tmp_path / "found")
+    assert main(["sweep", PUBLICATION, "--found-dir", found]) == EXIT_OK
+    leak = Edit(DURABLE, "write_new_synced", "        await close_after_error(fs, fd)\n", "        pass\n")
+    with applied([leak]):
+        assert main(["sweep", PUBLICATION, "--found-dir", found]) == EXIT_VIOLATION
+        saved = os.listdir(found)
+        assert saved and "VIOLATION no_residue" in capsys.readouterr().out
+        assert run_scenario(load(os.path.join(found, saved[0])))[0].violations
