@@ -219,3 +219,19 @@ def test_the_sweep_command_saves_each_violation_as_a_scenario(tmp_path, capsys):
         saved = os.listdir(found)
         assert saved and "VIOLATION no_residue" in capsys.readouterr().out
         assert run_scenario(load(os.path.join(found, saved[0])))[0].violations
+
+
+def test_an_os_error_no_injected_fault_explains_is_a_bug():
+    """The heal of a failed rollback truncates through a descriptor it does not hold (EBADF):
+    every later flush fails with an OSError, and no injected fault has that errno."""
+    scenario = load(os.path.join(REGRESSIONS, "append-rollback-fails-then-retry-heals.json"))
+    assert not run_scenario(scenario)[0].violations  # its injected EIO faults pass through, explained
+    bad_fd = Edit(
+        DURABLE,
+        "open_for_append",
+        "            await fs.ftruncate(fd, expected_size)",
+        "            await fs.ftruncate(None, expected_size)",
+    )
+    with applied([bad_fd]):
+        result, _ = run_scenario(scenario)
+    assert any(v.invariant == "errors_documented" and "errno 9" in v.message for v in result.violations)

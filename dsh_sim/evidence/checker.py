@@ -194,7 +194,8 @@ class Checker(Observer):
     def on_step(self, op: str, outcome: str, args: Any = None) -> None:
         self._stray_before_step = oracles.stray_names(self)
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
-        check_step_error(self, op, outcome)
+        current = self.sim.current
+        check_step_error(self, op, outcome, current.step_error if current is not None else None)
         quiet = len(self.history.faults) == self._faults_before_step and not outcome.startswith("crashed")
         self._faults_before_step = len(self.history.faults)
         if op in FOREIGN_STEPS:

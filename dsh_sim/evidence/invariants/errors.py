@@ -33,11 +33,41 @@ def documented() -> frozenset[str]:
     return frozenset(names)
 
 
-def check_step_error(obs: Judge, op: str, outcome: str) -> None:
-    """After every step: an ``error:`` or ``refused:`` outcome names a documented error."""
+def check_step_error(obs: Judge, op: str, outcome: str, error: BaseException | None = None) -> None:
+    """After every step: an ``error:`` or ``refused:`` outcome names a documented error, and an
+    operating-system error in it carries the errno of a fault injected into this process."""
     kind, _, name = outcome.partition(":")
     if kind not in ("error", "refused"):
         return
     obs.count(NAME)
     if name not in documented():
         fail(obs, NAME, f"step {op} ended with {name}, which the runtime does not document: a bug, not a refusal", None, outcome)
+        return
+    injected = injected_errnos(obs)
+    for err in _os_errors(error):
+        if err.errno not in injected:
+            fail(
+                obs,
+                NAME,
+                f"step {op} ended with {type(err).__name__} errno {err.errno} ({err.strerror}), which no injected fault explains: "
+                "the simulated disk fails only where a fault says so, so the runtime made a call that cannot succeed",
+                None,
+                outcome,
+            )
+            return
+
+
+def injected_errnos(obs: Judge) -> set[int]:
+    """The errnos of the filesystem faults fired so far (an error passes through later steps too:
+    a failed rollback's bytes are healed by the next append)."""
+    from dsh_sim.engine.vocabulary import ERRNOS
+
+    rules = obs.sim.plan.rules
+    return {ERRNOS[rules[f.rule].errno] for f in obs.faults if f.action in ("error", "fsync_fail")}
+
+
+def _os_errors(error: BaseException | None) -> list[OSError]:
+    """The operating-system errors in ``error`` (an append whose rollback failed holds two)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [inner for part in error.exceptions for inner in _os_errors(part)]
+    return [error] if isinstance(error, OSError) else []
