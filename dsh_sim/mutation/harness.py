@@ -70,7 +70,7 @@ EXPLORE_BOUND = 1  # states per crash point: the kill or one power-loss state
 SWEEP_SET = (
     "write-path-publication-then-appends",
     "write-path-torn-tail-then-append",
-    "append-rollback-fails-then-retry-heals",
+    "write-path-rollback-fails-then-heal-then-close",
     "migration-link-not-yet-durable-then-append",
 )
 
