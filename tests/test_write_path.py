@@ -235,3 +235,19 @@ def test_an_os_error_no_injected_fault_explains_is_a_bug():
     with applied([bad_fd]):
         result, _ = run_scenario(scenario)
     assert any(v.invariant == "errors_documented" and "errno 9" in v.message for v in result.violations)
+
+
+def test_a_migration_cancelled_after_it_published_removes_its_stage():
+    """Found by the sweep: the stage's final removal was not shielded, so a cancelled open left a
+    second hard link to the freshly published log."""
+    scenario = load(os.path.join(REGRESSIONS, "write-path-migration-cancelled-after-publication.json"))
+    assert not run_scenario(scenario)[0].violations
+    unshielded = Edit(
+        "runtime.persistence.publication",
+        "publish",
+        "    with trio.CancelScope(shield=True):  # a stage left beside the published log is a second hard link to it\n        await unlink_quietly(fs, stage)",
+        "    await unlink_quietly(fs, stage)",
+    )
+    with applied([unshielded]):
+        result, _ = run_scenario(scenario)
+    assert any(v.invariant == "no_residue" and "session.migration." in v.message for v in result.violations)

@@ -359,4 +359,4 @@ def check_residue(obs: Judge, life: Lifetime, faults_in_life: bool, stray_at_boo
         return
     stray = sorted(stray_names(obs) - stray_at_boot)
     if stray:
-        fail(obs, RESIDUE, f"process {life.index} stopped cleanly but left {stray} in the session directory")
+        fail(obs, RESIDUE, f"process {life.index} ended without a crash but left {stray} in the session directory")
