@@ -251,3 +251,16 @@ def test_a_migration_cancelled_after_it_published_removes_its_stage():
     with applied([unshielded]):
         result, _ = run_scenario(scenario)
     assert any(v.invariant == "no_residue" and "session.migration." in v.message for v in result.violations)
+
+
+def test_a_flush_whose_own_write_failed_says_so():
+    scenario = load(PUBLICATION)
+    swallowed = Edit(
+        "runtime.persistence.write_behind",
+        "WriteBehind.flush",
+        "await self._write(batch, background=False)",
+        "await self._write(batch, background=True)",
+    )
+    with applied([swallowed]):
+        result = faultsweep.sweep(scenario, stop_on_violation=True)
+    assert result.violations and "its own write failed" in result.violations[0].violation.message

@@ -19,7 +19,7 @@ from dsh_sim.evidence import invariants as inv
 from dsh_sim.evidence.coverage import case_from_recovery
 from dsh_sim.evidence.invariants import oracles
 from dsh_sim.evidence.invariants.closed import check_closed_handle
-from dsh_sim.evidence.invariants.errors import check_step_error
+from dsh_sim.evidence.invariants.errors import check_flush_reports, check_step_error
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.grammar import Grammar
 
@@ -197,6 +197,7 @@ class Checker(Observer):
         current = self.sim.current
         check_step_error(self, op, outcome, current.step_error if current is not None else None)
         quiet = len(self.history.faults) == self._faults_before_step and not outcome.startswith("crashed")
+        check_flush_reports(self, op, outcome, self.history.faults[self._faults_before_step :])
         self._faults_before_step = len(self.history.faults)
         if op in FOREIGN_STEPS:
             self._paused_until = self.sim.now()

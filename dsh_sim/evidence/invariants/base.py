@@ -43,7 +43,7 @@ INVARIANTS: dict[str, str] = {
     "closed_handle_refuses": 'after a clean stop the closed write handle refuses append, flush and read at once with the spec\'s SessionHandleClosedError ("<op> on a closed handle")',
     "no_residue": "a process that stops cleanly leaves no descriptor open, and — when no fault struck it — no temp file or other stray name in the session directory",
     "format_conformance": "every byte the runtime writes passes an independent strict decoder of the spec's format: a checksummed frame per batch holding exactly its records, strict JSON, the envelope and v3 rules",
-    "errors_documented": "what the runtime raises to its caller is one of its documented errors (the spec's typed persistence errors, an append whose rollback failed, an OSError an I/O fault passes through), never a TypeError, KeyError or other programming error",
+    "errors_documented": "what the runtime raises to its caller is one of its documented errors (the spec's typed persistence errors, an append whose rollback failed, an OSError an I/O fault passes through, with that fault's errno), never a TypeError, KeyError or other programming error; a storage flush whose own write failed raises",
     "dsh_agrees": "with --against dsh: the published DSH reader (list, read, inspect, load) reads every crash image the runtime recovers — projected to the v0 log DSH reads — as the runtime did: the same refusal class or the same prefix, closers and verdicts, unless a known DSH finding explains the difference",
     "migration_atomic": "migrating a v0 log never changes it, and a published v3 generation always holds the complete migrated log: old or new readable, never neither, never half a generation",
 }

@@ -13,9 +13,15 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from dsh_sim.evidence.invariants.base import Judge, fail
 from runtime.persistence import errors as persistence_errors
+from runtime.persistence.context import EXPLICIT_FLUSH
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.history import FaultFired
 
 NAME = "errors_documented"
 
@@ -55,6 +61,18 @@ def check_step_error(obs: Judge, op: str, outcome: str, error: BaseException | N
                 outcome,
             )
             return
+
+
+def check_flush_reports(obs: Judge, op: str, outcome: str, faults: Sequence[FaultFired]) -> None:
+    """A storage ``flush`` whose own write failed (an injected error inside its explicit-flush
+    sequence, other than a removal the runtime may let fail) raises it and keeps the events
+    queued (spec §10.2); returning as if durable hides the failure from its caller."""
+    if op != "flush" or outcome != "ok" or obs.sim.kind == "agent":
+        return
+    own = [f for f in faults if f.action in ("error", "fsync_fail") and f.durability_step == EXPLICIT_FLUSH and f.point != "fs.unlink"]
+    if own:
+        obs.count(NAME)
+        fail(obs, NAME, f"a flush returned success although its own write failed ({own[0].action} at {own[0].point})")
 
 
 def injected_errnos(obs: Judge) -> set[int]:
