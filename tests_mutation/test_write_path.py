@@ -1,7 +1,7 @@
 """The write path's failure paths as mutation-test items (see :mod:`dsh_sim.drivers.faultsweep`).
 
 Each item replays one scenario once per position of its durability sequences with an I/O error
-(and, on the agent machine, a cancellation) added there; every run is judged by every invariant
+(and a cancellation of the turn or the session open) added there; every run is judged by every invariant
 and oracle — ``no_residue`` included: a descriptor left open or a temp name left behind by a
 failure path is a violation.  The selection is ``harness.SWEEP_SET``.
 """

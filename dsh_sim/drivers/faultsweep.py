@@ -10,10 +10,12 @@ remove every temp name it created, and leave a log the oracles accept.
 
 1. Record: run the scenario once and note, per primary lifetime, every announcement of a
    faultable filesystem point (:data:`SWEPT_POINTS`).  Announcements of the same point on
-   the same file in the same durability sequence are one *position* (the second append of
-   a batch runs the same code as the first); the first of each is swept.
+   the same file in the same durability sequence from the same runtime function are one
+   *position* (the second append of a batch runs the same code as the first); the first of
+   each is swept.
 2. Sweep: for every position and action (an ``error`` — ENOSPC for a write, EIO elsewhere —
-   and, on the agent machine, a ``cancel`` of the running turn), replay the scenario with one
+   and, where a cleanup follows, a ``cancel``: of the running turn, or during boot of the
+   application's session open), replay the scenario with one
    more fault rule striking exactly there, and judge the run with every invariant and oracle
    (``no_residue``: descriptors and stray names; ``eventually_durable``, the reference model,
    ``errors_documented``...).  Each violation comes with the scenario that replays it.
