@@ -157,6 +157,7 @@ def test_every_invariant_has_a_failing_demonstration():
         "turn_progress",
         "write_behind_timely",
         "no_residue",
+        "closed_handle_refuses",  # tests/test_write_path.py: a handle that forgets it was closed, and the op its error names
         "errors_documented",  # tests/test_oracles.py: a reader that crashes with a TypeError
         "cancellation_honoured",  # tests/test_tool_oracles.py: success after cancellation, ABORTED kinds swapped
         "tool_schedule",  # tests/test_tool_oracles.py: an exclusive call joining a parallel group

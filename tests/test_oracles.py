@@ -188,7 +188,10 @@ def test_a_write_behind_that_waits_too_long_is_late():
     "edit",
     [
         Edit(
-            "runtime.persistence.handles", "WriteHandle.close", "                await release_lock(self._fs, fd)", "                pass"
+            "runtime.persistence.handles",
+            "WriteHandle.close",
+            "                        await release_lock(self._fs, fd)",
+            "                        pass",
         ),
         Edit("runtime.persistence.durable", "publish_new_file", "        raise\n    await unlink_quietly(fs, temp)\n", "        raise\n"),
     ],

@@ -203,3 +203,31 @@ def test_a_dead_process_cannot_touch_the_disk_even_from_finally_blocks():
 def test_explicit_power_cut_round_trips_through_json():
     cut = PowerCut((TornCut(5, 1, 7),), ((2, "x", True),))
     assert PowerCut.from_json(cut.to_json()) == cut
+
+
+def test_a_cancelled_close_leaves_the_descriptor_open_like_the_real_adapter(tmp_path):
+    """close in a cancelled scope raises Cancelled before it closes (trio.to_thread.run_sync
+    checks cancellation first), in SimFS as in the real adapter; only a shielded close closes."""
+    from runtime.adapters.os_fs import OsFileSystem
+
+    disk, view = fresh()
+    real = OsFileSystem()
+
+    async def main():
+        for fs, path in ((view, "/d/f"), (real, str(tmp_path / "f"))):
+            fd = await fs.open(path, NEW)
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await fs.close(fd)
+            assert scope.cancelled_caught
+            await fs.fstat(fd)  # still open
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                with trio.CancelScope(shield=True):
+                    await fs.close(fd)
+            with pytest.raises(OSError) as err:
+                await fs.fstat(fd)
+            assert err.value.errno == errno.EBADF
+        assert view.open_paths() == []
+
+    run(main)

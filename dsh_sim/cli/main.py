@@ -175,6 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_lazy("explore_cmd"))
 
+    p = sub.add_parser(
+        "sweep", help="put an I/O error and a cancellation at every position of every durability sequence of a scenario (failure paths)"
+    )
+    p.add_argument("files", nargs="+", metavar="SCENARIO")
+    p.add_argument("--found-dir", default="scenarios/found", help="where scenarios replaying violations are saved")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_lazy("sweep_cmd"))
+
     p = sub.add_parser("validate", help="check scenario files against the scenario language; every problem with its JSON path")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -64,6 +64,10 @@ class SimConfig:
     )
     session_id: str = attrs.field(metadata={"doc": "the session's id"}, default="sim-session", validator=_session_id)
     root: str = attrs.field(metadata={"doc": "persistence root on the simulated disk"}, default="/sim/sessions", validator=_absolute)
+    root_exists: bool = attrs.field(
+        default=True,
+        metadata={"doc": "false: a first run on a fresh machine — the root and its missing ancestors are the runtime's to create"},
+    )
     workspace: str = attrs.field(
         metadata={"doc": "the tools' workspace on the simulated disk"}, default="/sim/workspace", validator=_absolute
     )

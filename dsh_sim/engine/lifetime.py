@@ -32,6 +32,8 @@ class Lifetime:
     store: Any = None  # the process's SessionStore
     session: Any = None  # the live Session (the agent's, or the storage process's)
     handle: Any = None  # storage processes: the write handle
+    opening: Any = None  # the application's cancel scope around its session open (a cancel fault during boot)
+    step_error: BaseException | None = None  # what the last step raised to its caller (errors_documented)
 
     def live_runtime(self) -> Runtime:
         """The runtime this process booted (set before its agent: a process with an agent has one)."""

@@ -78,7 +78,8 @@ class Simulation:
         self.perturb_rng = random.Random(derive_seed(seed, "perturb"))
         if disk is None:
             disk = Disk()
-            disk.mkdirs_durable(self.config.root)
+            if self.config.root_exists:
+                disk.mkdirs_durable(self.config.root)
             disk.mkdirs_durable(self.config.workspace)
         self.disk = disk
         self.world = World() if world is None else world
@@ -194,7 +195,10 @@ class Simulation:
             if rule.action == "delay":
                 await trio.sleep(rule.delay)
             elif rule.action == "cancel":
-                self.cancel_turn(life)
+                if life.agent is not None:
+                    self.cancel_turn(life)
+                elif life.opening is not None:  # during boot: the application abandons its open
+                    life.opening.cancel()
             elif rule.action == "corrupt":
                 self.corrupt(rule)
             else:

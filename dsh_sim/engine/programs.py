@@ -8,7 +8,8 @@ worker thread would escape the simulated process's deterministic scheduler.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -73,6 +74,25 @@ def _backend(env: Surroundings) -> JsonlBackend:
     return JsonlBackend(env.config.root, env.ports, compression=env.config.compression, verifier=inline_verifier)
 
 
+class OpenCancelled(Exception):
+    """The application gave up on its session open (a ``cancel`` fault struck the boot)."""
+
+
+@contextlib.contextmanager
+def opening(life: Lifetime) -> Iterator[None]:
+    """The session open under a cancel scope the application owns — as one that opens with a
+    deadline would — so that a ``cancel`` fault during boot cancels the open midway (the
+    runtime's cleanup must still close and remove what the open had made)."""
+    with trio.CancelScope() as scope:
+        life.opening = scope
+        try:
+            yield
+        finally:
+            life.opening = None
+    if scope.cancelled_caught:
+        raise OpenCancelled("the session open was cancelled")
+
+
 async def second_writer_main(env: Surroundings, life: Lifetime) -> None:
     """A second writer: opens the stored session for write, appends one event, exits."""
     cfg, ports = env.config, env.ports
@@ -109,11 +129,12 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
         life.runtime = rt
         life.store = rt.store
         rt.backend.verifier = inline_verifier  # no worker threads inside a simulated process
-        try:
-            life.agent, life.report = await rt.resume_agent(cfg.session_id)
-        except SessionPersistenceNotFoundError:
-            life.agent = await rt.create_agent(cfg.session_id, cwd=cfg.workspace)
-            life.created = True
+        with opening(life):
+            try:
+                life.agent, life.report = await rt.resume_agent(cfg.session_id)
+            except SessionPersistenceNotFoundError:
+                life.agent = await rt.create_agent(cfg.session_id, cwd=cfg.workspace)
+                life.created = True
         life.session = life.agent.session
         life.proc.ready = True
         await trio.sleep_forever()
@@ -129,14 +150,15 @@ async def storage_main(env: Surroundings, life: Lifetime) -> None:
     backend = _backend(env)
     async with open_store(ports.probe) as store:
         life.store = store
-        try:
-            handle = await backend.open(cfg.session_id, "write")
-            life.report = StorageRecovery(tuple(await handle.read()), handle.torn_tail)
-            stored = list(life.report.events)
-        except SessionPersistenceNotFoundError:
-            handle = await backend.create(SessionHeader(cfg.session_id, ports.clock.now_ms(), cwd=cfg.workspace))
-            life.created = True
-            stored = []
+        with opening(life):
+            try:
+                handle = await backend.open(cfg.session_id, "write")
+                life.report = StorageRecovery(tuple(await handle.read()), handle.torn_tail)
+                stored = list(life.report.events)
+            except SessionPersistenceNotFoundError:
+                handle = await backend.create(SessionHeader(cfg.session_id, ports.clock.now_ms(), cwd=cfg.workspace))
+                life.created = True
+                stored = []
         life.handle = handle
         life.session = Session(cfg.session_id, ports.clock, stored)
         store.bind(life.session, handle)

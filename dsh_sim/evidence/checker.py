@@ -19,7 +19,8 @@ from dsh_sim.engine.observer import Observer
 from dsh_sim.evidence import invariants as inv
 from dsh_sim.evidence.coverage import case_from_recovery
 from dsh_sim.evidence.invariants import oracles
-from dsh_sim.evidence.invariants.errors import check_step_error
+from dsh_sim.evidence.invariants.closed import check_closed_handle
+from dsh_sim.evidence.invariants.errors import check_flush_reports, check_step_error
 from dsh_sim.evidence.invariants.points import check_announcement
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.grammar import Grammar
@@ -66,6 +67,7 @@ class Checker(Observer):
         self._live: dict[int, _Watch] = {}  # per lifetime: the live log's incremental judges
         self._faults_before_step = 0
         self._stray_at_boot: dict[int, set[str]] = {}
+        self._stray_before_step: set[str] = set()  # (a failed boot is judged against what was there before it)
         self._paused_until = float("-inf")
         self._schedule = Schedule(max_parallel=sim.config.max_parallel_tool_calls, safe=CONCURRENCY_SAFE)
 
@@ -134,6 +136,7 @@ class Checker(Observer):
         check_announcement(self, life, name, details)
         if name == "persist.batch.durable":
             inv.check_single_writer(self, life)
+            oracles.check_announcement(self, details)
         elif name == "tools.execute.body" and not details.get("nested"):
             inv.check_body_after_durable_call(self, life, details)
             inv.check_approval_gate(self, life, details)
@@ -166,10 +169,18 @@ class Checker(Observer):
     def on_boot(self, life: Lifetime) -> None:
         """Post-recovery invariants, after every boot (the coverage case after a crash)."""
         self._stray_at_boot[life.index] = oracles.stray_names(self)
+        if life.boot_error is not None and life.crash is None:  # the process exited: what it opened is closed
+            faulted = oracles.cleanup_faulted(self, life)
+            oracles.check_residue(self, life, faults_in_life=faulted, stray_at_boot=self._stray_before_step)
         previous = [other for other in self.sim.lifetimes if other.index < life.index]
         crash = next((other.crash for other in reversed(previous) if other.crash is not None), self.history.prior_crash)
         inv.check_recovery(self, life, crash)
         inv.check_idempotent_keys(self)
+        if crash is not None and crash not in self.recovered_from and inv.io_fault_refused(self, life):
+            # a boot an injected fault failed may have written before it gave up (a repair append
+            # whose rollback the cancellation stopped): the crash image is no longer what the next
+            # boot reads, so the reference model has nothing exact to say about this crash
+            self.recovered_from.append(crash)
         if crash is not None and crash not in self.recovered_from:
             if life.crash is None:  # (a boot that crashed itself is judged at the next boot)
                 oracles.check_reference(self, life, crash)
@@ -191,9 +202,12 @@ class Checker(Observer):
         oracles.check_reader_refused(self, error, quiet=quiet)
 
     def on_step(self, op: str, outcome: str, args: Any = None) -> None:
+        self._stray_before_step = oracles.stray_names(self)
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
-        check_step_error(self, op, outcome)
+        current = self.sim.current
+        check_step_error(self, op, outcome, current.step_error if current is not None else None)
         quiet = len(self.history.faults) == self._faults_before_step and not outcome.startswith("crashed")
+        check_flush_reports(self, op, outcome, self.history.faults[self._faults_before_step :])
         self._faults_before_step = len(self.history.faults)
         if op in FOREIGN_STEPS:
             self._paused_until = self.sim.now()
@@ -259,9 +273,11 @@ class Checker(Observer):
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         if life is not self.sim.primary:
             return
-        if life.boot_error is None and life.exit_error is None:
-            faulted = any(f.lifetime == life.index for f in self.history.faults)
+        if life.crash is None:
+            erred = life.boot_error is not None or life.exit_error is not None  # (descriptors only)
+            faulted = erred or oracles.cleanup_faulted(self, life)
             oracles.check_residue(self, life, faults_in_life=faulted, stray_at_boot=self._stray_at_boot.get(life.index, set()))
+            check_closed_handle(self, life)
         inv.check_eventually_durable(self, life, faults_during)
         if life.session is not None:
             inv.check_fail_closed(self, life.session.events)

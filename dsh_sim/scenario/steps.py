@@ -40,6 +40,7 @@ from runtime.adapters.script_model import ScriptedResponse, ScriptedToolCall
 
 
 def _outcome(life: Lifetime, reply: Any) -> str:
+    life.step_error = getattr(reply, "error", None) if reply is not None else None
     if life.dead:
         crash = life.crash
         return f"crashed:{crash.point if crash else '?'}"

@@ -257,22 +257,28 @@ class WriteHandle:
         return self._lock_fd
 
     async def close(self) -> None:
-        """Release ownership (idempotent)."""
+        """Release ownership (idempotent).
+
+        Shielded: a close is what a cancelled caller runs while it unwinds (``resume_agent``
+        after a cancelled repair), and a cancellation at its first checkpoint — waiting for the
+        chain — would keep the session claimed and its lock descriptor open for good.
+        """
         if self._closed:
             return
-        async with self._chain:
-            if self._closed:
-                return
-            self._closed = True
-            self._backend._release(self)  # ownership is freed even if the release below fails
-            try:
-                if self._append_fd is not None:
-                    fd, self._append_fd = self._append_fd, None
-                    await close_shielded(self._fs, fd)
-            finally:
-                if self._lock_fd is not None:
-                    fd, self._lock_fd = self._lock_fd, None
-                    await release_lock(self._fs, fd)
+        with trio.CancelScope(shield=True):
+            async with self._chain:
+                if self._closed:
+                    return
+                self._closed = True
+                self._backend._release(self)  # ownership is freed even if the release below fails
+                try:
+                    if self._append_fd is not None:
+                        fd, self._append_fd = self._append_fd, None
+                        await close_shielded(self._fs, fd)
+                finally:
+                    if self._lock_fd is not None:
+                        fd, self._lock_fd = self._lock_fd, None
+                        await release_lock(self._fs, fd)
 
     async def __aenter__(self) -> WriteHandle:
         return self

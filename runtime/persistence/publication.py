@@ -136,7 +136,8 @@ async def publish(fs: FileSystem, ids: Ids, probe: Probe, verifier: Verifier, pr
                     await unlink_quietly(fs, target)
                 await unlink_quietly(fs, stage)
             raise
-    await unlink_quietly(fs, stage)
+    with trio.CancelScope(shield=True):  # a stage left beside the published log is a second hard link to it
+        await unlink_quietly(fs, stage)
 
 
 async def link_stage(fs: FileSystem, stage: str, target: str) -> None:

@@ -384,10 +384,15 @@ class ProcessView:
         self._done("flock", path, "replaced")
 
     async def close(self, fd: int) -> None:
+        """Like the real adapter's close off the event loop (``trio.to_thread.run_sync``): a
+        cancelled caller gets ``Cancelled`` *before* anything happens — the descriptor stays
+        open, which is why the runtime shields its closes — and a close that started finishes."""
+        if not self.alive:
+            raise self._refuse("close", str(fd))
+        await trio.lowlevel.checkpoint()
         if not self.alive:
             raise self._refuse("close", str(fd))
         entry = self._fd(fd)
         if self.disk.locks.get(entry.ino) == (self.pid, fd):
             del self.disk.locks[entry.ino]
         del self._fds[fd]
-        await trio.lowlevel.checkpoint()

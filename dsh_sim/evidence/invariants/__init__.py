@@ -27,6 +27,7 @@ from dsh_sim.evidence.invariants.recovery import (
     check_recovery,
     check_seq_dense,
     check_verdicts,
+    io_fault_refused,
 )
 from dsh_sim.evidence.invariants.storage import (
     SeededSource,
@@ -61,4 +62,5 @@ __all__ = [
     "check_single_writer",
     "check_verdicts",
     "fail",
+    "io_fault_refused",
 ]

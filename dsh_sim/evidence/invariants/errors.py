@@ -13,9 +13,15 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from dsh_sim.evidence.invariants.base import Judge, fail
 from runtime.persistence import errors as persistence_errors
+from runtime.persistence.context import EXPLICIT_FLUSH
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.history import FaultFired
 
 NAME = "errors_documented"
 
@@ -23,7 +29,7 @@ NAME = "errors_documented"
 @functools.cache
 def documented() -> frozenset[str]:
     """Names of the exception types the runtime may raise to a caller."""
-    names = {"AppendRollbackError"}
+    names = {"AppendRollbackError", "OpenCancelled"}  # (OpenCancelled: the application abandoned its open, not the runtime)
     names |= {
         cls.__name__
         for _, cls in inspect.getmembers(persistence_errors, inspect.isclass)
@@ -33,11 +39,53 @@ def documented() -> frozenset[str]:
     return frozenset(names)
 
 
-def check_step_error(obs: Judge, op: str, outcome: str) -> None:
-    """After every step: an ``error:`` or ``refused:`` outcome names a documented error."""
+def check_step_error(obs: Judge, op: str, outcome: str, error: BaseException | None = None) -> None:
+    """After every step: an ``error:`` or ``refused:`` outcome names a documented error, and an
+    operating-system error in it carries the errno of a fault injected into this process."""
     kind, _, name = outcome.partition(":")
     if kind not in ("error", "refused"):
         return
     obs.count(NAME)
     if name not in documented():
         fail(obs, NAME, f"step {op} ended with {name}, which the runtime does not document: a bug, not a refusal", None, outcome)
+        return
+    injected = injected_errnos(obs)
+    for err in _os_errors(error):
+        if err.errno not in injected:
+            fail(
+                obs,
+                NAME,
+                f"step {op} ended with {type(err).__name__} errno {err.errno} ({err.strerror}), which no injected fault explains: "
+                "the simulated disk fails only where a fault says so, so the runtime made a call that cannot succeed",
+                None,
+                outcome,
+            )
+            return
+
+
+def check_flush_reports(obs: Judge, op: str, outcome: str, faults: Sequence[FaultFired]) -> None:
+    """A storage ``flush`` whose own write failed (an injected error inside its explicit-flush
+    sequence, other than a removal the runtime may let fail) raises it and keeps the events
+    queued (spec §10.2); returning as if durable hides the failure from its caller."""
+    if op != "flush" or outcome != "ok" or obs.sim.kind == "agent":
+        return
+    own = [f for f in faults if f.action in ("error", "fsync_fail") and f.durability_step == EXPLICIT_FLUSH and f.point != "fs.unlink"]
+    if own:
+        obs.count(NAME)
+        fail(obs, NAME, f"a flush returned success although its own write failed ({own[0].action} at {own[0].point})")
+
+
+def injected_errnos(obs: Judge) -> set[int]:
+    """The errnos of the filesystem faults fired so far (an error passes through later steps too:
+    a failed rollback's bytes are healed by the next append)."""
+    from dsh_sim.engine.vocabulary import ERRNOS
+
+    rules = obs.sim.plan.rules
+    return {ERRNOS[rules[f.rule].errno] for f in obs.faults if f.action in ("error", "fsync_fail")}
+
+
+def _os_errors(error: BaseException | None) -> list[OSError]:
+    """The operating-system errors in ``error`` (an append whose rollback failed holds two)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [inner for part in error.exceptions for inner in _os_errors(part)]
+    return [error] if isinstance(error, OSError) else []

@@ -65,6 +65,19 @@ def check_acknowledged_bytes(obs: Judge, batch: Sequence[Event], before: bytes, 
         fail(obs, FORMAT, "the last records on disk are not the acknowledged batch", None, f"batch seqs {batch[0].seq}..{batch[-1].seq}")
 
 
+def report_differences(expected: reference.Expected, report: Any, agent: bool) -> list[str]:
+    """What the recovery report tells its caller besides the events — where the torn tail
+    starts, and each interrupted call's verdict — against the spec's reading of the same bytes."""
+    out = []
+    torn = getattr(report, "torn", None)
+    start = torn.truncate_to if torn is not None else None
+    if start != expected.torn_start:
+        out.append(f"the recovery report's torn tail starts at {start}, the spec reader's at {expected.torn_start}")
+    if agent and dict(report.verdicts) != expected.verdicts:
+        out.append(f"the recovery report's verdicts {dict(report.verdicts)} are not the spec's {expected.verdicts}")
+    return out
+
+
 def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
     """After the first boot that follows a crash: the recovery is exactly the reference model's."""
     from dsh_sim.adapters.simfs.disk import Disk
@@ -96,15 +109,9 @@ def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
         return
     for difference in reference.compare(expected, life.boot_error, stored, closers):
         fail(obs, REFERENCE, difference, None, f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})")
-    reported = getattr(report, "verdicts", None)  # what a resume tells its caller (and retry_unknown acts on)
-    if reported is not None and life.boot_error is None and expected.refused is None and reported != expected.verdicts:
-        fail(
-            obs,
-            REFERENCE,
-            f"the recovery reports verdicts {reported}; the closers the spec appends carry {expected.verdicts}",
-            None,
-            f"crash {crash.label}",
-        )
+    if report is not None and expected.refused is None:
+        for difference in report_differences(expected, report, sim.kind == "agent"):
+            fail(obs, REFERENCE, difference, None, f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})")
     if sim.kind == "agent" and expected.refused is None:
         # the turns before the last were judged when they were live; the last one was cut by the
         # crash (its latest events never reached a live check), so it is judged here with the closers
@@ -203,6 +210,20 @@ def check_acknowledgement_durable(obs: Judge, after: bytes | None) -> None:
     if durable is None or not durable.startswith(after):
         kept = "no log at all" if durable is None else f"{len(durable)} of its {len(after)} bytes"
         fail(obs, DURABLE, f"a batch was acknowledged, but a power cut now would keep {kept}")
+
+
+def check_announcement(obs: Judge, details: dict[str, Any]) -> None:
+    """An acknowledgement names the batch it acknowledges — its first seq and its count, the
+    details the point is declared with — as a probe observer (a replicator, a UI) relies on."""
+    batch = tuple(details.get("_events", ()))
+    obs.count(DURABLE)
+    first, count = details.get("first_seq"), details.get("count")
+    if not isinstance(first, int) or count != len(batch) or (batch and first != batch[0].seq):
+        fail(
+            obs,
+            DURABLE,
+            f"an acknowledgement of {len(batch)} event(s) from seq {batch[0].seq if batch else '-'} announced first_seq={first!r}, count={count!r}",
+        )
 
 
 def check_event_durable(obs: Judge, events: Sequence[Event], seq: int, what: str) -> None:
@@ -353,16 +374,29 @@ def stray_names(obs: Judge) -> set[str]:
     return {name for name, _ in disk.dir(ino).entries if name != LOCK_FILENAME and parse_generation_filename(name) is None}
 
 
+CLEANUP_POINTS = ("fs.unlink",)  # a fault here fails a removal itself: a stray name is then by design
+
+
+def cleanup_faulted(obs: Judge, life: Lifetime) -> bool:
+    """Whether a fault struck one of ``life``'s removals (the only way a failed durability
+    sequence may leave its temp file: the next write open removes it, spec §3.6)."""
+    return any(f.lifetime == life.index and f.point in CLEANUP_POINTS for f in obs.faults)
+
+
 def check_residue(obs: Judge, life: Lifetime, faults_in_life: bool, stray_at_boot: set[str]) -> None:
-    """After a clean stop: nothing left open; without faults, nothing stray that this process
-    made (what a crashed predecessor left is not this process's to clean, unless it opened
-    the log for write — then the spec's write open removes stale temps)."""
+    """After a clean stop, or an exit on an error: nothing left open — every durability
+    sequence closes what it opened on its failure paths too (a leaked descriptor is fd
+    exhaustion in production).  And unless a fault struck a removal (``faults_in_life``), no
+    stray name this process made: a failed write, fsync, link or directory fsync, or a
+    cancellation, still removes the temp file it created (what a crashed predecessor left
+    is not this process's to clean, unless it opened the log for write — then the spec's
+    write open removes stale temps)."""
     obs.count(RESIDUE)
     still_open = life.view.open_paths()
     if still_open:
         fail(obs, RESIDUE, f"process {life.index} stopped with descriptors still open: {still_open}")
     if faults_in_life:
-        return  # (a failed cleanup may leave a temp file by design: the next write open removes it)
+        return
     stray = sorted(stray_names(obs) - stray_at_boot)
     if stray:
-        fail(obs, RESIDUE, f"process {life.index} stopped cleanly but left {stray} in the session directory")
+        fail(obs, RESIDUE, f"process {life.index} ended without a crash but left {stray} in the session directory")

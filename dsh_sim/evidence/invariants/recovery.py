@@ -22,6 +22,25 @@ if TYPE_CHECKING:
     from dsh_sim.engine.lifetime import Lifetime
 
 
+def io_fault_refused(obs: Judge, life: Lifetime) -> bool:
+    """Whether the boot failed because of a fault injected into it: the error of a filesystem
+    fault (the open passes an I/O error through) or a cancellation of the open.  The recovery
+    is then judged at the next boot that opens the log."""
+    from dsh_sim.engine.programs import OpenCancelled
+    from dsh_sim.engine.vocabulary import ERRNOS
+
+    error = life.boot_error
+    if isinstance(error, OpenCancelled):  # (only a cancel fault during boot raises it)
+        return True
+    if not isinstance(error, OSError):
+        return False
+    plan = obs.sim.plan.rules
+    return any(
+        f.lifetime == life.index and f.action in ("error", "fsync_fail") and ERRNOS.get(plan[f.rule].errno) == error.errno
+        for f in obs.faults
+    )
+
+
 def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> None:
     sim = obs.sim
     check_migration_atomic(obs, life)
@@ -33,6 +52,8 @@ def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> Non
             return
         if isinstance(error, SessionPersistenceCorruptionError) and obs.corruptions:
             return  # refusing a log the medium damaged is always safe (recovery_succeeds: crashes only)
+        if io_fault_refused(obs, life):
+            return  # an injected I/O error failed the open itself: the error passes through (spec §3.6)
         obs.count("recovery_succeeds")
         fail(
             obs,

@@ -1,0 +1,176 @@
+"""Failure-path sweep: an I/O error, and a cancellation, at every named point of every
+durability sequence a scenario runs.
+
+Crash exploration asks what a *crash* at each point leaves; this asks what a *failed
+operation* leaves while the process lives on.  Every durability sequence — the directory
+chain, first publication (temp, fsync, link, directory fsync), the append and its rollback,
+the torn-tail truncation, the rewrite that makes a found log durable at open, migration's
+stage — must undo what it made on its failure paths: close every descriptor it opened,
+remove every temp name it created, and leave a log the oracles accept.
+
+1. Record: run the scenario once and note, per primary lifetime, every announcement of a
+   faultable filesystem point (:data:`SWEPT_POINTS`).  Announcements of the same point on
+   the same file in the same durability sequence from the same runtime function are one
+   *position* (the second append of a batch runs the same code as the first); the first of
+   each is swept.
+2. Sweep: for every position and action (an ``error`` — ENOSPC for a write, EIO elsewhere —
+   and, where a cleanup follows, a ``cancel``: of the running turn, or during boot of the
+   application's session open), replay the scenario with one
+   more fault rule striking exactly there, and judge the run with every invariant and oracle
+   (``no_residue``: descriptors and stray names; ``eventually_durable``, the reference model,
+   ``errors_documented``...).  Each violation comes with the scenario that replays it.
+
+Cost: one replay per position and action — a few dozen replays of a small scenario.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from dsh_sim.drivers.replay import run_scenario, run_steps, simulation_for
+from dsh_sim.engine.faults import FaultRule
+from dsh_sim.engine.lifetime import Lifetime
+from dsh_sim.engine.observer import Observer
+from dsh_sim.evidence.invariants import Violation
+from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.scenario.model import Expectation, Scenario
+from runtime.persistence import context as durability
+
+SWEPT_POINTS = ("fs.open", "fs.write", "fs.fsync", "fs.fsync_dir", "fs.link", "fs.ftruncate", "fs.mkdir", "fs.unlink")
+_TOKEN = re.compile(r"\.[0-9a-f]{8,}\.")  # the random token of a temp or stage name
+# Barriers run one code path (the handle's append): swept once per lifetime, not per barrier.
+_BARRIERS = {durability.PRE_STEP, durability.LLM_STREAM, durability.TOOLS_EXECUTE, durability.EXPLICIT_FLUSH}
+
+
+@attrs.frozen
+class Position:
+    """One swept place: the ``hit``-th announcement of ``point`` in lifetime ``lifetime``."""
+
+    lifetime: int
+    point: str
+    hit: int
+    path: str
+    sequence: str | None  # the runtime's durability sequence (None: outside one)
+    caller: str  # the runtime function that made the call (the rollback's ftruncate is not the heal's)
+
+    def key(self) -> tuple[Any, ...]:
+        sequence = "barrier" if self.sequence in _BARRIERS else self.sequence
+        return (self.lifetime, self.point, _TOKEN.sub(".*.", self.path), sequence, self.caller)
+
+    def describe(self) -> str:
+        within = f" in {self.sequence}" if self.sequence else ""
+        return f"{self.point} #{self.hit} of lifetime {self.lifetime} ({self.path}{within})"
+
+
+@attrs.frozen
+class SweepViolation:
+    position: Position
+    action: str
+    violation: Violation
+    repro: Scenario
+
+
+@attrs.frozen
+class SweepResult:
+    scenario: str
+    positions: tuple[Position, ...]
+    runs: int
+    violations: tuple[SweepViolation, ...]
+    seconds: float
+
+
+class _Counter(Observer):
+    def __init__(self, primary: Callable[[Lifetime], bool]) -> None:
+        self._primary = primary
+        self.seen: dict[tuple[int, str], int] = {}
+        self.positions: dict[tuple[Any, ...], Position] = {}
+
+    def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
+        if name not in SWEPT_POINTS:
+            return
+        count = self.seen[(life.index, name)] = self.seen.get((life.index, name), 0) + 1
+        if not self._primary(life):
+            return
+        position = Position(life.index, name, count, str(details.get("path", "")), durability.current().step, _runtime_caller())
+        self.positions.setdefault(position.key(), position)
+
+
+def _runtime_caller() -> str:
+    """The innermost runtime function on the stack (the recording run only: a stack walk)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("runtime."):
+            return f"{frame.f_globals['__name__']}.{frame.f_code.co_name}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "?"
+
+
+def positions(scenario: Scenario) -> list[Position]:
+    """The distinct faultable positions the scenario's run passes through, in run order."""
+    sim, checker = simulation_for(scenario, trace=False)
+    counter = _Counter(lambda life: life is sim.primary)
+    sim.observers.append(counter)
+    with mutants.enabled(scenario.mutants):
+        try:
+            run_steps(sim, scenario.steps)
+        finally:
+            sim.shutdown()
+    return list(counter.positions.values())
+
+
+def rule_for(position: Position, action: str) -> FaultRule:
+    errno = "ENOSPC" if position.point == "fs.write" else "EIO"
+    return FaultRule(position.point, action, hit=position.hit, lifetime=position.lifetime, errno=errno)
+
+
+CANCELLED_POINTS = ("fs.write", "fs.fsync", "fs.fsync_dir", "fs.link", "fs.ftruncate")  # cleanups follow these
+
+
+def actions_for(scenario: Scenario, position: Position) -> tuple[str, ...]:
+    """``cancel`` cancels the running turn, or during boot the application's session open:
+    swept where a cleanup follows (an open that is never reached has nothing to undo)."""
+    return ("error", "cancel") if position.point in CANCELLED_POINTS else ("error",)
+
+
+def variant(scenario: Scenario, position: Position, action: str) -> Scenario:
+    """``scenario`` with one more fault: ``action`` at ``position``; it must hold like the original."""
+    return attrs.evolve(
+        scenario,
+        name=f"{scenario.name}-sweep-{action}-{position.point.removeprefix('fs.')}-{position.lifetime}-{position.hit}",
+        description=f"failure-path sweep of {scenario.name}: {action} at {position.describe()}",
+        fault_plan=(*scenario.fault_plan, rule_for(position, action)),
+        expect=Expectation(outcome="pass"),
+        trace_digest=None,
+        origin={"found_by": "faultsweep", "from": scenario.name},
+    )
+
+
+def sweep(
+    scenario: Scenario,
+    *,
+    stop_on_violation: bool = False,
+    on_violation: Callable[[Scenario], str] | None = None,
+) -> SweepResult:
+    """Replay ``scenario`` once per position and action with that fault added; every run judged."""
+    started = time.perf_counter()
+    found: list[SweepViolation] = []
+    places = positions(scenario)
+    runs = 0
+    for position in places:
+        for action in actions_for(scenario, position):
+            repro = variant(scenario, position, action)
+            result, _ = run_scenario(repro)
+            runs += 1
+            if result.violations:
+                if on_violation is not None:
+                    on_violation(repro)
+                found.append(SweepViolation(position, action, result.violations[0], repro))
+                if stop_on_violation:
+                    return SweepResult(scenario.name, tuple(places), runs, tuple(found), time.perf_counter() - started)
+    return SweepResult(scenario.name, tuple(places), runs, tuple(found), time.perf_counter() - started)
