@@ -122,7 +122,7 @@ def test_recovery_verdicts_that_differ_from_the_closers_are_found(monkeypatch):
     monkeypatch.setattr(resume, "verdicts", lambda closers: {})
     scenario = next(s for s in harness.corpus() if s.name == "boundary-3-4-pay")
     result, _ = run_scenario(scenario)
-    assert any("reports verdicts" in v.describe() for v in result.violations)
+    assert any("recovery report's verdicts" in v.describe() for v in result.violations)
 
 
 def test_spec_reader_refuses_a_gapped_turn_end_in_a_raw_log():
