@@ -87,12 +87,29 @@ async def ensure_dir_durable(fs: FileSystem, path: str, base: str) -> None:
 
     An existing directory proves nothing about durability: a crashed process (or an earlier
     attempt whose directory fsync failed) can leave a name that lives only in the page cache,
-    and power loss would take the new log with it.  Ancestors above ``base`` are created if
-    missing (each with its parent fsynced); existing ones are left alone.
+    and power loss would take the new log with it.  That holds above ``base`` too: ancestors
+    are created if missing and every one's entry is fsynced into its parent, existing or not —
+    a run killed between creating an ancestor and fsyncing its parent leaves a name the next
+    run would find and build on (spec §3.6 fsyncs only the root's parent, which leaves that gap
+    one level up).  Ancestors above ``base`` may be links (``/home`` → ``/usr/home``); a parent
+    on a filesystem that cannot sync a directory (read-only: ``EROFS``; ``EINVAL``) holds no
+    entry a crashed run of ours left unsynced, so that refusal alone is passed over.
     """
-    parent = posixpath.dirname(base)
-    if parent != base and not await exists(fs, parent):
-        await ensure_dir_durable(fs, parent, parent)
+    ancestors = []
+    node = posixpath.dirname(base)
+    while posixpath.dirname(node) != node:  # up to, not including, "/"
+        ancestors.append(node)
+        node = posixpath.dirname(node)
+    for ancestor in reversed(ancestors):
+        created = False
+        if not await exists(fs, ancestor):
+            await fs.mkdir(ancestor, 0o700)
+            created = True
+        try:
+            await fs.fsync_dir(posixpath.dirname(ancestor))
+        except OSError as err:
+            if created or err.errno not in (errno.EROFS, errno.EINVAL):
+                raise
     chain = [base]
     while chain[-1] != path:
         rest = posixpath.relpath(path, chain[-1]).split("/")[0]
