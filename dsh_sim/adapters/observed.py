@@ -21,11 +21,12 @@ from runtime.tools.results import HarnessError, ToolResult
 @attrs.frozen
 class ToolMark:
     """One moment of the tool pipeline as the simulator saw it, in the order it happened: a
-    ``call`` started (its tool/call appended), its ``pre``-execute and ``post``-execute hooks ran, a tool ``body`` began, a body ``returned`` (or
-    ``raised``), a turn was ``cancel``-led (a cancel step or fault, or a graceful stop of a
-    process whose turn was in flight)."""
+    ``call`` started (its tool/call appended), its ``pre``-execute and ``post``-execute hooks ran, the
+    runtime announced a call's ``dispatch`` (``tools.execute.body``: its abort checks are behind
+    it), a tool ``body`` began, a body ``returned`` (or ``raised``), a turn was ``cancel``-led (a
+    cancel step or fault, or a graceful stop of a process whose turn was in flight)."""
 
-    kind: str  # "call" | "pre" | "body" | "returned" | "raised" | "post" | "cancel"
+    kind: str  # "call" | "pre" | "dispatch" | "body" | "returned" | "raised" | "post" | "cancel"
     lifetime: int
     call_id: str | None = None
     turn: int | None = None  # cancel: the turn it struck

@@ -98,6 +98,13 @@ class SimConfig:
         default=0.0,
         validator=number(0.0, 1.0),
     )
+    execute_plugin: bool = attrs.field(
+        default=False,
+        metadata={
+            "doc": "mount a tools/execute plugin that awaits at plugin.tools_execute for every call, top-level and nested "
+            "(as tracing or rate limiting would), after the checkpoint policy and before the tool body"
+        },
+    )
     approval_tools: tuple[str, ...] = attrs.field(
         metadata={"doc": "tools that need an approval"}, default=("send_message",), validator=each(member(TOOL_KINDS, "tool"))
     )

@@ -181,6 +181,8 @@ class Simulation:
                 observer.on_acknowledged(life, batch, before, after)
         if name == "tools.call.appended":
             self.history.tool_marks.append(ToolMark("call", life.index, str(details.get("call_id")), tool=str(details.get("tool"))))
+        elif name == "tools.execute.body":  # the runtime says the body runs next (before any fault fires here)
+            self.history.tool_marks.append(ToolMark("dispatch", life.index, str(details.get("call_id"))))
         for observer in self.observers:
             observer.on_point(life, name, details)
         domain: Firing | None = None

@@ -19,7 +19,7 @@ UNIVERSAL_ACTIONS = ("crash", "delay", "cancel", "corrupt")
 @attrs.frozen
 class PointSpec:
     name: str
-    layer: str  # "fs" | "runtime" | "world" | "model" | "approval" | "sandbox"
+    layer: str  # "fs" | "runtime" | "plugin" | "world" | "model" | "approval" | "sandbox"
     doc: str
     faults: tuple[str, ...] = ()  # domain faults allowed here besides the universal actions
     details: tuple[str, ...] = ()  # detail keys every announcement carries (what ``match`` can use)
@@ -64,6 +64,15 @@ _SPECS = [
     PointSpec("session.flush", "runtime", "a durability barrier starts (reason in details)", (), ("session_id", "reason")),
     PointSpec(
         "persist.batch.durable", "runtime", "a batch was appended and fsynced (acknowledged)", (), ("session_id", "first_seq", "count")
+    ),
+    # plugins the simulated deployment mounts (announced through the domain gate)
+    PointSpec(
+        "plugin.tools_execute",
+        "plugin",
+        "a tools/execute hook mounted after the checkpoint policy awaits, top-level and nested calls alike "
+        "(config execute_plugin; a cancel here comes after prepare's last abort check, before the body)",
+        (),
+        ("call_id", "root_call_id", "tool", "nested"),
     ),
     # simulated external world, model, approval, sandbox
     PointSpec(
@@ -117,7 +126,7 @@ _SPECS = [
 ]
 
 POINTS: dict[str, PointSpec] = {spec.name: spec for spec in _SPECS}
-LAYERS: tuple[str, ...] = ("fs", "runtime", "world", "model", "approval", "sandbox")
+LAYERS: tuple[str, ...] = ("fs", "runtime", "plugin", "world", "model", "approval", "sandbox")
 # every fault action some point allows: the universal ones, then the domain faults
 ACTIONS: tuple[str, ...] = UNIVERSAL_ACTIONS + tuple(sorted({f for p in _SPECS for f in p.faults}))
 

@@ -16,6 +16,7 @@ import attrs
 import trio
 
 from dsh_sim.adapters.answerer import SimAnswerer
+from dsh_sim.adapters.execute_hook import ExecuteHookPlugin
 from dsh_sim.adapters.model import SimModel
 from dsh_sim.adapters.observed import PipelineWitness, ToolMark, observed
 from dsh_sim.adapters.shell import SimRunner, SimSandboxProvider
@@ -125,6 +126,8 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
         SandboxService(SimSandboxProvider(), cfg.workspace, default_mode=cfg.sandbox_mode),
         PipelineWitness(env.tool_marks, life.index),
     ]
+    if cfg.execute_plugin:
+        plugins.append(ExecuteHookPlugin(gate.domain))
     async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
         life.runtime = rt
         life.store = rt.store

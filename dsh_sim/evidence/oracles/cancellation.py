@@ -9,6 +9,10 @@ a hook, or a graceful stop that tears the turn down:
   that it never did — and either is only ever the answer to a cancellation of its turn;
 * no call starts after the cancellation: every call whose ``tool/call`` comes later gets
   ``ABORTED_BEFORE_DISPATCH``;
+* no tool body — of the call or of a call it dispatches nested — begins after the cancellation
+  unless the runtime had announced its dispatch (``tools.execute.body``, behind the last abort
+  check) before it: §5.2 step 3, the body "already aborted → ABORTED_BEFORE_DISPATCH", and a
+  cancellation in a ``tools/execute`` hook (which may await) comes before that check;
 * and outside any cancellation, a success is what a tool body returned.
 
 The facts are the simulator's (:class:`~dsh_sim.adapters.observed.ToolMark`, in the order they
@@ -43,23 +47,40 @@ class _Facts:
     body: dict[str, int] = attrs.field(factory=dict)  # first body start after that
     end: dict[str, tuple[int, str]] = attrs.field(factory=dict)  # the body's end: returned | raised
     cancels: dict[Any, int] = attrs.field(factory=dict)  # turn -> its first cancellation
+    late: dict[str, list[str]] = attrs.field(factory=dict)  # root call id -> bodies begun after a cancel
+
+
+def root_of(call_id: str) -> str:
+    """The top-level call a nested call id (``<root>:nested:<i>[:nested:<j>...]``) belongs to."""
+    return call_id.split(":nested:", 1)[0]
 
 
 def _facts(marks: Sequence[ToolMark], lifetime: int) -> _Facts:
     facts = _Facts()
+    last_cancel = -1
+    dispatch: dict[str, int] = {}  # call id (nested too) -> its latest dispatch announcement
     for index, mark in enumerate(marks):
         if mark.lifetime != lifetime:
             continue
         if mark.kind == "cancel":
             facts.cancels.setdefault(mark.turn, index)
+            last_cancel = index
         elif mark.call_id is None:
             continue
         elif mark.kind == "call":
             facts.call[mark.call_id] = index
             facts.body.pop(mark.call_id, None)
             facts.end.pop(mark.call_id, None)
+            facts.late.pop(mark.call_id, None)
+        elif mark.kind == "dispatch":
+            dispatch[mark.call_id] = index
         elif mark.kind == "body":
             facts.body.setdefault(mark.call_id, index)
+            root = root_of(mark.call_id)
+            started = facts.call.get(root)
+            # the root call ran throughout, so a cancellation since its start struck its turn
+            if started is not None and last_cancel > started and not started < dispatch.get(mark.call_id, -1) < last_cancel:
+                facts.late.setdefault(root, []).append(mark.call_id)
         elif mark.call_id in facts.body:
             facts.end.setdefault(mark.call_id, (index, mark.kind))
     return facts
@@ -104,4 +125,7 @@ def _judge_one(data: dict[str, Any], call_id: str, facts: _Facts) -> list[str]:
         out.append(f"the result is {ABORTED} (the body started), but the tool body never ran")
     if code == BEFORE_DISPATCH and body is not None:
         out.append(f"the result is {BEFORE_DISPATCH}, but the tool body ran")
+    for late in facts.late.get(call_id, ()):
+        which = "the tool body" if late == call_id else f"the body of its nested call {late}"
+        out.append(f"{which} began after the turn was cancelled (spec §5.2: a body already aborted gets {BEFORE_DISPATCH} and never runs)")
     return out
