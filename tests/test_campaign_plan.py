@@ -117,16 +117,43 @@ def test_a_reader_mismatch_is_a_violation_of_the_replay_shard(texts: dict[str, s
     """The differential's verdict reaches the campaign's documents (a runtime reader that
     disagrees with the spec's makes ``dsh-sim run`` fail): here a mismatch is planted."""
     from dsh_sim.campaign import work
-    from dsh_sim.drivers import readers
+    from dsh_sim.drivers import faultsweep, readers
 
     def differential(sources, originals, plan, groups=readers.GROUPS):
         assert {name for name, *_ in originals} == set(readers.READER_SCENARIOS)  # the corpus's logs are read too
         return readers.ReaderRun(1, 1, ("case x: the runtime read 2 records, the spec 3",))
 
     monkeypatch.setattr(readers, "differential", differential)
+    monkeypatch.setattr(faultsweep, "SWEEP_SET", ())  # the sweep has its own test below
     labels = [label for label in texts if os.path.basename(label)[:-5] in readers.READER_SCENARIOS]
     task = ReplayShard("replay-0", tuple(labels), readers=True)
     result = work.run_task(task, texts, _Ctx(), str(tmp_path))
     assert [v["invariant"] for v in result.document["violations"]] == ["reader_differential"]
     clean = work.run_task(attrs.evolve(task, readers=False), texts, _Ctx(), str(tmp_path))
     assert clean.document["violations"] == []
+
+
+def test_the_failure_sweep_of_the_first_replay_shard_is_clean_and_reports_violations(
+    texts: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """The sweep scenarios hold under every injected failure on the shipped runtime; a runtime
+    whose error path breaks an invariant turns the run red, the variant saved as a scenario."""
+    from dsh_sim.campaign import work
+    from dsh_sim.drivers import faultsweep
+    from dsh_sim.mutation.patch import Edit, applied
+
+    lines: list[str] = []
+    assert work._failure_sweep(texts, lines, work._Sink(str(tmp_path))) == []
+    assert len(lines) == len(faultsweep.SWEEP_SET)
+    monkeypatch.setattr(faultsweep, "SWEEP_SET", ("write-path-publication-then-appends",))
+    leaks_temp = Edit(  # a failed publication no longer removes its temp file
+        "runtime.persistence.durable",
+        "publish_new_file",
+        "            await unlink_quietly(fs, temp)\n        raise\n",
+        "        raise\n",
+    )
+    sink = work._Sink(str(tmp_path))
+    with applied([leaks_temp]):
+        found = work._failure_sweep(texts, [], sink)
+    assert found and {v["source"] for v in found} == {"sweep"}
+    assert sink.files

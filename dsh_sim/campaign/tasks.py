@@ -20,7 +20,8 @@ from cattrs.strategies import configure_tagged_union
 @attrs.frozen
 class ReplayShard:
     """Replay these scenarios; re-run ``recheck`` of them in two fresh processes (determinism);
-    with ``readers``, also run the reader differential (:mod:`dsh_sim.drivers.readers`)."""
+    with ``readers``, also run the reader differential (:mod:`dsh_sim.drivers.readers`) and the
+    failure-path sweep (:mod:`dsh_sim.drivers.faultsweep`)."""
 
     id: str
     scenarios: tuple[str, ...]

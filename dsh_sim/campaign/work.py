@@ -22,7 +22,7 @@ import attrs
 
 from dsh_sim.campaign.plan import parsed
 from dsh_sim.campaign.tasks import ExploreShard, FuzzShard, MutantKill, ReplayShard, Task, kind_of
-from dsh_sim.drivers import readers, recheck
+from dsh_sim.drivers import faultsweep, readers, recheck
 from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import judge, run_scenario
@@ -142,6 +142,8 @@ def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink
     if task.readers:
         ctx.checkpoint()
         doc["violations"] += _reader_differential(corpus, lines)
+        ctx.checkpoint()
+        doc["violations"] += _failure_sweep(corpus, lines, sink)
     for index, label in enumerate(task.recheck):
         ctx.checkpoint()
         check = recheck.check(label, corpus[label])
@@ -165,6 +167,23 @@ def _reader_differential(corpus: dict[str, str], lines: list[str]) -> list[dict[
     )
     lines.extend(f"  FAIL readers: {m}" for m in run.mismatches[:20])
     return [{"invariant": "reader_differential", "message": m, "scenario": "readers", "source": "readers"} for m in run.mismatches]
+
+
+def _failure_sweep(corpus: dict[str, str], lines: list[str], sink: _Sink) -> list[dict[str, Any]]:
+    """An I/O error and a cancellation at every position of every durability sequence the
+    corpus's sweep scenarios (those present) run; each violation is saved as a scenario."""
+    wanted = set(faultsweep.SWEEP_SET)
+    out: list[dict[str, Any]] = []
+    for scenario in (s for s in parsed(corpus).values() if s.name in wanted):
+        result = faultsweep.sweep(scenario, on_violation=sink)
+        lines.append(
+            f"failure-path sweep {scenario.name}: {result.runs} runs, {len(result.violations)} violation(s), {result.seconds:.1f}s"
+        )
+        for found in result.violations:
+            message = f"{found.action} at {found.position.describe()}: {found.violation.describe()}"
+            lines.append(f"  FAIL sweep {scenario.name}: {message}")
+            out.append({"invariant": found.violation.invariant, "message": message, "scenario": scenario.name, "source": "sweep"})
+    return out
 
 
 def _explore(task: ExploreShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:

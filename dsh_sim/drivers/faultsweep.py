@@ -48,6 +48,19 @@ _TOKEN = re.compile(r"\.[0-9a-f]{8,}\.")  # the random token of a temp or stage 
 _BARRIERS = {durability.PRE_STEP, durability.LLM_STREAM, durability.TOOLS_EXECUTE, durability.EXPLICIT_FLUSH}
 
 
+# Failure-path sweeps (dsh_sim.drivers.faultsweep): an error, and a cancellation, at every
+# position of every durability sequence these scenarios run, judged by every invariant
+# (no_residue sees a descriptor or temp name a failure path left).  First publication in a
+# process that stops cleanly; make-durable at open and the torn-tail truncation (cancelled opens
+# meet the shielded cleanups); the rollback-heal of open_for_append; migration's stage.
+SWEEP_SET = (
+    "write-path-publication-then-appends",
+    "write-path-torn-tail-then-append",
+    "write-path-rollback-fails-then-heal-then-close",
+    "migration-link-not-yet-durable-then-append",
+)
+
+
 @attrs.frozen
 class Position:
     """One swept place: the ``hit``-th announcement of ``point`` in lifetime ``lifetime``."""

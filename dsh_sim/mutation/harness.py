@@ -28,7 +28,7 @@ from pathlib import Path
 
 import attrs
 
-from dsh_sim.drivers import readers
+from dsh_sim.drivers import faultsweep, readers
 from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.faultsweep import sweep
 from dsh_sim.drivers.fuzz import fuzz
@@ -63,17 +63,7 @@ EXPLORE_SET = (
 # is corrupt_frame_refused's to judge); all 654 states hold, 130 at this bound.
 EXPLORE_BOUND = 1  # states per crash point: the kill or one power-loss state
 
-# Failure-path sweeps (dsh_sim.drivers.faultsweep): an error, and a cancellation, at every
-# position of every durability sequence these scenarios run, judged by every invariant
-# (no_residue sees a descriptor or temp name a failure path left).  First publication in a
-# process that stops cleanly; make-durable at open and the torn-tail truncation (cancelled opens
-# meet the shielded cleanups); the rollback-heal of open_for_append; migration's stage.
-SWEEP_SET = (
-    "write-path-publication-then-appends",
-    "write-path-torn-tail-then-append",
-    "write-path-rollback-fails-then-heal-then-close",
-    "migration-link-not-yet-durable-then-append",
-)
+SWEEP_SET = faultsweep.SWEEP_SET  # the scenarios swept (see there)
 
 # (machine, examples, seed): an example budget, never wall time, so the run is reproducible.
 FUZZ_RUNS = (("durability", 8, 1), ("storage", 8, 1))
