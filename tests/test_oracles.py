@@ -213,7 +213,12 @@ def test_fsyncgate_a_writer_rewrites_what_a_failed_fsync_left_in_the_page_cache(
     still takes away; the runtime now writes them again first (durable.make_durable)."""
     scenario = load(os.path.join(REGRESSIONS, "fsync-fail-then-kill-before-rollback.json"))
     assert not run_scenario(scenario)[0].violations
-    fsync_only = Edit("runtime.persistence.durable", "make_durable", "    await rewrite_synced(fs, path)", "    await fsync_path(fs, path)")
+    fsync_only = Edit(  # open, fsync, close: what a failed fsync marked clean is never written again
+        "runtime.persistence.durable",
+        "make_durable",
+        "    await rewrite_synced(fs, path)",
+        "    fd = await open_nofollow(fs, path, OpenFlags.READ)\n    await fs.fsync(fd)\n    await fs.close(fd)",
+    )
     with applied([fsync_only]):
         result, _ = run_scenario(scenario)
     assert {v.invariant for v in result.violations} == {"durable_when_acknowledged"}

@@ -13,6 +13,7 @@ import os
 import posixpath
 import tempfile
 
+import pytest
 import trio
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -156,5 +157,28 @@ def test_simfs_matches_the_real_os(sequence):
                         await real.close(handle)
                     except OSError:
                         pass
+
+        trio.run(main)
+
+
+@pytest.mark.parametrize("op", ["mkdir", "open"])
+def test_a_mode_that_is_not_an_int_fails_as_on_the_real_os(op):
+    """A runtime that passes ``None`` as a mode gets a TypeError from the OS, before anything
+    is created; SimFS fails the same way (it stores no modes, so it would otherwise pass)."""
+    with tempfile.TemporaryDirectory() as real_top:
+        disk = Disk()
+        disk.mkdirs_durable("/sim/root")
+        targets = [(OsFileSystem(), os.path.realpath(real_top)), (ProcessView(disk, 1), "/sim/root")]
+
+        async def main():
+            for fs, root in targets:
+                path = os.path.join(root, "x")
+                with pytest.raises(TypeError):
+                    if op == "mkdir":
+                        await fs.mkdir(path, None)
+                    else:
+                        await fs.open(path, F.WRITE | F.CREATE, None)
+                assert not os.path.lexists(os.path.join(real_top, "x"))
+                assert disk.resolve("/sim/root/x") is None
 
         trio.run(main)

@@ -270,14 +270,3 @@ async def rewrite_synced(fs: FileSystem, path: str) -> None:
         await close_after_error(fs, fd)
         raise
     await close_shielded(fs, fd)
-
-
-async def fsync_path(fs: FileSystem, path: str) -> None:
-    require_regular(await fs.lstat(path), path)  # opening a FIFO planted there would block
-    fd = await open_nofollow(fs, path, OpenFlags.READ)
-    try:
-        await fs.fsync(fd)
-    except BaseException:
-        await close_after_error(fs, fd)
-        raise
-    await close_shielded(fs, fd)

@@ -35,6 +35,12 @@ from dsh_sim.adapters.simfs.paths import existing, lookup, os_error, realpath
 from runtime.ports.fs import OpenFlags, StatResult, write_fsync_in_steps
 
 
+def _require_mode(mode: object) -> None:
+    """A mode that is not an int fails as ``os.open``/``os.mkdir`` fail, before anything happens."""
+    if type(mode) is not int:
+        raise TypeError(f"'{type(mode).__name__}' object cannot be interpreted as an integer")
+
+
 @attrs.frozen
 class FsFault:
     """What the gate asks the view to do instead of (or around) the operation."""
@@ -144,6 +150,7 @@ class ProcessView:
     # -- the port --------------------------------------------------------------------------
 
     async def open(self, path: str, flags: OpenFlags, mode: int = 0o600) -> int:
+        _require_mode(mode)
         fault = await self._enter("open", path, flags=str(flags))
         if fault is not None:
             self._done("open", path, f"errno:{fault.errno}")
@@ -317,6 +324,7 @@ class ProcessView:
         return [name for name, _ in node.entries]
 
     async def mkdir(self, path: str, mode: int = 0o700) -> None:
+        _require_mode(mode)
         fault = await self._enter("mkdir", path)
         if fault is not None:
             self._done("mkdir", path, f"errno:{fault.errno}")
