@@ -105,6 +105,13 @@ class SimConfig:
             "(as tracing or rate limiting would), after the checkpoint policy and before the tool body"
         },
     )
+    post_execute_note: bool = attrs.field(
+        default=False,
+        metadata={
+            "doc": "mount a tools/post-execute plugin that replaces each result's content with its blocks plus a note "
+            "(as redaction or summarising would); post_execute_once then holds every result to it"
+        },
+    )
     approval_tools: tuple[str, ...] = attrs.field(
         metadata={"doc": "tools that need an approval"}, default=("send_message",), validator=each(member(TOOL_KINDS, "tool"))
     )

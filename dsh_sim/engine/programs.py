@@ -19,6 +19,7 @@ from dsh_sim.adapters.answerer import SimAnswerer
 from dsh_sim.adapters.execute_hook import ExecuteHookPlugin
 from dsh_sim.adapters.model import SimModel
 from dsh_sim.adapters.observed import PipelineWitness, ToolMark, observed
+from dsh_sim.adapters.post_execute_note import PostExecuteNote
 from dsh_sim.adapters.shell import SimRunner, SimSandboxProvider
 from dsh_sim.adapters.world_tools import world_tools
 from dsh_sim.engine.gates import Gate
@@ -128,6 +129,8 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
     ]
     if cfg.execute_plugin:
         plugins.append(ExecuteHookPlugin(gate.domain))
+    if cfg.post_execute_note:
+        plugins.append(PostExecuteNote())
     async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
         life.runtime = rt
         life.store = rt.store

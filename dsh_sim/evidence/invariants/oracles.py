@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from dsh_sim.adapters.post_execute_note import NOTE_BLOCK
 from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracles import agreement, cancellation, post_execute, reference, result_shape
@@ -158,7 +159,8 @@ POST = "post_execute_once"
 def check_post_execute(obs: Judge, events: Sequence[Any], lifetime: int) -> None:
     """Each new result of process ``lifetime`` passed post-execute as the spec says (§5.2)."""
     obs.count(POST)
-    for problem in post_execute.judge(events, obs.history.tool_marks, lifetime):
+    note = NOTE_BLOCK if obs.sim.config.post_execute_note else None
+    for problem in post_execute.judge(events, obs.history.tool_marks, lifetime, note):
         fail(obs, POST, problem.message, problem.call_id)
 
 

@@ -63,7 +63,16 @@ def _calls(marks: Sequence[ToolMark], lifetime: int) -> tuple[dict[str, _Call], 
     return calls, problems
 
 
-def judge(events: Iterable[Any], marks: Sequence[ToolMark], lifetime: int) -> list[Problem]:
+def _blocks(data: dict[str, Any]) -> list[Any]:
+    """The result's content blocks (the single tool-result part of its message)."""
+    parts = data["message"].get("content") or [{}]
+    blocks = parts[0].get("content") if isinstance(parts[0], dict) else None
+    return blocks if isinstance(blocks, list) else []
+
+
+def judge(events: Iterable[Any], marks: Sequence[ToolMark], lifetime: int, note: dict[str, Any] | None = None) -> list[Problem]:
+    """``note``: the block a content-replacing post-execute plugin appends (config
+    ``post_execute_note``) — a result that passed post-execute ends with it, no other has it."""
     results = [e for e in events if e.type == "tool/result"]
     if not results:
         return []
@@ -82,4 +91,10 @@ def judge(events: Iterable[Any], marks: Sequence[ToolMark], lifetime: int) -> li
             out.append(Problem(call_id, f"post-execute ran for a final result ({why}): pipeline failures skip it"))
         if not call.posts and call.ended == "returned" and code not in FINAL_CODES:
             out.append(Problem(call_id, "the body returned a result, but it reached the log without post-execute"))
+        if note is not None:
+            blocks = _blocks(data)
+            if call.posts and code not in FINAL_CODES and (not blocks or blocks[-1] != note):
+                out.append(Problem(call_id, "post-execute replaced the result's content, but the log holds the content before it"))
+            if (not call.posts or code in FINAL_CODES) and note in blocks:
+                out.append(Problem(call_id, "a result that did not pass post-execute carries its replacement content"))
     return out
