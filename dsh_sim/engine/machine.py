@@ -244,6 +244,10 @@ class Simulation:
             and damage_detectable(node.durable, flip(node.durable))
         )
         self.disk.nodes[ino] = attrs.evolve(node, durable=flip(node.durable), volatile=flip(node.volatile))
+        earlier = [c for c in self.history.corruptions if (c.path, c.offset) == (path, offset)]
+        if earlier:  # the same bit flipped again: the byte is as it was, the medium undamaged there
+            self.history.corruptions.remove(earlier[0])
+            return
         self.history.corruptions.append(Corruption(path, offset, complete))
 
     # -- crashes ---------------------------------------------------------------------------
