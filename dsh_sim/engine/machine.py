@@ -52,6 +52,15 @@ from runtime.persistence import context as durability
 from runtime.ports import Ports
 
 
+def _flip(data: bytes, offsets: list[int]) -> bytes:
+    """``data`` with bit 6 of each byte at ``offsets`` flipped (media corruption; an involution)."""
+    out = bytearray(data)
+    for offset in offsets:
+        if offset < len(out):
+            out[offset] ^= 0x40
+    return bytes(out)
+
+
 class Simulation:
     def __init__(
         self,
@@ -234,21 +243,20 @@ class Simulation:
         if not node.durable:
             return
         offset = rule.corrupt_offset % len(node.durable)
-
-        def flip(data: bytes) -> bytes:
-            return data[:offset] + bytes([data[offset] ^ 0x40]) + data[offset + 1 :] if offset < len(data) else data
-
-        complete = (
-            self.config.compression == "zstd"
-            and offset < complete_frames_end(node.durable)
-            and damage_detectable(node.durable, flip(node.durable))
-        )
-        self.disk.nodes[ino] = attrs.evolve(node, durable=flip(node.durable), volatile=flip(node.volatile))
-        earlier = [c for c in self.history.corruptions if (c.path, c.offset) == (path, offset)]
-        if earlier:  # the same bit flipped again: the byte is as it was, the medium undamaged there
-            self.history.corruptions.remove(earlier[0])
-            return
-        self.history.corruptions.append(Corruption(path, offset, complete))
+        damaged = _flip(node.durable, [offset])
+        self.disk.nodes[ino] = attrs.evolve(node, durable=damaged, volatile=_flip(node.volatile, [offset]))
+        others = [c for c in self.history.corruptions if c.path != path]
+        offsets = [c.offset for c in self.history.corruptions if c.path == path]
+        if offset in offsets:  # the same bit flipped again: the byte is as it was, undamaged there
+            offsets.remove(offset)
+        else:
+            offsets.append(offset)
+        # the damage is judged whole: flips that are each detectable alone can together read like
+        # a torn tail (one makes a complete frame claim more bytes than the file holds)
+        pristine = _flip(damaged, offsets)
+        detectable = self.config.compression == "zstd" and damage_detectable(pristine, damaged)
+        end = complete_frames_end(pristine)
+        self.history.corruptions[:] = others + [Corruption(path, o, detectable and o < end) for o in offsets]
 
     # -- crashes ---------------------------------------------------------------------------
 
