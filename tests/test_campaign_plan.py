@@ -143,7 +143,8 @@ def test_the_failure_sweep_of_the_first_replay_shard_is_clean_and_reports_violat
     from dsh_sim.mutation.patch import Edit, applied
 
     lines: list[str] = []
-    assert work._failure_sweep(texts, lines, work._Sink(str(tmp_path))) == []
+    corpus = list(work.parsed(texts).values())
+    assert work._failure_sweep(corpus, lines, work._Sink(str(tmp_path))) == []
     assert len(lines) == len(faultsweep.SWEEP_SET)
     monkeypatch.setattr(faultsweep, "SWEEP_SET", ("write-path-publication-then-appends",))
     leaks_temp = Edit(  # a failed publication no longer removes its temp file
@@ -154,6 +155,6 @@ def test_the_failure_sweep_of_the_first_replay_shard_is_clean_and_reports_violat
     )
     sink = work._Sink(str(tmp_path))
     with applied([leaks_temp]):
-        found = work._failure_sweep(texts, [], sink)
+        found = work._failure_sweep(corpus, [], sink)
     assert found and {v["source"] for v in found} == {"sweep"}
     assert sink.files

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import IO, Any
 
 from dsh_sim.campaign.board import Board, fmt_seconds
@@ -33,6 +34,15 @@ def status_line(board: Board) -> str:
     return " | ".join(parts) + (f" | {busy}" if busy else "")
 
 
+def echo(print_line: Callable[[str], None], event: Event | None) -> None:
+    """What a finished or failed task says, line by line (both displays print the same)."""
+    if isinstance(event, Finished):
+        for line in event.result.lines:
+            print_line(line)
+    elif isinstance(event, Failed):
+        print_line(f"  TASK FAILED {event.task}: {event.error}")
+
+
 class PlainDisplay:
     def __init__(self, board: Board, stream: IO[str]) -> None:
         self.board, self.stream = board, stream
@@ -49,11 +59,7 @@ class PlainDisplay:
         self.stream.flush()
 
     def update(self, event: Event | None = None) -> None:
-        if isinstance(event, Finished):
-            for line in event.result.lines:
-                self.print(line)
-        elif isinstance(event, Failed):
-            self.print(f"  TASK FAILED {event.task}: {event.error}")
+        echo(self.print, event)
         now = time.monotonic()
         if now - self._last >= HEARTBEAT or (isinstance(event, Finished | Failed) and self.board.done == self.board.total):
             self._last = now
@@ -103,11 +109,7 @@ class RichDisplay:
         self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     def update(self, event: Event | None = None) -> None:
-        if isinstance(event, Finished):
-            for line in event.result.lines:
-                self.print(line)
-        elif isinstance(event, Failed):
-            self.print(f"  TASK FAILED {event.task}: {event.error}")
+        echo(self.print, event)
 
 
 Display = PlainDisplay | RichDisplay

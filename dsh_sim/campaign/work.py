@@ -141,9 +141,10 @@ def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink
     lines.insert(0, f"replayed {len(rows)} scenario(s): {sum(r['ok'] for r in rows)} hold")
     if task.readers:
         ctx.checkpoint()
-        doc["violations"] += _reader_differential(corpus, lines)
+        whole = list(parsed(corpus).values())  # the reader and sweep scenarios may sit in other shards
+        doc["violations"] += _reader_differential(whole, lines)
         ctx.checkpoint()
-        doc["violations"] += _failure_sweep(corpus, lines, sink)
+        doc["violations"] += _failure_sweep(whole, lines, sink)
     for index, label in enumerate(task.recheck):
         ctx.checkpoint()
         check = recheck.check(label, corpus[label])
@@ -153,12 +154,11 @@ def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink
     return doc, lines
 
 
-def _reader_differential(corpus: dict[str, str], lines: list[str]) -> list[dict[str, Any]]:
+def _reader_differential(corpus: list[Scenario], lines: list[str]) -> list[dict[str, Any]]:
     """Every runtime read entry point against the spec's reader, over the logs of the corpus's
     reader scenarios (those present) cut at every byte, damaged and bloated; a mismatch is a
     ``reader_differential`` violation of the replay shard."""
-    wanted = set(readers.READER_SCENARIOS)
-    scenarios = [s for s in parsed(corpus).values() if s.name in wanted]
+    scenarios = [s for s in corpus if s.name in readers.READER_SCENARIOS]
     started = time.perf_counter()
     plan = readers.FULL_PLAN
     run = readers.differential(readers.default_sources(plan.seed), readers.corpus_originals(scenarios), plan)
@@ -169,12 +169,11 @@ def _reader_differential(corpus: dict[str, str], lines: list[str]) -> list[dict[
     return [{"invariant": "reader_differential", "message": m, "scenario": "readers", "source": "readers"} for m in run.mismatches]
 
 
-def _failure_sweep(corpus: dict[str, str], lines: list[str], sink: _Sink) -> list[dict[str, Any]]:
+def _failure_sweep(corpus: list[Scenario], lines: list[str], sink: _Sink) -> list[dict[str, Any]]:
     """An I/O error and a cancellation at every position of every durability sequence the
     corpus's sweep scenarios (those present) run; each violation is saved as a scenario."""
-    wanted = set(faultsweep.SWEEP_SET)
     out: list[dict[str, Any]] = []
-    for scenario in (s for s in parsed(corpus).values() if s.name in wanted):
+    for scenario in (s for s in corpus if s.name in faultsweep.SWEEP_SET):
         result = faultsweep.sweep(scenario, on_violation=sink)
         lines.append(
             f"failure-path sweep {scenario.name}: {result.runs} runs, {len(result.violations)} violation(s), {result.seconds:.1f}s"

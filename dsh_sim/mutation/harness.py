@@ -105,12 +105,17 @@ def corpus(root: Path | None = None) -> list[Scenario]:
     return out
 
 
-def explore_set(scenarios: list[Scenario]) -> list[Scenario]:
+def named(scenarios: list[Scenario], names: tuple[str, ...], what: str) -> list[Scenario]:
+    """The scenarios called ``names``, in that order; a name the corpus lacks is an error."""
     by_name = {s.name: s for s in scenarios}
-    missing = [name for name in EXPLORE_SET if name not in by_name]
+    missing = [name for name in names if name not in by_name]
     if missing:
-        raise LookupError(f"explore set names scenarios that are not in the corpus: {missing}")
-    return [by_name[name] for name in EXPLORE_SET]
+        raise LookupError(f"{what} names scenarios that are not in the corpus: {missing}")
+    return [by_name[name] for name in names]
+
+
+def explore_set(scenarios: list[Scenario]) -> list[Scenario]:
+    return named(scenarios, EXPLORE_SET, "explore set")
 
 
 def check_replay(scenario: Scenario) -> None:
@@ -128,11 +133,7 @@ def check_explore(scenario: Scenario, bound: int = EXPLORE_BOUND) -> None:
 
 
 def sweep_set(scenarios: list[Scenario]) -> list[Scenario]:
-    by_name = {s.name: s for s in scenarios}
-    missing = [name for name in SWEEP_SET if name not in by_name]
-    if missing:
-        raise LookupError(f"sweep set names scenarios that are not in the corpus: {missing}")
-    return [by_name[name] for name in SWEEP_SET]
+    return named(scenarios, SWEEP_SET, "sweep set")
 
 
 def check_sweep(scenario: Scenario) -> None:
@@ -152,8 +153,7 @@ def check_fuzz(machine: str, examples: int, seed: int) -> None:
 
 def check_readers(group: str, scenarios: list[Scenario]) -> None:
     """The runtime's readers agree exactly with the spec's reader on one group of cases."""
-    by_name = {s.name: s for s in scenarios}
-    originals = readers.corpus_originals([by_name[name] for name in READER_SCENARIOS]) if group == "corpus" else []
+    originals = readers.corpus_originals(named(scenarios, READER_SCENARIOS, "reader set")) if group == "corpus" else []
     run = readers.differential(readers.default_sources(READER_PLAN.seed), originals, READER_PLAN, groups=(group,))
     if run.mismatches:
         raise MutantNoticed(f"readers {group} ({run.cases} cases): {len(run.mismatches)} mismatches, first: {run.mismatches[0]}")

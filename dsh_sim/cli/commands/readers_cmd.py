@@ -21,8 +21,7 @@ def main(args: Any) -> int:
     plan = harness.READER_PLAN if args.sample else readers.FULL_PLAN
     plan = readers.Plan(args.seed, plan.tear_limit, plan.flips, plan.bomb_limit)
     if args.scenarios is None:
-        by_name = {s.name: s for s in harness.corpus()}
-        scenarios = [by_name[name] for name in readers.READER_SCENARIOS]
+        scenarios = harness.named(harness.corpus(), readers.READER_SCENARIOS, "reader set")
     else:
         scenarios = [load(path) for path in api.expand(args.scenarios)]
     started = time.perf_counter()
