@@ -17,6 +17,20 @@ SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "regressions" / "
 REPLACE = "        return attrs.evolve(result, content=verdict.content)"
 
 
+def test_an_error_result_that_passed_post_execute_carries_the_replacement_too():
+    """A careless colleague applies replacement content to successes only: the rejected
+    message's denial passed post-execute and must carry it as well."""
+    successes_only = Edit(
+        "runtime.tools.registry",
+        "ToolRegistry.finalize",
+        "        if isinstance(verdict, Accept) and verdict.content is not None:",
+        "        if isinstance(verdict, Accept) and verdict.content is not None and not result.is_error:",
+    )
+    with applied([successes_only]):
+        result, _ = run_scenario(load(str(SCENARIO)))
+    assert "post_execute_once" in {v.invariant for v in result.violations}
+
+
 def test_the_shipped_pipeline_writes_the_replacement():
     result, sim = run_scenario(load(str(SCENARIO)))
     assert not result.violations
