@@ -120,6 +120,11 @@ class FaultPlan:
 
     def __init__(self, rules: list[FaultRule] | tuple[FaultRule, ...] | None = None) -> None:
         self._armed = [_Armed(rule) for rule in rules or ()]
+        self._points = {armed.rule.point for armed in self._armed}  # the points any rule names
+
+    def watches(self, point: str) -> bool:
+        """Whether any rule names ``point`` (most announcements meet no rule at all)."""
+        return point in self._points
 
     @property
     def rules(self) -> list[FaultRule]:
@@ -127,6 +132,7 @@ class FaultPlan:
 
     def add(self, rule: FaultRule) -> int:
         self._armed.append(_Armed(rule))
+        self._points.add(rule.point)
         return len(self._armed) - 1
 
     def unfired(self) -> list[tuple[int, FaultRule, int]]:

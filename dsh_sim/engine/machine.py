@@ -38,6 +38,7 @@ from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE, Gate, Probe, complete_fr
 from dsh_sim.engine.history import Corruption, FaultFired, History
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.observer import Observer
+from dsh_sim.engine.points import POINTS
 from dsh_sim.engine.points import spec as point_spec
 from dsh_sim.engine.process import Reply, SimProcess, SimulatedCrash
 from dsh_sim.engine.programs import (
@@ -170,11 +171,12 @@ class Simulation:
 
     async def point(self, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
         """Announce a named point; apply crash/delay/cancel/corrupt; return a domain fault."""
-        point_spec(name)
+        if name not in POINTS:
+            point_spec(name)  # raises: an undeclared point
         public = details  # private details (``_events``) stay out of traces and fault matching
         for key in details:
-            if key.startswith("_"):
-                public = {k: v for k, v in details.items() if not k.startswith("_")}
+            if key[0] == "_":
+                public = {k: v for k, v in details.items() if k[0] != "_"}
                 break
         if not life.view.alive:
             # cleanup code of a dead process unwinding: not a point a crash could strike, not
@@ -195,7 +197,7 @@ class Simulation:
         for observer in self.observers:
             observer.on_point(life, name, details)
         domain: Firing | None = None
-        for firing in self.plan.hit(name, public, life.index):
+        for firing in self.plan.hit(name, public, life.index) if self.plan.watches(name) else ():
             rule = firing.rule
             self.trace.record("fault", life.index, name, firing.index, rule.action)
             self.history.faults.append(FaultFired(life.index, name, rule.action, firing.index, durability.current().step, self.now()))
@@ -228,7 +230,7 @@ class Simulation:
             pause = self.perturb_rng.choice((0.0, self.perturb_rng.uniform(0.0, PERTURB_MAX)))
             self.trace.record("perturb", life.index, name, pause)
             await life.proc.sleep(pause)  # 0: a bare yield, the other runnable tasks go first
-        if name.startswith("fs."):
+        if (config.io_latency or config.fsync_latency) and name.startswith("fs."):
             latency = config.io_latency + (config.fsync_latency if name in ("fs.fsync", "fs.fsync_dir") else 0.0)
             if latency:
                 await life.proc.sleep(latency)

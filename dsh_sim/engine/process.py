@@ -11,9 +11,10 @@ trio queued a callback for itself (``run_sync_soon``, which its shutdown uses), 
 wake-up arrives through a socket.
 
 Inside the run a driver task starts what the host asks for (the program, a command's task)
-and sleeps until the next command.  The host watches the run: whenever every task is blocked
+and waits for the next command.  The host watches the run: whenever every task is blocked
 it replies (the command is done, or nothing is due within its horizon) or moves virtual time
-to the next timer, waking the driver with the tasks due then (see :class:`_Settle`).  The
+to the next timer, as trio's autojump clock would (see :class:`_Settle`).  The driver takes
+no turn while it has nothing to do, so the schedule holds only the program's own tasks.  The
 run's scheduler is seeded before the run starts, so its very first batch (the init and
 system tasks) is already deterministic.
 
@@ -80,15 +81,17 @@ class _Task:
 class _Settle:
     """What the host waits for while a command runs (the driver's old ``_settle`` loop).
 
-    Whenever everything is blocked and the driver is awake, the host asks: is it ``done``?
-    Then reply.  Is there no timer within ``limit``?  Then reply too (quiescent).  Otherwise
-    the driver sleeps until the next timer — its own timer, set by the host, so the driver
-    wakes in the same batch as the tasks due then, exactly as when it slept itself."""
+    Whenever everything is blocked and the driver waits for a command, the host asks: is it
+    ``done``?  Then reply.  Is there no timer within ``limit``?  Then reply too (quiescent) —
+    unless virtual time must first reach ``until`` (an ``advance``).  Otherwise the host moves
+    the clock to the next timer, as trio's autojump would; the driver stays asleep (it has
+    nothing to do until the next command, so it takes no turn in the schedule)."""
 
     done: Callable[[], bool]
     limit: float
     reply: Callable[[], Reply]
     boot: _Task | None = None  # booting: main finishing means the process ended
+    until: float | None = None  # advancing: the clock reaches this before the reply
 
 
 class SimProcess:
@@ -111,8 +114,6 @@ class SimProcess:
         self._state: dict[str, Any] = {}  # this run's thread-local trio state between steps
         self._hooks: Any = None  # this run's async-generator hooks between steps
         self._parked: trio.lowlevel.Task | None = None  # the driver, waiting for a command
-        self._wake_at: float | None = None  # the parked driver's timer: when the host wakes it
-        self._waiting = False  # the driver is inside its wait (not cancelled out of it)
         self._sleepers = Sleepers()  # the harness's timed sleeps in this run (see sleepers)
         self._settle: _Settle | None = None
         self.ready = False  # set by main when the process finished booting
@@ -149,14 +150,13 @@ class SimProcess:
         return self._send("call", (fn, task))
 
     def advance(self, seconds: float) -> Reply:
-        """Let ``seconds`` of virtual time pass (the driver sleeps them; the host replies at
-        the first moment everything is blocked after it woke)."""
+        """Let ``seconds`` of virtual time pass (the host moves the clock through the timers due
+        meanwhile and replies at the first moment everything is blocked at the end)."""
         self._check_alive()
-        limit = self._clock.current_time() + seconds
-        self._settle = _Settle(lambda: True, limit, _IDLE)
+        clock = self._clock
+        limit = clock.current_time() + seconds
+        self._settle = _Settle(lambda: clock.current_time() >= limit, limit, _IDLE, until=limit)
         assert self._parked is not None, "a live process waits for its next command"
-        self._wake_at = limit
-        self._sleep_on()  # the run is idle: time moves to its next timer or the limit
         return self._step(_NO_IO)
 
     def crash(self) -> Reply:
@@ -200,18 +200,19 @@ class SimProcess:
                     # arrive through its wake-up socket: poll for real only when one is queued
                     send = runner.io_manager.get_events(0)
                 elif not runner.runq:
-                    if self._parked is not None and self._wake_at is None:
+                    if self._parked is not None:
                         reply = self._when_blocked()
                         if reply is not None:
                             return reply
-                    else:  # the driver sleeps, or is busy (unwinding a stop): trio's autojump
+                    else:  # the driver is busy (unwinding a stop): trio's autojump
                         self._sleep_on()
                 batches += 1
                 if batches % 10_000 == 0 and time.monotonic() > deadline:
                     raise HarnessHang(f"simulated process {self.pid} did not hand back control within {HOST_TIMEOUT}s")
 
     def _when_blocked(self) -> Reply | None:
-        """No task can run and the driver is awake: reply, or sleep the driver to the next timer."""
+        """No task can run and the driver waits for a command: reply, or move the clock to the
+        next timer (or to the end of an ``advance``)."""
         now = self._clock.current_time()
         gap = self._to_next_deadline()
         if gap <= 0:
@@ -224,10 +225,14 @@ class SimProcess:
             assert task is not None
             self._runner.reschedule(task, outcome.Value(("booted", None)))  # main ended: so does the run
             return None
-        if settle.done() or math.isinf(gap) or now + gap > settle.limit:
+        if settle.done():
             return settle.reply()
-        self._wake_at = now + gap  # what trio.sleep(gap) would set
-        self._sleep_on()
+        if math.isinf(gap) or now + gap > settle.limit:
+            if settle.until is None or now >= settle.until:
+                return settle.reply()
+            gap = settle.until - now  # nothing due before the end of the advance: time reaches it
+        self._clock.jump(gap)
+        self._wake_due()
         return None
 
     def _to_next_deadline(self) -> float:
@@ -237,45 +242,27 @@ class SimProcess:
         return float(due - self._clock.current_time())
 
     def _sleep_on(self) -> None:
-        """Everything is blocked and the driver sleeps until ``_wake_at`` (or is busy, e.g.
-        unwinding a stop): move the clock to the first timer due — trio's, a harness sleep's
-        (:mod:`dsh_sim.engine.sleepers`) or the driver's — as trio's autojump would, and wake
-        whoever's time has come.
-
-        The driver's timer is kept here, not as a trio deadline: a trio timer wakes its task
-        by cancelling a cancel scope (a ``Cancelled`` raised and caught, a new scope per
-        sleep), thousands of times a run.  The driver is rescheduled before trio expires the
-        deadlines due at the same instant, so it runs in the same batch as the tasks they
-        wake — trio sorts each batch before its seeded shuffle, so the order of rescheduling
-        does not matter — and the schedule is the one a trio timer gives."""
-        wake = self._wake_at
-        now = self._clock.current_time()
-        due = min(self._runner.deadlines.next_deadline(), self._sleepers.next_deadline())
-        if wake is not None and self._waiting:  # a driver cancelled out of its wait left its timer behind, unarmed
-            due = min(due, wake)
-        jump = due - now
+        """Everything is blocked while the driver is busy (e.g. unwinding a stop): move the
+        clock to the first timer due — trio's or a harness sleep's
+        (:mod:`dsh_sim.engine.sleepers`) — as trio's autojump would, and wake the sleepers
+        whose time has come."""
+        jump = self._to_next_deadline()
         if 0 < jump < math.inf:
             self._clock.jump(jump)
         self._wake_due()
 
     def _wake_due(self) -> None:
-        """Wake the sleepers and the driver whose time has come (what trio's expiry of their
+        """Wake the harness sleepers whose time has come (what trio's expiry of their
         deadlines would do at the start of the next batch)."""
-        now = self._clock.current_time()
-        for sleeper in self._sleepers.pop_due(now):
+        due = self._sleepers.pop_due(self._clock.current_time())
+        for sleeper in due:
             self._runner.reschedule(sleeper)
-        wake = self._wake_at
-        if wake is not None and self._waiting and wake <= now:
-            driver, self._parked, self._wake_at = self._parked, None, None
-            assert driver is not None
-            self._runner.reschedule(driver, outcome.Value(_TICK))
 
     def _exited(self, result: outcome.Outcome[Any] | None) -> Reply:
         if isinstance(result, outcome.Error):
             self.exit_error = _unwrap(result.error)
         self.exited = True
-        self._gen = self._runner = self._parked = self._wake_at = None
-        self._waiting = False
+        self._gen = self._runner = self._parked = None
         self._sleepers.clear()
         _LIVE.discard(self)
         if isinstance(self.exit_error, KeyboardInterrupt):
@@ -305,24 +292,10 @@ class SimProcess:
     # -- inside the run --------------------------------------------------------------------
 
     async def _next_command(self) -> tuple[str, Any]:
-        """Sleep until the host sends a command.  The sleep has a timer the host keeps to move
-        virtual time (``_wake_at``, see :class:`_Settle`); when it fires, the host wakes the
-        driver with a tick and the driver simply sleeps again."""
-        while True:
-            self._parked = trio.lowlevel.current_task()
-            self._wake_at = None  # a new sleep, no timer yet
-            self._waiting = True
-            try:
-                command: tuple[str, Any] = await trio.lowlevel.wait_task_rescheduled(_abort)
-            finally:
-                self._waiting = False  # woken, or cancelled out of the wait (a crash unwinding)
-            if command is not _TICK:
-                return command
-            if trio.current_effective_deadline() == -math.inf:
-                # Woken by its timer while a task of the same batch cancelled the commands
-                # (a crash): a trio timer's Cancelled would not be caught by its own scope
-                # then, but propagate from here, in this very step.
-                raise trio.Cancelled._create(source="deadline")
+        """Sleep until the host sends a command (the host moves virtual time meanwhile)."""
+        self._parked = trio.lowlevel.current_task()
+        command: tuple[str, Any] = await trio.lowlevel.wait_task_rescheduled(_abort)
+        return command
 
     async def _driver(self, booted: _Task) -> None:
         """Main (the runtime) and the host's commands (a prompt, a flush) run in nested
@@ -365,9 +338,6 @@ class SimProcess:
             task.error = err
         finally:
             task.done = True
-
-
-_TICK: tuple[str, Any] = ("tick", None)  # the driver's timer fired: it sleeps again
 
 
 def _IDLE() -> Reply:

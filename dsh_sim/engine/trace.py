@@ -56,15 +56,26 @@ class Trace:
     """The digest is the SHA-256 of every record's ``repr`` followed by a newline, in order.
 
     Records are buffered and hashed in chunks (one ``repr`` pass and one hash update per
-    chunk instead of per record); the bytes hashed, and so the digest, are the same."""
+    chunk instead of per record); the bytes hashed, and so the digest, are the same.  Kept
+    records (``keep=True``) are taken from the buffer as it is hashed."""
 
     def __init__(self, *, keep: bool = False, enabled: bool = True) -> None:
         self._hash = hashlib.sha256()
         self._pending: list[tuple[Any, ...]] = []
-        self.count = 0
+        self._hashed = 0
         self.keep = keep
         self.enabled = enabled  # a disabled trace (explore's recovery runs) records nothing
-        self.records: list[tuple[Any, ...]] = []
+        self._records: list[tuple[Any, ...]] = []
+
+    @property
+    def count(self) -> int:
+        return self._hashed + len(self._pending)
+
+    @property
+    def records(self) -> list[tuple[Any, ...]]:
+        if self.keep:
+            self._flush()
+        return self._records
 
     def record(self, kind: str, *fields: Any) -> None:
         if not self.enabled:
@@ -75,23 +86,28 @@ class Trace:
                 break
         else:
             entry = (kind, *fields)  # all plain: nothing to canonicalize or copy
-        self.add(entry)
+        pending = self._pending
+        pending.append(entry)
+        if len(pending) >= _CHUNK:
+            self._flush()
 
     def add(self, entry: tuple[Any, ...]) -> None:
         """Record an entry that is canonical already (see :meth:`record`)."""
         if not self.enabled:
             return
-        self._pending.append(entry)
-        self.count += 1
-        if self.keep:
-            self.records.append(entry)
-        if len(self._pending) >= _CHUNK:
+        pending = self._pending
+        pending.append(entry)
+        if len(pending) >= _CHUNK:
             self._flush()
 
     def _flush(self) -> None:
-        if self._pending:
-            self._hash.update(("\n".join(map(repr, self._pending)) + "\n").encode())
-            self._pending.clear()
+        pending = self._pending
+        if pending:
+            self._hash.update(("\n".join(map(repr, pending)) + "\n").encode())
+            self._hashed += len(pending)
+            if self.keep:
+                self._records.extend(pending)
+            pending.clear()
 
     def digest(self) -> str:
         self._flush()
@@ -112,7 +128,12 @@ class TaskTracer(trio.abc.Instrument):
         if label is None:
             label = self._labels[task.name] = task_label(task.name)
         now = self._clock.current_time() if self._clock is not None else trio.current_time()
-        self._trace.add(("step", self._pid, round(now, 9), label))  # rounded as _canon rounds
+        trace = self._trace
+        if trace.enabled:
+            pending = trace._pending
+            pending.append(("step", self._pid, round(now, 9), label))  # rounded as _canon rounds
+            if len(pending) >= _CHUNK:
+                trace._flush()
 
 
 def task_label(name: str) -> str:

@@ -45,7 +45,11 @@ def lookup(disk: Disk, path: str, *, follow: bool) -> Lookup:
     """Resolve an absolute ``path``; ``follow``: whether a final symbolic link is followed."""
     if not path.startswith("/"):
         raise os_error(errno.ENOENT, path)
-    pending = deque(part for part in posixpath.normpath(path).split("/") if part)
+    if "//" in path or "/." in path or path.endswith("/"):
+        path_parts = [part for part in posixpath.normpath(path).split("/") if part]
+    else:  # already normal (what normpath would return): split it as it is
+        path_parts = path.split("/")[1:]
+    pending = deque(path_parts)
     stack = [ROOT_INO]
     hops = 0
     while pending:
