@@ -32,12 +32,6 @@ def _canon(value: Any) -> Any:
 
 
 _PLAIN = (str, int, bool, type(None))
-
-
-def _plain_dict(d: dict[Any, Any]) -> bool:
-    return all(type(v) in _PLAIN for v in d.values())
-
-
 _CHUNK = 2048  # records hashed together
 
 
@@ -45,10 +39,14 @@ def _field(value: Any) -> Any:
     # Fields are built by deterministic code (dicts in insertion order, plain scalars), so
     # their repr is already stable; only foreign objects need canonicalizing.  A plain dict is
     # copied: it is hashed later, and its owner may change it meanwhile.
-    if type(value) in _PLAIN:
+    kind = type(value)
+    if kind in _PLAIN:
         return value
-    if type(value) is dict and _plain_dict(value):
-        return dict(value)
+    if kind is dict:
+        for item in value.values():
+            if type(item) not in _PLAIN:
+                return _canon(value)
+        return value.copy()
     return _canon(value)
 
 
