@@ -69,3 +69,31 @@ def test_a_harness_sleep_schedules_as_trio_sleep():
         assert _run(seed, harness_sleep=True) == _run(seed, harness_sleep=False), f"seed {seed}"
         outcomes.add(any(s[0] == "victim woke" for s in _run(seed, harness_sleep=False)[2]))
     assert outcomes == {True, False}  # both orders of the victim and its canceller were met
+
+
+def test_an_advance_stops_at_its_end_though_the_next_timer_is_later():
+    """``advance`` moves the clock to its end and no further, whether the timers due meanwhile
+    are trio's, a harness sleep's or none (the host moves time itself; a step of an idle run
+    would let trio's autojump carry the clock on to its next deadline)."""
+    clock = new_clock()
+    woke: list[float] = []
+
+    async def main(proc: SimProcess) -> None:
+        async def sleeper(seconds: float, harness: bool) -> None:
+            await (proc.sleep(seconds) if harness else trio.sleep(seconds))
+            woke.append(trio.current_time())
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sleeper, 0.2, True)
+            nursery.start_soon(sleeper, 1.0, False)
+            nursery.start_soon(sleeper, 1.5, True)
+            proc.ready = True
+
+    proc = SimProcess(1, main, clock=clock, seed=3)
+    assert proc.start().state == "idle"
+    proc.advance(0.5)
+    assert (clock.current_time(), woke) == (0.5, [0.2])
+    proc.advance(0.25)
+    assert (clock.current_time(), woke) == (0.75, [0.2])
+    proc.advance(1.0)
+    assert (clock.current_time(), woke) == (1.75, [0.2, 1.0, 1.5])

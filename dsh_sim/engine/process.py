@@ -157,7 +157,11 @@ class SimProcess:
         limit = clock.current_time() + seconds
         self._settle = _Settle(lambda: clock.current_time() >= limit, limit, _IDLE, until=limit)
         assert self._parked is not None, "a live process waits for its next command"
-        return self._step(_NO_IO)
+        # the run is idle between commands: move the clock before stepping it (a step of an
+        # idle run would let trio's autojump move it to trio's next deadline, past the limit)
+        with self._installed():
+            reply = self._when_blocked()
+        return reply if reply is not None else self._step(_NO_IO)
 
     def crash(self) -> Reply:
         return self._send("crash", None)
@@ -228,9 +232,12 @@ class SimProcess:
         if settle.done():
             return settle.reply()
         if math.isinf(gap) or now + gap > settle.limit:
-            if settle.until is None or now >= settle.until:
-                return settle.reply()
-            gap = settle.until - now  # nothing due before the end of the advance: time reaches it
+            if settle.until is not None and now < settle.until:
+                # nothing is due before the end of the advance: time reaches it, and the run
+                # is as blocked there as it is now (stepping it would let trio's autojump
+                # move the clock on to its next deadline, past the end)
+                self._clock.jump(settle.until - now)
+            return settle.reply()
         self._clock.jump(gap)
         self._wake_due()
         return None
