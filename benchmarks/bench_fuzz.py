@@ -127,7 +127,8 @@ def main() -> None:
     start = time.process_time()
     # the collector settings and the fixed constants pool dsh-sim fuzz runs with: the same seed
     # draws the same examples whatever the process imported (and whatever the code imports)
-    with capture_runtime_logs(), CollectorPolicy(), fixed_constants():
+    with capture_runtime_logs(), CollectorPolicy() as collector, fixed_constants():
+        collector.freeze()  # as dsh_sim.drivers.fuzz does
         run_state_machine_as_test(machine, settings=run_settings)
     cpu = time.process_time() - start - tally.fingerprint_cpu
 
