@@ -41,6 +41,12 @@ class SimulationMachine(RuleBasedStateMachine):
     """Rules call :meth:`do`; every step is recorded so a failure becomes a scenario file."""
 
     last: SimulationMachine | None  # the latest instance, set on the concrete class
+    # Whether the simulations record their trace digest.  Nothing reads a machine run's digest:
+    # an example is never replayed from it, and a failing one becomes a scenario whose digest
+    # comes from its replay (dsh_sim.drivers.fuzz).  Recording it (a record per task step,
+    # named point and filesystem call, plus a trio instrument) was about a tenth of a fuzz run's
+    # CPU.  benchmarks/bench_fuzz.py --trace turns it on to compare runs record by record.
+    record_trace = False
 
     def __init__(self) -> None:
         super().__init__()

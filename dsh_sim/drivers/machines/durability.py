@@ -85,7 +85,7 @@ class DurabilityMachine(SimulationMachine):
     def start(self, seed: int, compression: str, timing: Any = None) -> None:
         self.seed = seed
         cfg = attrs.evolve(type(self).config, compression=compression, **(timing or {}))
-        self.sim = Simulation(seed, cfg)
+        self.sim = Simulation(seed, cfg, trace=self.record_trace)
         self.checker = Checker.attach(self.sim)
         self.do(Step("boot"))
 

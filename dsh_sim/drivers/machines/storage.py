@@ -63,7 +63,7 @@ class StorageMachine(SimulationMachine):
     def start(self, seed: int, compression: str, origin: str = "fresh", boot_crash: Any = None, timing: Any = None) -> None:
         self.seed = seed
         cfg = attrs.evolve(type(self).config, compression=compression, approval_tools=(), **(timing or {}))
-        self.sim = Simulation(seed, cfg, kind="storage")
+        self.sim = Simulation(seed, cfg, kind="storage", trace=self.record_trace)
         self.checker = Checker.attach(self.sim)
         if origin != "fresh":  # a historical v0 log of any shape the generator makes
             self.do(Step("seed_v0", origin))
