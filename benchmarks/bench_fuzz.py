@@ -12,10 +12,14 @@ shared, so wall time would measure the neighbours):
 * crash-recover cycles/s — a crash followed by a boot that recovered from it (one coverage
   case in ``checker.cases`` each).
 
-The workload fingerprint hashes, for every example in order, its steps, its trace digest and
-what the checker judged (checks counted, violations): two builds that print the same
-fingerprint ran exactly the same examples to exactly the same outcomes, so a speed-up that
-prints it unchanged did not test less.  The run uses the fixed constants pool of
+The workload fingerprint hashes, for every example in order, its steps, what the checker
+judged (checks counted, violations), how often each named point was reached, the virtual time
+and the bytes of the session log at the end: two builds that print the same fingerprint ran
+the same examples to the same outcomes, so a speed-up that prints it unchanged did not test
+less.  The machines record no trace digest (``dsh-sim fuzz`` reads none); ``--trace`` records
+it, as the simulations did before, and also prints the trace fingerprint — steps, trace
+digest and judgements of every example — which compares two builds record by record (task
+steps, points, faults, filesystem calls).  The run uses the fixed constants pool of
 ``dsh-sim fuzz`` (:mod:`dsh_sim.drivers.constants`), so the examples do not depend on what
 the process happened to import.
 
@@ -60,6 +64,7 @@ class Tally:
         self.crashes = 0
         self.kinds: dict[str, list[float]] = {}
         self.fingerprint = hashlib.sha256()
+        self.trace_fingerprint = hashlib.sha256()  # --trace only
         self.fingerprint_cpu = 0.0  # the fingerprint's own cost, left out of the figures
 
     def add(self, kind: str, seconds: float) -> None:
@@ -70,7 +75,7 @@ class Tally:
         return sum(values) / len(values) if values else float("nan")
 
 
-def counting_machine(base: type, tally: Tally, seed: int) -> type:
+def counting_machine(base: type, tally: Tally, seed: int, trace: bool = False) -> type:
     """``base`` with every step timed and classified, and each example's totals counted."""
 
     def do(self: Any, step: Step) -> str:
@@ -102,12 +107,17 @@ def counting_machine(base: type, tally: Tally, seed: int) -> type:
                 tally.cycles += len(self.checker.cases)
                 tally.crashes += len(self.sim.history.crashes)
                 begun = time.process_time()
-                checker = self.checker
+                sim, checker = self.sim, self.checker
+                steps = [describe_step(s) for s in self.steps]
                 judged = (sorted(checker.checked.items()), [v.describe() for v in checker.violations])
-                tally.fingerprint.update(repr(([describe_step(s) for s in self.steps], self.sim.trace.digest(), judged)).encode())
+                log = sim.disk.read_path(sim.config.log_path)
+                end = (sorted(sim.point_hits.items()), sim.now(), hashlib.sha256(log).hexdigest() if log is not None else None)
+                tally.fingerprint.update(repr((steps, judged, end)).encode())
+                if sim.trace.enabled:
+                    tally.trace_fingerprint.update(repr((steps, sim.trace.digest(), judged)).encode())
                 tally.fingerprint_cpu += time.process_time() - begun
 
-    cls = type(f"Bench{base.__name__}", (base,), {"do": do, "teardown": teardown, "last": None})
+    cls = type(f"Bench{base.__name__}", (base,), {"do": do, "teardown": teardown, "last": None, "record_trace": trace})
     cls._hypothesis_internal_use_seed = seed  # what @seed does (as dsh_sim.drivers.fuzz sets it)
     return cls
 
@@ -118,16 +128,22 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=40, help="Hypothesis examples (default 40)")
     parser.add_argument("--steps", type=int, default=12, help="stateful_step_count: rules per example (default 12, as the fuzz profile)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="record every simulation's trace digest (dsh-sim fuzz does not) and print the trace fingerprint",
+    )
     args = parser.parse_args()
 
     tally = Tally()
-    machine = counting_machine(MACHINES[args.machine], tally, args.seed)
+    machine = counting_machine(MACHINES[args.machine], tally, args.seed, args.trace)
     run_settings = settings(profiles.fuzz_settings(), max_examples=args.examples, stateful_step_count=args.steps, phases=(Phase.generate,))
     project_constants()  # built once per process (cached), before the clock starts
     start = time.process_time()
     # the collector settings and the fixed constants pool dsh-sim fuzz runs with: the same seed
     # draws the same examples whatever the process imported (and whatever the code imports)
-    with capture_runtime_logs(), CollectorPolicy(), fixed_constants():
+    with capture_runtime_logs(), CollectorPolicy() as collector, fixed_constants():
+        collector.freeze()  # as dsh_sim.drivers.fuzz does
         run_state_machine_as_test(machine, settings=run_settings)
     cpu = time.process_time() - start - tally.fingerprint_cpu
 
@@ -156,7 +172,11 @@ def main() -> None:
             ["share of CPU time inside steps", in_steps / cpu],
         ],
     )
-    print(f"workload fingerprint (steps, trace digests, judgements of every example): {tally.fingerprint.hexdigest()[:16]}")
+    print(
+        f"workload fingerprint (steps, judgements, point hits, virtual time, log bytes of every example): {tally.fingerprint.hexdigest()[:16]}"
+    )
+    if args.trace:
+        print(f"trace fingerprint (steps, trace digests, judgements of every example): {tally.trace_fingerprint.hexdigest()[:16]}")
 
 
 if __name__ == "__main__":

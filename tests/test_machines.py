@@ -60,3 +60,58 @@ def test_a_saved_failure_is_one_minimal(no_policy_run):
 @pytest.mark.soak
 def test_soak_durability_machine():
     run_state_machine_as_test(DurabilityMachine, settings=settings.get_profile("soak"))
+
+
+def _machine_runs(record_trace: bool) -> list[tuple]:
+    """Eight seeded examples of the durability machine: per example its steps, the checks it
+    judged, the named points reached and the virtual time at the end."""
+    from hypothesis import Phase
+
+    from dsh_sim.drivers import profiles
+    from dsh_sim.drivers.constants import fixed_constants
+    from dsh_sim.scenario.codec import describe_step
+
+    runs: list[tuple] = []
+
+    def teardown(self) -> None:
+        DurabilityMachine.teardown(self)
+        if self.sim is not None:
+            runs.append(
+                (
+                    [describe_step(s) for s in self.steps],
+                    sorted(self.checker.checked.items()),
+                    sorted(self.sim.point_hits.items()),
+                    self.sim.now(),
+                )
+            )
+
+    namespace = {"teardown": teardown, "last": None, "record_trace": record_trace, "_hypothesis_internal_use_seed": 5}
+    machine = type("TracedOrNot", (DurabilityMachine,), namespace)
+    with fixed_constants():
+        run_state_machine_as_test(machine, settings=settings(profiles.fuzz_settings(), max_examples=8, phases=(Phase.generate,)))
+    return runs
+
+
+def test_the_machines_record_no_trace_and_run_the_same_without_it():
+    """The machines skip the trace digest (nobody reads it; a found scenario's digest comes from
+    its replay): a run with it and one without are the same examples to the same outcomes."""
+    assert DurabilityMachine.record_trace is False and StorageMachine.record_trace is False
+    with_trace = _machine_runs(record_trace=True)
+    assert len(with_trace) >= 8
+    assert _machine_runs(record_trace=False) == with_trace
+
+
+def test_the_comparison_sees_a_run_that_changes_without_its_trace(monkeypatch):
+    """The comparison above fails if a simulation behaved differently without its trace (here:
+    one whose clock starts later when the trace is off)."""
+    from dsh_sim.drivers.machines import durability
+    from dsh_sim.engine.machine import Simulation
+
+    def simulation(seed, config, *, trace):
+        sim = Simulation(seed, config, trace=trace)
+        if not trace:
+            sim.clock.jump(1.0)
+        return sim
+
+    monkeypatch.setattr(durability, "Simulation", simulation)
+    assert _machine_runs(record_trace=False) != _machine_runs(record_trace=True)

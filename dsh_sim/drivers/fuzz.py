@@ -189,7 +189,8 @@ def fuzz(
     base_settings = profiles.fuzz_settings()
     cls = _machine_class(machine, config, run)
     try:
-        with mutants.enabled(active_mutants), CollectorPolicy(), fixed_constants():
+        with mutants.enabled(active_mutants), CollectorPolicy() as collector, fixed_constants():
+            collector.freeze()  # what was imported and set up lives as long as the run: never traverse it
             while True:
                 elapsed = time.perf_counter() - started
                 if elapsed >= budget or (examples is not None and run.examples >= examples):

@@ -17,10 +17,36 @@ from dsh_sim.scenario.codec import step_of
 from dsh_sim.scenario.steps import apply
 
 
+# Preconditions are named functions, not lambdas: Hypothesis describes every precondition it
+# evaluates (several per rule draw), and a lambda's description is a look-up in its source cache
+# where a function's is its name.  Each reads the machine's property, so subclasses' overrides hold.
+def is_alive(machine: SimulationMachine) -> bool:
+    return machine.alive
+
+
+def is_dead(machine: SimulationMachine) -> bool:
+    return machine.dead
+
+
+def can_corrupt(machine: SimulationMachine) -> bool:
+    return machine.alive and machine._running().config.compression == "zstd"
+
+
+def has_log(machine: SimulationMachine) -> bool:
+    sim = machine.sim
+    return machine.quiet and sim is not None and sim.disk.resolve(sim.config.log_path) is not None
+
+
 class SimulationMachine(RuleBasedStateMachine):
     """Rules call :meth:`do`; every step is recorded so a failure becomes a scenario file."""
 
     last: SimulationMachine | None  # the latest instance, set on the concrete class
+    # Whether the simulations record their trace digest.  Nothing reads a machine run's digest:
+    # an example is never replayed from it, and a failing one becomes a scenario whose digest
+    # comes from its replay (dsh_sim.drivers.fuzz).  Recording it (a record per task step,
+    # named point and filesystem call, plus a trio instrument) was about a tenth of a fuzz run's
+    # CPU.  benchmarks/bench_fuzz.py --trace turns it on to compare runs record by record.
+    record_trace = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -75,12 +101,12 @@ class SimulationMachine(RuleBasedStateMachine):
 
     # -- rules every machine has ---------------------------------------------------------------
 
-    @precondition(lambda self: self.alive)
+    @precondition(is_alive)
     @rule(crash=crash_specs)
     def crash_now(self, crash: dict[str, Any]) -> None:
         self.do(step_of("crash_now", crash))
 
-    @precondition(lambda self: self.alive and self.sim.config.compression == "zstd")
+    @precondition(can_corrupt)
     @rule(fault=corruptions, hit=st.integers(1, 2))
     def corrupt(self, fault: dict[str, Any], hit: int) -> None:
         """A byte of the log flips on the medium (bit rot) once a batch is durable: a damaged
@@ -88,12 +114,12 @@ class SimulationMachine(RuleBasedStateMachine):
         no checksum, and the spec reads damage there as a crash tail (§ raw scanner)."""
         self.do(step_of("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
 
-    @precondition(lambda self: self.dead)
+    @precondition(is_dead)
     @rule()
     def reboot(self) -> None:
         self.do(Step("boot"))
 
-    @precondition(lambda self: self.quiet and self.sim.disk.resolve(self.sim.config.log_path) is not None)
+    @precondition(has_log)
     @rule()
     def second_writer(self) -> None:
         self.do(Step("second_writer"))

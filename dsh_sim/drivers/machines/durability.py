@@ -15,7 +15,7 @@ from hypothesis import event, target
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from dsh_sim.drivers.machines.base import SimulationMachine
+from dsh_sim.drivers.machines.base import SimulationMachine, is_alive, is_dead
 from dsh_sim.drivers.machines.strategies import (
     BOUNDARY_CHOICES,
     FS_POINTS,
@@ -34,6 +34,20 @@ from dsh_sim.scenario.args import Step
 from dsh_sim.scenario.codec import step_of
 
 
+def is_idle(machine: DurabilityMachine) -> bool:
+    return machine.idle
+
+
+def in_turn(machine: DurabilityMachine) -> bool:
+    return machine.alive and machine._current().agent.turn_active
+
+
+def has_unknown_outcome(machine: DurabilityMachine) -> bool:
+    """Idle, and the latest recovery left a call whose outcome is unknown."""
+    report = machine._current().report if machine.idle else None
+    return report is not None and "TOOL_OUTCOME_UNKNOWN" in report.verdicts.values()
+
+
 class DurabilityMachine(SimulationMachine):
     """Subclass and set ``config`` to fuzz another deployment (e.g. no checkpoint policy)."""
 
@@ -43,6 +57,9 @@ class DurabilityMachine(SimulationMachine):
     def __init__(self) -> None:
         super().__init__()
         self.next_id = [1]
+        # one strategy per example, not one per prompt: a new composite is wrapped and validated
+        # on its first draw; drawing from this one gives exactly the same scripts
+        self.turn_scripts = turn_script(self.next_id)
 
     def crashed(self) -> None:
         super().crashed()
@@ -68,20 +85,20 @@ class DurabilityMachine(SimulationMachine):
     def start(self, seed: int, compression: str, timing: Any = None) -> None:
         self.seed = seed
         cfg = attrs.evolve(type(self).config, compression=compression, **(timing or {}))
-        self.sim = Simulation(seed, cfg)
+        self.sim = Simulation(seed, cfg, trace=self.record_trace)
         self.checker = Checker.attach(self.sim)
         self.do(Step("boot"))
 
-    @precondition(lambda self: self.idle)
+    @precondition(is_idle)
     @rule(data=st.data())
     def prompt(self, data: st.DataObject) -> None:
-        self.do(step_of("prompt", data.draw(turn_script(self.next_id))))
+        self.do(step_of("prompt", data.draw(self.turn_scripts)))
 
-    @precondition(lambda self: self.idle)
+    @precondition(is_idle)
     @rule(data=st.data(), boundary=st.sampled_from(BOUNDARY_CHOICES[1:]), crash=crash_specs)
     def prompt_crashing(self, data: st.DataObject, boundary: str, crash: dict[str, Any]) -> None:
         """A prompt with a crash aimed between two moments of one of its calls."""
-        script = data.draw(turn_script(self.next_id))
+        script = data.draw(self.turn_scripts)
         calls = [(i + 1, c["id"]) for i, r in enumerate(script["responses"]) for c in r.get("tool_calls", ())]
         if calls:
             step, call_id = data.draw(st.sampled_from(calls[::-1]))  # later calls first: they depend on earlier ones
@@ -89,7 +106,7 @@ class DurabilityMachine(SimulationMachine):
             self.do(step_of("arm", {"rule": aimed_crash_rule(script, step, call_id, boundary, crash, len(self._running().lifetimes))}))
         self.do(step_of("prompt", script))
 
-    @precondition(lambda self: self.alive)
+    @precondition(is_alive)
     @rule(
         fault=st.one_of(
             st.builds(
@@ -106,23 +123,23 @@ class DurabilityMachine(SimulationMachine):
         """A crash at any named point, or an I/O, network, approval, sandbox, or model fault."""
         self.do(step_of("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
 
-    @precondition(lambda self: self.dead)
+    @precondition(is_dead)
     @rule(point=st.sampled_from(FS_POINTS + ("persist.batch.durable",)), hit=st.integers(1, 3), crash=crash_specs)
     def arm_recovery_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
         lifetime = len(self._running().lifetimes) + 1
         self.do(step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
 
-    @precondition(lambda self: self.alive)
+    @precondition(is_alive)
     @rule(seconds=st.sampled_from([0.05, 0.2, 1.0]))
     def advance(self, seconds: float) -> None:
         self.do(step_of("advance", {"seconds": seconds}))
 
-    @precondition(lambda self: self.alive and self.sim.current.agent.turn_active)
+    @precondition(in_turn)
     @rule()
     def cancel(self) -> None:
         self.do(Step("cancel"))
 
-    @precondition(lambda self: self.idle)
+    @precondition(is_idle)
     @rule(
         change=st.one_of(
             st.builds(lambda p: ("set_approval_policy", {"policy": p}), st.sampled_from(["ask", "never"])),
@@ -136,11 +153,7 @@ class DurabilityMachine(SimulationMachine):
             return
         self.do(step_of(op, args))
 
-    @precondition(
-        lambda self: (
-            self.idle and self.sim.current.report is not None and "TOOL_OUTCOME_UNKNOWN" in self.sim.current.report.verdicts.values()
-        )
-    )
+    @precondition(has_unknown_outcome)
     @rule()
     def retry_unknown(self) -> None:
         self.do(Step("retry_unknown"))

@@ -19,7 +19,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from dsh_sim.drivers.machines.base import SimulationMachine
+from dsh_sim.drivers.machines.base import SimulationMachine, is_alive, is_dead
 from dsh_sim.drivers.machines.strategies import FS_POINTS, crash_specs, io_faults, timings, window_write_faults
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.machine import Simulation
@@ -63,7 +63,7 @@ class StorageMachine(SimulationMachine):
     def start(self, seed: int, compression: str, origin: str = "fresh", boot_crash: Any = None, timing: Any = None) -> None:
         self.seed = seed
         cfg = attrs.evolve(type(self).config, compression=compression, approval_tools=(), **(timing or {}))
-        self.sim = Simulation(seed, cfg, kind="storage")
+        self.sim = Simulation(seed, cfg, kind="storage", trace=self.record_trace)
         self.checker = Checker.attach(self.sim)
         if origin != "fresh":  # a historical v0 log of any shape the generator makes
             self.do(Step("seed_v0", origin))
@@ -72,13 +72,13 @@ class StorageMachine(SimulationMachine):
                 self.do(step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": 1, "crash": crash}}))
         self.do(Step("boot"))
 
-    @precondition(lambda self: self.alive)
+    @precondition(is_alive)
     @rule(count=st.integers(1, 5), size=st.sampled_from([8, 200, 5000, 300_000]))
     def append(self, count: int, size: int) -> None:
         """Events of ``size`` bytes; the largest span several zstd blocks in one frame."""
         self.do(step_of("append", {"count": count, "size": size}))
 
-    @precondition(lambda self: self.alive)
+    @precondition(is_alive)
     @rule(
         fault=window_write_faults,
         before=st.integers(1, 3),
@@ -104,7 +104,7 @@ class StorageMachine(SimulationMachine):
             steps += [step_of("append", {"count": 1}), step_of("advance", {"seconds": 0.25})]
         self.do_while_alive(*steps)
 
-    @precondition(lambda self: self.alive)
+    @precondition(is_alive)
     @rule(wait=st.sampled_from([0.21, 0.25]), then=st.sampled_from(["flush", "append", "crash"]), crash=crash_specs)
     def barrier_meets_write_in_flight(self, wait: float, then: str, crash: dict[str, Any]) -> None:
         """A window expires and its write starts; before it lands (a slow disk keeps it in
@@ -112,28 +112,28 @@ class StorageMachine(SimulationMachine):
         last = {"flush": Step("flush"), "append": step_of("append", {"count": 1}), "crash": step_of("crash_now", crash)}[then]
         self.do_while_alive(step_of("append", {"count": 2}), step_of("advance", {"seconds": wait}), last)
 
-    @precondition(lambda self: self.alive)
+    @precondition(is_alive)
     @rule()
     def flush(self) -> None:
         self.do(Step("flush"))
 
-    @precondition(lambda self: self.alive)
+    @precondition(is_alive)
     @rule(seconds=st.sampled_from([0.05, 0.2, 0.5]))
     def window(self, seconds: float) -> None:
         self.do(step_of("advance", {"seconds": seconds}))
 
-    @precondition(lambda self: self.alive)
+    @precondition(is_alive)
     @rule(fault=io_faults, hit=st.integers(1, 3))
     def arm_fault(self, fault: dict[str, Any], hit: int) -> None:
         self.do(step_of("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
 
-    @precondition(lambda self: self.alive)
+    @precondition(is_alive)
     @rule(point=st.sampled_from(STORAGE_POINTS), hit=st.integers(1, 3), crash=crash_specs)
     def arm_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
         lifetime = len(self._running().lifetimes)
         self.do(step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
 
-    @precondition(lambda self: self.dead)
+    @precondition(is_dead)
     @rule(point=st.sampled_from(STORAGE_POINTS + MIGRATION_POINTS[:4]), hit=st.integers(1, 2), crash=crash_specs)
     def arm_recovery_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
         lifetime = len(self._running().lifetimes) + 1
