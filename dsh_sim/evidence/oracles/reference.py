@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 
 from dsh_sim.evidence.oracles import spec_repair
-from dsh_sim.evidence.oracles.event_records import record_of, records_of
+from dsh_sim.evidence.oracles.event_records import first_mismatch, records_of, same
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
 
 
@@ -125,7 +125,7 @@ def history_problems(expected: Expected, acked: Mapping[int, Any], in_memory: Se
             problems.append(f"acknowledged event seq {seq} ({acked[seq].type}) is on the disk with other content")
             break
     for seq, record in enumerate(stored[: len(in_memory)]):
-        if record != record_of(in_memory[seq]):
+        if not same(record, in_memory[seq]):
             problems.append(f"the disk holds {record['type']} at seq {seq}, but the process had {in_memory[seq].type} there")
             break
     return problems
@@ -152,9 +152,10 @@ def compare(expected: Expected, refused: BaseException | None, stored: Sequence[
     if refused is not None:
         return [f"recovery refused a log the spec recovers ({len(expected.stored)} events): {type(refused).__name__}: {refused}"]
     out = []
-    diff = first_difference("stored events", records_of(stored), expected.stored)
-    if diff:
-        out.append(diff)
+    if first_mismatch(expected.stored, stored) is not None:  # (the pairs remembered equal are not walked again)
+        diff = first_difference("stored events", records_of(stored), expected.stored)
+        if diff:
+            out.append(diff)
     diff = first_difference("closers", [e.to_record() for e in closers], expected.closers)
     if diff:
         out.append(diff)
