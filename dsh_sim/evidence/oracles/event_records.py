@@ -10,6 +10,8 @@ since; the record is only compared, never changed.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -35,6 +37,7 @@ def records_of(events: Iterable[Event]) -> list[dict[str, Any]]:
 
 
 _EQUAL: dict[tuple[int, int], tuple[dict[str, Any], Event]] = {}  # (id(record), id(event)) -> both
+_LAST: dict[int, dict[str, Any]] = {}  # id(event) -> the record it was last found equal to (pinned by _EQUAL)
 
 
 def same(record: dict[str, Any], event: Event) -> bool:
@@ -48,25 +51,34 @@ def same(record: dict[str, Any], event: Event) -> bool:
     compared again every time (a finding is never remembered away)."""
     key = (id(record), id(event))
     known = _EQUAL.get(key)
-    if known is not None and known[0] is record and known[1] is event:
-        return True
-    if record != record_of(event):
-        return False
-    if len(_EQUAL) >= LIMIT:
-        _EQUAL.clear()
-    _EQUAL[key] = (record, event)
+    if known is None or known[0] is not record or known[1] is not event:
+        if record != record_of(event):
+            return False
+        if len(_EQUAL) >= LIMIT:
+            _EQUAL.clear()
+            _LAST.clear()
+        _EQUAL[key] = (record, event)
+    _LAST[id(event)] = record
     return True
 
 
 def first_mismatch(records: Sequence[dict[str, Any]], events: Sequence[Event]) -> int | None:
     """The first position where ``records`` and ``events`` (as records) differ — the shorter
-    length when one is a prefix of the other — or ``None`` when they are equal."""
-    for index, (record, event) in enumerate(zip(records, events)):
-        if not same(record, event):
+    length when one is a prefix of the other — or ``None`` when they are equal.
+
+    The leading pairs already found equal are skipped without a Python-level step per pair
+    (an event's last equal record is this very record): a recovery's log is mostly the
+    previous recovery's."""
+    n = min(len(records), len(events))
+    known = map(_LAST.get, map(id, itertools.islice(events, n)))
+    start = next(itertools.compress(itertools.count(), map(operator.is_not, known, records)), n)
+    for index in range(start, n):
+        if not same(records[index], events[index]):
             return index
-    return None if len(records) == len(events) else min(len(records), len(events))
+    return None if len(records) == len(events) else n
 
 
 def clear() -> None:
     _MEMO.clear()
     _EQUAL.clear()
+    _LAST.clear()
