@@ -130,9 +130,9 @@ def history_problems(expected: Expected, acked: Mapping[int, Any], in_memory: Se
             problems.append(f"acknowledged event seq {seq} ({acked[seq].type}) is on the disk with other content")
             break
     shared = min(len(stored), len(in_memory))
-    seq = first_mismatch(stored[:shared], in_memory[:shared])
-    if seq is not None:
-        problems.append(f"the disk holds {stored[seq]['type']} at seq {seq}, but the process had {in_memory[seq].type} there")
+    at = first_mismatch(stored[:shared], in_memory[:shared])
+    if at is not None:
+        problems.append(f"the disk holds {stored[at]['type']} at seq {at}, but the process had {in_memory[at].type} there")
     return problems
 
 
