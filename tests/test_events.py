@@ -236,6 +236,29 @@ def test_checked_copy_is_a_private_equal_copy() -> None:
     assert Event.from_record(copy.to_record()) == copy
 
 
+def test_an_event_the_runtime_built_is_admitted_without_another_copy() -> None:
+    from runtime.session.events import is_owned
+
+    session = Session("s", TickClock())
+    built = session.append("turn/start", {"turn": 1})
+    assert is_owned(built) and checked_copy(built) is built  # Session.append's copy is private already
+    parsed = Event.from_parsed({"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}})
+    assert is_owned(parsed) and checked_copy(parsed) is parsed  # (freshly parsed JSON)
+    made = Event("turn/start", 0, 1, {"turn": 1})  # a caller's: its data is the caller's object
+    assert not is_owned(made) and checked_copy(made).data is not made.data
+    assert not is_owned(built.with_seq(0))  # (a derived event is a new object, not marked)
+    assert is_owned(checked_copy(made))
+
+
+def test_an_owned_event_still_has_its_envelope_checked() -> None:
+    from runtime.session.events import owned
+
+    with pytest.raises(EnvelopeError, match="non-empty string"):
+        checked_copy(owned(Event("", 0, 1, {})))
+    with pytest.raises(EnvelopeError, match="time"):
+        checked_copy(owned(Event("turn/start", 0, 2**53, {})))
+
+
 @pytest.mark.parametrize(
     "event,error,match",
     [

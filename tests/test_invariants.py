@@ -110,6 +110,38 @@ def test_seq_dense_fails_on_a_gap():
     assert [v.invariant for v in obs.violations] == ["seq_dense"]
 
 
+def test_seq_dense_fails_on_a_gap_in_records_and_passes_dense_ones():
+    obs = _Obs()
+    records = [ev(n, "turn/start", {"turn": 1}).to_record() for n in (0, 1, 3)]
+    inv.check_seq_dense(obs, records[:2])
+    assert obs.violations == []
+    inv.check_seq_dense(obs, records)
+    assert [v.message for v in obs.violations] == ["event 2 has seq 3"]
+
+
+def test_acked_events_survive_judges_each_recovery_after_remembering_equal_pairs(monkeypatch):
+    """A pair found equal is remembered; a later recovery with another live event there is
+    still caught (the memo only skips the very pairs it found equal)."""
+    from dsh_sim.evidence.invariants import recovery
+
+    recovery.forget_survivors()
+    monkeypatch.setattr(recovery, "undamaged_prefix", lambda obs: None)  # (no media damage)
+    acked = {n: ev(n, "todo/write", {"n": n}) for n in range(4)}
+    obs = _Obs()
+    obs.acked = acked
+    live = tuple(ev(n, "todo/write", {"n": n}) for n in range(5))
+    recovery.check_acked(obs, live)
+    recovery.check_acked(obs, live)  # (every pair remembered now)
+    assert obs.violations == []
+    changed = (*live[:2], ev(2, "todo/write", {"n": 99}), *live[3:])
+    recovery.check_acked(obs, changed)
+    recovery.check_acked(obs, live[:3])  # one acknowledged event lost
+    assert [v.message for v in obs.violations] == [
+        "acknowledged event seq 2 (todo/write) was lost or changed",
+        "acknowledged event seq 3 (todo/write) was lost or changed",
+    ]
+
+
 def test_one_result_per_call_fails_on_a_duplicate_result():
     obs = _Obs()
     block = {"type": "tool-call", "id": "c1", "name": "pay", "arguments": "{}"}

@@ -64,3 +64,34 @@ def test_a_remembered_record_is_what_to_record_returns_now():
     for n in range(event_records.LIMIT + 10):  # bounded: a full memo starts over
         event_records.record_of(Event("todo/write", n, 10, {}))
     assert len(event_records._MEMO) <= event_records.LIMIT
+
+
+def test_a_pair_remembered_equal_is_only_that_pair():
+    from dsh_sim.evidence.oracles import event_records
+
+    event_records.clear()
+    events = _events(3)
+    records = [dict(e.to_record()) for e in events]  # equal records, other objects (another decoder's)
+    assert event_records.first_mismatch(records, events) is None
+    assert event_records.first_mismatch(records, events) is None  # (remembered: the same answer)
+    changed = [*records[:1], {**records[1], "time": 99}, records[2]]  # another record at seq 1
+    assert event_records.first_mismatch(changed, events) == 1
+    assert event_records.first_mismatch(records[:2], events) == 2  # a prefix: where the shorter ends
+    assert event_records.first_mismatch(records, events[:1]) == 1
+    assert not event_records.same(records[0], events[1])  # a remembered pair says nothing of others
+    for n in range(event_records.LIMIT + 10):  # bounded: a full memo starts over
+        e = Event("todo/write", n, 10, {})
+        assert event_records.same(e.to_record(), e)
+    assert len(event_records._EQUAL) <= event_records.LIMIT
+
+
+def test_the_spec_reader_shares_a_writers_records():
+    from dsh_sim.evidence.oracles import spec_log
+
+    spec_log.clear_memos()
+    events = _events(4)
+    data = _log(events)
+    written = spec_log.check_written(data, "zstd")
+    torn = spec_log.read_recoverable(data[:-3], "zstd")  # a reader's read of a cut of it
+    assert torn.records == written.records[: len(torn.records)]
+    assert all(a is b for a, b in zip(torn.records, written.records))

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import trio
 
 from runtime.persistence import context
-from runtime.session.events import Event
+from runtime.session.events import Event, is_owned
 from runtime.session.lossless import lossless_copy
 
 WINDOW_SECONDS = 0.200
@@ -32,7 +32,10 @@ Sink = Callable[[Sequence[Event]], Awaitable[None]]
 
 
 def _own(event: Event) -> Event:
-    """The queue's own copy of an event (the reference structured-clones on admission)."""
+    """The queue's own copy of an event (the reference structured-clones on admission); an
+    event the runtime built (:func:`~runtime.session.events.owned`) is already one."""
+    if is_owned(event):
+        return event
     try:
         data = lossless_copy(event.data)
         return Event(event.type, event.seq, event.time, data, event.ignorable, event.surface_op, event.source_event_seqs)

@@ -4,10 +4,16 @@ An :class:`Event` is an immutable value.  ``to_record`` gives the stored JSON ob
 one key order this runtime writes (``type, seq, time, data, ignorable, surfaceOp,
 sourceEventSeqs`` — the order of the reference runtime's synthetic closers);
 ``Event.from_record`` validates a stored object and never trusts its shape.
+
+An event the runtime built itself — its ``data`` a private lossless copy it made, or JSON it
+just parsed — is *owned* (:func:`owned`): nothing outside the runtime holds its ``data``, so
+the write path admits it as it is, without another defensive deep copy.  Only events a
+caller constructed are copied on admission.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -54,7 +60,7 @@ class Event:
         """Validate one stored record; raise :class:`EnvelopeError` naming what is wrong.
 
         The event gets a private copy of ``data``: the caller may keep using ``record``."""
-        return cls._validated(record, lossless_copy)
+        return owned(cls._validated(record, lossless_copy))
 
     @classmethod
     def from_parsed(cls, record: Any) -> Event:
@@ -62,7 +68,7 @@ class Event:
 
         The same checks and refusals, but ``data`` is walked instead of copied: the decoders
         call this for every stored record, and a copy of freshly parsed JSON was pure cost."""
-        return cls._validated(record, _checked_in_place)
+        return owned(cls._validated(record, _checked_in_place))
 
     @classmethod
     def _validated(cls, record: Any, own: Callable[[Any], Any]) -> Event:
@@ -104,13 +110,34 @@ def _checked_in_place(data: Any) -> Any:
     return data
 
 
+_OWNED: weakref.WeakValueDictionary[int, Event] = weakref.WeakValueDictionary()  # id -> the event (gone with it)
+
+
+def owned(event: Event) -> Event:
+    """Mark ``event`` as built by the runtime: its ``data`` (and ``surface_op``) are a lossless
+    private copy the runtime made or JSON it parsed, which no caller holds.  Returns it."""
+    _OWNED[id(event)] = event
+    return event
+
+
+def is_owned(event: Event) -> bool:
+    """Whether :func:`owned` marked this very event (an entry dies with its event, so an id
+    is never mistaken for a later object's)."""
+    return _OWNED.get(id(event)) is event
+
+
 def checked_copy(event: Event) -> Event:
     """A validated private copy of an in-memory event: the write-side twin of ``from_record``.
 
     Accepts exactly what :meth:`Event.from_record` would read back.  Non-lossless data is a
     ``TypeError`` (``losslessly JSON-serializable``); any other defect an
-    :class:`EnvelopeError`.  One deep copy, so it is cheap enough for every append.
+    :class:`EnvelopeError`.  One deep copy, so it is cheap enough for every append; an
+    :func:`owned` event is already such a copy, so only its envelope is checked (and it is
+    returned as it is).
     """
+    if is_owned(event):
+        _check_envelope(event)
+        return event
     data = lossless_copy(event.data)
     op = event.surface_op
     if op is not None and op != "append":
@@ -119,7 +146,13 @@ def checked_copy(event: Event) -> Event:
     if sources is not None:
         sources = tuple(sources)
     copy = Event(event.type, event.seq, event.time, data, event.ignorable, op, sources)
-    kind, seq = copy.type, copy.seq
+    _check_envelope(copy)
+    return owned(copy)
+
+
+def _check_envelope(copy: Event) -> None:
+    """What :meth:`Event.from_record` checks besides the losslessness of ``data``."""
+    kind, seq, sources = copy.type, copy.seq, copy.source_event_seqs
     if type(kind) is not str or not kind:
         raise EnvelopeError("event type must be a non-empty string")
     if kind == "request/header-delta":
@@ -135,7 +168,6 @@ def checked_copy(event: Event) -> Event:
     if sources is not None and decode_seq_ranges(encode_seq_ranges(sources), seq) != sources:
         raise EnvelopeError(f"sourceEventSeqs at seq {seq} do not survive storage")
     validate_surface(copy)
-    return copy
 
 
 def validate_surface(event: Event) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from runtime.ports.clock import Clock
-from runtime.session.events import EnvelopeError, Event, SurfaceOp, validate_surface
+from runtime.session.events import EnvelopeError, Event, SurfaceOp, owned, validate_surface
 from runtime.session.lossless import lossless_copy
 
 Listener = Callable[[Event], None]
@@ -40,7 +40,7 @@ class Session:
             self._log.append(event)
         self.first_live_seq = len(self._log)
         if self._log and self._log[-1].type != "session/end-seed":
-            self._log.append(Event("session/end-seed", len(self._log), self._clock.now_ms(), {}))
+            self._log.append(owned(Event("session/end-seed", len(self._log), self._clock.now_ms(), {})))
 
     @property
     def seq(self) -> int:
@@ -82,14 +82,14 @@ class Session:
         copied = lossless_copy(data)
         op = lossless_copy(surface_op, "surfaceOp") if surface_op is not None else None
         sources = tuple(source_event_seqs) if source_event_seqs is not None else None
-        event = Event(type, len(self._log), self._clock.now_ms(), copied, ignorable, op, sources)
+        event = Event(type, len(self._log), self._clock.now_ms(), copied, ignorable, op, sources)  # (owned once valid)
         try:
             validate_surface(event)
         except EnvelopeError as err:
             raise ValueError(str(err)) from None
         if sources is not None and (len(set(sources)) != len(sources) or any(s >= event.seq or s < 0 for s in sources)):
             raise ValueError(f"sourceEventSeqs of {type} must be unique earlier seqs")
-        self._log.append(event)
+        self._log.append(owned(event))  # (the data is this copy: the write path need not copy it again)
         for listener in tuple(self._listeners):
             try:
                 listener(event)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -153,8 +155,22 @@ def _data(event: Any) -> Any:
     return event["data"] if type(event) is dict else event.data
 
 
+def _dense(events: Sequence[Any]) -> bool:
+    """Whether the seqs run 0, 1, 2, ... (one C-level pass; ``False`` sends the caller to
+    the walk below, which decides and says where)."""
+    if not events:
+        return True
+    get = operator.itemgetter("seq") if type(events[0]) is dict else operator.attrgetter("seq")
+    try:
+        return list(map(get, events)) == list(range(len(events)))
+    except (AttributeError, KeyError, TypeError):
+        return False
+
+
 def check_seq_dense(obs: Judge, events: Sequence[Any]) -> None:
     obs.count("seq_dense")
+    if _dense(events):
+        return
     for index, event in enumerate(events):
         if _seq(event) != index:
             fail(
@@ -168,6 +184,7 @@ def check_seq_dense(obs: Judge, events: Sequence[Any]) -> None:
 
 
 _SURVIVED: dict[int, tuple[Event, Event]] = {}  # id(acked) -> (acked, a live event found equal to it)
+_SURVIVOR: dict[int, Event] = {}  # id(acked) -> that live event (both pinned by _SURVIVED)
 
 
 def _same(acked: Event, live: Event) -> bool:
@@ -183,7 +200,9 @@ def _same(acked: Event, live: Event) -> bool:
         return False
     if len(_SURVIVED) >= 1 << 16:
         _SURVIVED.clear()
+        _SURVIVOR.clear()
     _SURVIVED[id(acked)] = (acked, live)
+    _SURVIVOR[id(acked)] = live
     return True
 
 
@@ -217,12 +236,23 @@ def undamaged_prefix(obs: Judge) -> int | None:
 def forget_survivors() -> None:
     """Empty the memo of :func:`_same` (its pairs keep both events alive until it is cleared)."""
     _SURVIVED.clear()
+    _SURVIVOR.clear()
+
+
+def _known_survivors(acked: dict[int, Event], seqs: list[int], live: Sequence[Event]) -> int:
+    """How many leading acknowledged events (seqs 0, 1, ...) were already found equal to the
+    very live events at their seqs (one C-level pass; the walk judges the rest)."""
+    if seqs != list(range(len(seqs))):
+        return 0
+    known = map(_SURVIVOR.get, map(id, map(acked.__getitem__, seqs)))
+    return next(itertools.compress(itertools.count(), map(operator.is_not, known, live)), min(len(seqs), len(live)))
 
 
 def check_acked(obs: Judge, live: Sequence[Event]) -> None:
     obs.count("acked_events_survive")
     protected = undamaged_prefix(obs)
-    for seq in sorted(obs.acked):
+    seqs = sorted(obs.acked)
+    for seq in seqs[_known_survivors(obs.acked, seqs, live) :]:
         if protected is not None and seq >= protected:
             break  # media damage may take what lies at and after it (see undamaged_prefix)
         acked = obs.acked[seq]

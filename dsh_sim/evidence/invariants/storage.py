@@ -10,7 +10,7 @@ import attrs
 
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracle import readable_records
-from dsh_sim.evidence.oracles.event_records import records_of
+from dsh_sim.evidence.oracles.event_records import first_mismatch
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
 from runtime.persistence.errors import SessionAlreadyOwnedError
 
@@ -242,17 +242,17 @@ def check_eventually_durable(obs: Judge, life: Lifetime, faults_during_shutdown:
         )
         return
     data = obs.sim.disk.read_path(obs.sim.config.log_path)
-    events = records_of(life.session.events)
+    events = life.session.events
     if data is None:
         fail(obs, "eventually_durable", f"the session has {len(events)} events but no log was published")
         return
     try:
-        stored = list(read_recoverable(data, obs.sim.config.compression).records)
+        stored = read_recoverable(data, obs.sim.config.compression).records
     except SpecViolation as err:
         fail(obs, "eventually_durable", f"the log written by a clean shutdown does not read back: {err}")
         return
-    if stored != events:
-        at = next((i for i, (a, b) in enumerate(zip(stored, events)) if a != b), min(len(stored), len(events)))
+    at = first_mismatch(stored, events)
+    if at is not None:
         fail(
             obs,
             "eventually_durable",

@@ -10,7 +10,9 @@ since; the record is only compared, never changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+import operator
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from runtime.session.events import Event
@@ -34,5 +36,49 @@ def records_of(events: Iterable[Event]) -> list[dict[str, Any]]:
     return [record_of(e) for e in events]
 
 
+_EQUAL: dict[tuple[int, int], tuple[dict[str, Any], Event]] = {}  # (id(record), id(event)) -> both
+_LAST: dict[int, dict[str, Any]] = {}  # id(event) -> the record it was last found equal to (pinned by _EQUAL)
+
+
+def same(record: dict[str, Any], event: Event) -> bool:
+    """``record == record_of(event)``, remembered per pair found equal.
+
+    The judges compare the spec reader's records (shared per frame by its memo) with the
+    runtime's events (shared per frame by the decoder's memo, or a crash point's in-memory
+    log) in every recovery of a point; a deep comparison of each pair every time was most of
+    their cost.  Both are immutable values, so a pair found equal stays equal; each entry
+    holds both, so neither id can be reused while it is remembered.  Unequal pairs are
+    compared again every time (a finding is never remembered away)."""
+    key = (id(record), id(event))
+    known = _EQUAL.get(key)
+    if known is None or known[0] is not record or known[1] is not event:
+        if record != record_of(event):
+            return False
+        if len(_EQUAL) >= LIMIT:
+            _EQUAL.clear()
+            _LAST.clear()
+        _EQUAL[key] = (record, event)
+    _LAST[id(event)] = record
+    return True
+
+
+def first_mismatch(records: Sequence[dict[str, Any]], events: Sequence[Event]) -> int | None:
+    """The first position where ``records`` and ``events`` (as records) differ — the shorter
+    length when one is a prefix of the other — or ``None`` when they are equal.
+
+    The leading pairs already found equal are skipped without a Python-level step per pair
+    (an event's last equal record is this very record): a recovery's log is mostly the
+    previous recovery's."""
+    n = min(len(records), len(events))
+    known = map(_LAST.get, map(id, itertools.islice(events, n)))
+    start = next(itertools.compress(itertools.count(), map(operator.is_not, known, records)), n)
+    for index in range(start, n):
+        if not same(records[index], events[index]):
+            return index
+    return None if len(records) == len(events) else n
+
+
 def clear() -> None:
     _MEMO.clear()
+    _EQUAL.clear()
+    _LAST.clear()
