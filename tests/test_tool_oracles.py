@@ -13,6 +13,7 @@ from dsh_sim.adapters.observed import ToolMark
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.oracles import cancellation
 from dsh_sim.evidence.oracles.schedule import Schedule
+from dsh_sim.mutation.patch import Edit, applied
 from dsh_sim.scenario.files import load
 from runtime.tools import registry, scheduler
 from runtime.tools import results as R
@@ -128,26 +129,16 @@ def test_points_truthful_catches_an_announcement_without_its_call_id(monkeypatch
     assert any("announced without ['call_id']" in m for m in found["points_truthful"])
 
 
-def test_points_truthful_catches_an_announcement_naming_another_call(monkeypatch):
+def test_points_truthful_catches_an_announcement_naming_another_call():
     """The result announcement names the step's first call whatever slot was committed."""
-
-    async def settle(self, index, ex, result):
-        self._settled[index] = (ex, result)
-        if self._committing:
-            return
-        self._committing = True
-        try:
-            while self._committed in self._settled:
-                slot = self._committed
-                settled_ex, raw = self._settled.pop(slot)
-                final = raw if settled_ex is None else await self._registry.finalize(settled_ex, raw)
-                self._commit(slot, final)
-                await self._probe.at("tools.result.appended", call_id=self._calls[0].id, tool=self._calls[slot].name)
-        finally:
-            self._committing = False
-
-    monkeypatch.setattr(scheduler.StepTools, "_settle", settle)
-    found = caught("regressions/tools-cancel-skips-later-calls.json")
+    first_call = Edit(
+        "runtime.tools.scheduler",
+        "StepTools._settle",
+        'await self._probe.at("tools.result.appended", call_id=self._calls[slot].id',
+        'await self._probe.at("tools.result.appended", call_id=self._calls[0].id',
+    )
+    with applied([first_call]):
+        found = caught("regressions/tools-cancel-skips-later-calls.json")
     assert any("names the result of c1, but the newest event is ('tool/result', 'c2')" in m for m in found["points_truthful"])
 
 
