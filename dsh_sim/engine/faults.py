@@ -122,10 +122,6 @@ class FaultPlan:
         self._armed = [_Armed(rule) for rule in rules or ()]
         self._points = {armed.rule.point for armed in self._armed}  # the points any rule names
 
-    def watches(self, point: str) -> bool:
-        """Whether any rule names ``point`` (most announcements meet no rule at all)."""
-        return point in self._points
-
     @property
     def rules(self) -> list[FaultRule]:
         return [a.rule for a in self._armed]
@@ -141,6 +137,8 @@ class FaultPlan:
 
     def hit(self, point: str, details: dict[str, Any], lifetime: int) -> list[Firing]:
         out: list[Firing] = []
+        if point not in self._points:
+            return out  # most announcements meet no rule at all
         for index, armed in enumerate(self._armed):
             rule = armed.rule
             if rule.point != point or (rule.lifetime is not None and rule.lifetime != lifetime) or not rule.matches(details):

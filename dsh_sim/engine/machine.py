@@ -38,7 +38,6 @@ from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE, Gate, Probe, complete_fr
 from dsh_sim.engine.history import Corruption, FaultFired, History
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.observer import Observer
-from dsh_sim.engine.points import POINTS
 from dsh_sim.engine.points import spec as point_spec
 from dsh_sim.engine.process import Reply, SimProcess, SimulatedCrash
 from dsh_sim.engine.programs import (
@@ -171,12 +170,11 @@ class Simulation:
 
     async def point(self, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
         """Announce a named point; apply crash/delay/cancel/corrupt; return a domain fault."""
-        if name not in POINTS:
-            point_spec(name)  # raises: an undeclared point
+        point_spec(name)  # raises on an undeclared point
         public = details  # private details (``_events``) stay out of traces and fault matching
         for key in details:
-            if key[0] == "_":
-                public = {k: v for k, v in details.items() if k[0] != "_"}
+            if key.startswith("_"):
+                public = {k: v for k, v in details.items() if not k.startswith("_")}
                 break
         if not life.view.alive:
             # cleanup code of a dead process unwinding: not a point a crash could strike, not
@@ -197,7 +195,7 @@ class Simulation:
         for observer in self.observers:
             observer.on_point(life, name, details)
         domain: Firing | None = None
-        for firing in self.plan.hit(name, public, life.index) if self.plan.watches(name) else ():
+        for firing in self.plan.hit(name, public, life.index):
             rule = firing.rule
             self.trace.record("fault", life.index, name, firing.index, rule.action)
             self.history.faults.append(FaultFired(life.index, name, rule.action, firing.index, durability.current().step, self.now()))

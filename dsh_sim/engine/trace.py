@@ -84,10 +84,7 @@ class Trace:
                 break
         else:
             entry = (kind, *fields)  # all plain: nothing to canonicalize or copy
-        pending = self._pending
-        pending.append(entry)
-        if len(pending) >= _CHUNK:
-            self._flush()
+        self.add(entry)
 
     def add(self, entry: tuple[Any, ...]) -> None:
         """Record an entry that is canonical already (see :meth:`record`)."""
