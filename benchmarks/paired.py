@@ -23,8 +23,15 @@ import re
 import statistics
 import subprocess
 import sys
+from typing import NoReturn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def refuse(message: str) -> NoReturn:
+    """Bad input: one line on stderr, exit 2."""
+    print(f"paired.py: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def run_once(root: str, script: str, args: list[str], pattern: re.Pattern[str]) -> float:
@@ -34,9 +41,12 @@ def run_once(root: str, script: str, args: list[str], pattern: re.Pattern[str]) 
     done = subprocess.run([sys.executable, script, *args], cwd=bench_dir, env=env, capture_output=True, text=True, check=False)
     match = pattern.search(done.stdout)
     if done.returncode != 0 or match is None:
-        tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
-        raise SystemExit(f"{root}: {script} exited {done.returncode} without the figure; last lines:\n  " + "\n  ".join(tail))
-    return float(match.group(1))
+        last = ((done.stdout + done.stderr).strip().splitlines() or ["(no output)"])[-1]
+        refuse(f"{bench_dir}/{script} exited {done.returncode} without the figure; its last line: {last[:200]}")
+    try:
+        return float(match.group(1))
+    except (IndexError, ValueError):
+        refuse(f"--pattern must capture a number in its first group, it captured {match.group(0)[:80]!r}")
 
 
 def main() -> None:
@@ -49,9 +59,19 @@ def main() -> None:
     parser.add_argument("args", nargs="*", help="arguments for the script (after --)")
     args = parser.parse_args()
     if not os.path.isdir(os.path.join(args.base, "benchmarks")):
-        raise SystemExit(f"{args.base}: no benchmarks/ directory (not a checkout?)")
-    pattern = re.compile(args.pattern)
+        refuse(f"{args.base}: no benchmarks/ directory (not a checkout?)")
     this = os.path.dirname(HERE)
+    for root in (args.base, this):
+        if not os.path.isfile(os.path.join(root, "benchmarks", args.script)):
+            refuse(f"{root}/benchmarks/{args.script}: no such script")
+    if args.rounds < 1:
+        refuse(f"--rounds must be at least 1, got {args.rounds}")
+    try:
+        pattern = re.compile(args.pattern)
+    except re.error as err:
+        refuse(f"--pattern is not a regular expression: {err}")
+    if pattern.groups < 1:
+        refuse("--pattern needs a group that captures the figure, e.g. 'CPU s\\s+([\\d.]+)'")
     ratios: list[float] = []
     print(f"{'round':>5}  {'base ' + args.label:>22}  {'this ' + args.label:>22}  this/base")
     for index in range(args.rounds):
