@@ -196,7 +196,7 @@ def recover_from(
     seed = derive_seed(scenario.seed, "explore", cp.index, crash.label(), cut.describe() if cut else "-")
     kind = "agent" if scenario.machine == "durability" else "storage"
     sim = Simulation.from_crash_point(cp, crash, cut, disk, phase, seed=seed, config=scenario.sim_config(), kind=kind)
-    checker = Checker.attach(sim, source="explore", torn_class=torn_class)
+    checker = Checker.attach(sim, source="explore", torn_class=torn_class, keep_cases=False)  # (cases: see explore)
     try:
         apply(sim, Step("boot"))
         if continue_turn:
