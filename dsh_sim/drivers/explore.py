@@ -196,7 +196,7 @@ def recover_from(
     seed = derive_seed(scenario.seed, "explore", cp.index, crash.label(), cut.describe() if cut else "-")
     kind = "agent" if scenario.machine == "durability" else "storage"
     sim = Simulation.from_crash_point(cp, crash, cut, disk, phase, seed=seed, config=scenario.sim_config(), kind=kind)
-    checker = Checker.attach(sim, source="explore", torn_class=torn_class)
+    checker = Checker.attach(sim, source="explore", torn_class=torn_class, keep_cases=False)  # (cases: see explore)
     try:
         apply(sim, Step("boot"))
         if continue_turn:
@@ -308,8 +308,9 @@ def explore(
             point_key = _point_key(cp, layouts.digests)
             possible[cp.point] += len(options)
             barrier = barrier_of(cp.evidence.barrier, cp.evidence.step)
+            rows = _rows(cp)
             for spec, _, phase, _, _, _ in options:
-                _cell(cells, cp, barrier, phase_group(spec.kind, phase), "possible")
+                _cell(cells, rows, barrier, phase_group(spec.kind, phase), "possible")
             if bound is not None and len(options) > bound:
                 options = rng.sample(options, bound)
                 sampled[cp.point] = sampled.get(cp.point, 0) + 1
@@ -343,7 +344,7 @@ def explore(
                     )
                 )
                 explored[cp.point] += 1
-                _cell(cells, cp, barrier, phase_group(spec.kind, phase), "explored")
+                _cell(cells, rows, barrier, phase_group(spec.kind, phase), "explored")
                 if stop_on_violation and violations:
                     break
             if on_point is not None:
@@ -364,10 +365,16 @@ def explore(
     )
 
 
-def _cell(cells: dict[str, Any], cp: CrashPoint, barrier: str, col: str, key: str) -> None:
-    """Count one crash state in every matrix cell it belongs to (a cell per call boundary)."""
-    for row in sorted(set(cp.evidence.boundaries.values())) or ["no call"]:
+def _cell(cells: dict[str, Any], rows: list[str], barrier: str, col: str, key: str) -> None:
+    """Count one crash state in every matrix cell it belongs to (a cell per call boundary:
+    ``rows``, see :func:`_rows`)."""
+    for row in rows:
         slot = cells["boundary"].setdefault(row, {}).setdefault(col, {"possible": 0, "explored": 0})
         slot[key] += 1
     slot = cells["barrier"].setdefault(barrier, {}).setdefault(col, {"possible": 0, "explored": 0})
     slot[key] += 1
+
+
+def _rows(cp: CrashPoint) -> list[str]:
+    """The boundary rows of ``cp``'s states: one per boundary a call stood at, else "no call"."""
+    return sorted(set(cp.evidence.boundaries.values())) or ["no call"]

@@ -16,6 +16,7 @@ import attrs
 from dsh_sim.adapters.world_tools import CONCURRENCY_SAFE
 from dsh_sim.dsh import against as dsh_against
 from dsh_sim.engine.observer import Observer
+from dsh_sim.engine.points import POINTS, spec
 from dsh_sim.evidence import invariants as inv
 from dsh_sim.evidence.coverage import case_from_recovery
 from dsh_sim.evidence.invariants import oracles
@@ -54,8 +55,9 @@ FOREIGN_STEPS = ("second_writer", "read_only")  # steps that run a process besid
 
 
 class Checker(Observer):
-    def __init__(self, sim: Simulation, *, source: str = "fuzz", torn_class: str | None = None) -> None:
+    def __init__(self, sim: Simulation, *, source: str = "fuzz", torn_class: str | None = None, keep_cases: bool = True) -> None:
         self.sim = sim
+        self.keep_cases = keep_cases  # explore builds its cases after the continuation: none here
         self.source = source  # what produced the simulation, for coverage cases
         self.torn_class = torn_class  # explore: the torn-write class of the starting state
         self.violations: list[inv.Violation] = []
@@ -133,6 +135,13 @@ class Checker(Observer):
         oracles.check_acknowledgement_durable(self, after)
 
     def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
+        point = POINTS.get(name)
+        if point is None or point.layer != "runtime":
+            # every judge below concerns a runtime announcement; the simulator's own ports
+            # announce most points (fs operations), so those return here, unjudged as before
+            if point is None:
+                spec(name)  # (refuses an undeclared name, as check_announcement does)
+            return
         check_announcement(self, life, name, details)
         if name == "persist.batch.durable":
             inv.check_single_writer(self, life)
@@ -187,9 +196,10 @@ class Checker(Observer):
                 if dsh_against.active() is not None:  # --against dsh: the real DSH reads the same crash image
                     dsh_against.check(self, life, crash)
             self.recovered_from.append(crash)
-            self.cases.append(
-                case_from_recovery(self.sim, [v.invariant for v in self.violations], crash, life, self.source, self.torn_class)
-            )
+            if self.keep_cases:
+                self.cases.append(
+                    case_from_recovery(self.sim, [v.invariant for v in self.violations], crash, life, self.source, self.torn_class)
+                )
 
     def on_flush_failed(self, life: Lifetime, error: BaseException) -> None:
         inv.check_failed_append(self, life, error)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_sim.engine.points import POINTS
 from dsh_sim.engine.vocabulary import BARRIERS, BOUNDARIES, INNER_BARRIERS, TORN_CLASSES
+from dsh_sim.evidence.oracles.event_records import of_kinds
 from dsh_sim.evidence.tally import CaseTally, phase_group
 
 __all__ = ["REQUIREMENTS", "aggregate", "barrier_of", "build_case", "case_from_recovery", "phase_group", "recovery_facts"]
@@ -35,13 +36,16 @@ def barrier_of(barrier: str | None, step: str | None) -> str:
     return "outside barriers"
 
 
+_CALL_KINDS = frozenset({"assistant/message", "tool/result"})
+
+
 def recovery_facts(sim: Simulation, life: Lifetime, violated: Iterable[str]) -> dict[str, Any]:
     """What a recovery established, independent of where the crash struck."""
     report = life.report
     verdicts = dict(report.verdicts) if report is not None else {}
     known: set[str] = set()
     closed: set[str] = set()
-    for event in tuple(life.session.events) if life.session is not None else ():
+    for event in of_kinds(tuple(life.session.events), _CALL_KINDS) if life.session is not None else ():
         if event.type == "assistant/message":
             known.update(b["id"] for b in event.data["message"]["content"] if b.get("type") == "tool-call")
         elif event.type == "tool/result":

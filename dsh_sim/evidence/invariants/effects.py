@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import functools
+import operator
 import re
+from typing import Any
 
 from dsh_sim.evidence.invariants.base import Judge, fail
+
+NAME = "idempotent_retry_converges"
 
 
 @functools.lru_cache(maxsize=4096)  # judged after every step: the same ids again and again
@@ -14,23 +18,41 @@ def logical_call(call_id: str) -> str:
     return re.sub(r"-retry[0-9]+$", "", call_id)
 
 
+# (ids of the ledger's entries, which services are idempotent) -> (the entries, the findings)
+_FINDINGS: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[tuple[Any, ...]]]] = {}
+
+
 def check_idempotent_keys(obs: Judge) -> None:
-    """One key, one effect — and one logical request (original plus retries), one effect."""
-    obs.count("idempotent_retry_converges")
+    """One key, one effect — and one logical request (original plus retries), one effect.
+
+    The findings are remembered per ledger: judged after every step and boot, and explore's
+    recoveries of one crash point start from copies of one ledger (the same entry objects).
+    The key is complete: the entries themselves (frozen, so their service, op, call id, key
+    and ``applied`` never change; each memo entry holds them, so an id is not reused while
+    it is remembered) and each service's ``idempotent`` flag."""
+    obs.count(NAME)
     world = obs.sim.world
+    entries = tuple(world.ledger)
+    key = (tuple(map(id, entries)), tuple((name, service.idempotent) for name, service in world.services.items()))
+    known = _FINDINGS.get(key)
+    if known is None or len(known[0]) != len(entries) or not all(map(operator.is_, known[0], entries)):
+        if len(_FINDINGS) >= 1024:
+            _FINDINGS.clear()
+        known = _FINDINGS[key] = (entries, _findings(world))
+    for message, call, effects in known[1]:
+        fail(obs, NAME, message, call, *effects)
+
+
+def _findings(world: Any) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
     for (service, key), count in sorted(world.applied_by_key().items()):
         if world.services[service].idempotent and count > 1:
-            fail(obs, "idempotent_retry_converges", f"{count} applied effects for key {key!r} at idempotent service {service}", key)
+            out.append((f"{count} applied effects for key {key!r} at idempotent service {service}", key, ()))
     per_request: dict[tuple[str, str], list[str]] = {}
     for entry in world.ledger:
         if entry.applied and world.services[entry.service].idempotent and entry.op == "charge":
             per_request.setdefault((entry.service, logical_call(entry.call_id)), []).append(f"{entry.call_id} (key {entry.key})")
     for (service, call), effects in sorted(per_request.items()):
         if len(effects) > 1:
-            fail(
-                obs,
-                "idempotent_retry_converges",
-                f"a request and its retries applied {len(effects)} effects at idempotent service {service}",
-                call,
-                *effects,
-            )
+            out.append((f"a request and its retries applied {len(effects)} effects at idempotent service {service}", call, tuple(effects)))
+    return out

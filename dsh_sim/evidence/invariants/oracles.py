@@ -10,12 +10,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsh_sim.adapters.post_execute_note import NOTE_BLOCK
+from dsh_sim.adapters.simfs.disk import FileNode
 from dsh_sim.engine.config import PERTURB_MAX, SimConfig
+from dsh_sim.engine.determinism import EPOCH_MS
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracles import agreement, cancellation, post_execute, reference, result_shape
 from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
 from dsh_sim.evidence.oracles.schedule import Schedule
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
+from runtime.persistence import layout
 from runtime.session.events import Event
 
 if TYPE_CHECKING:
@@ -116,9 +119,10 @@ def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
     if sim.kind == "agent" and expected.refused is None:
         # the turns before the last were judged when they were live; the last one was cut by the
         # crash (its latest events never reached a live check), so it is judged here with the closers
-        grammar, start = Grammar.after(expected.stored)
-        tail = (*expected.stored[start:], *expected.closers)
-        check_grammar(obs, tail, closed=True, what="the repaired log", grammar=grammar)
+        tail, problems = reference.repaired_tail(expected)
+        obs.count(GRAMMAR)
+        for problem in problems:
+            fail(obs, GRAMMAR, problem)
         check_agreement(obs, tail)
 
 
@@ -195,8 +199,6 @@ def recheck_refusals(obs: Judge, tracker: agreement.Tracker) -> None:
 def durable_log(obs: Judge) -> bytes | None:
     """The log as a power cut at this instant would leave it: fsynced bytes, reached through
     directory entries that were fsynced too."""
-    from dsh_sim.adapters.simfs.disk import FileNode
-
     disk = obs.sim.disk
     ino = disk.resolve(obs.sim.config.log_path, durable=True)
     node = disk.nodes.get(ino) if ino is not None else None
@@ -342,8 +344,6 @@ def write_time(config: SimConfig) -> float:
 
 def check_timely(obs: Judge, life: Lifetime) -> None:
     """The oldest event not yet acknowledged is younger than the window (unless a fault since)."""
-    from dsh_sim.engine.determinism import EPOCH_MS
-
     events = life.session.events
     acked = obs.acked
     first = max(acked) + 1 if acked else 0
@@ -365,15 +365,28 @@ def check_timely(obs: Judge, life: Lifetime) -> None:
 RESIDUE = "no_residue"
 
 
-def stray_names(obs: Judge) -> set[str]:
-    """Names in the session directory that are neither a log generation nor the lock file."""
-    from runtime.persistence.layout import LOCK_FILENAME, parse_generation_filename
+_STRAY: dict[tuple[Any, ...], frozenset[str]] = {}  # (entries, lock name, parser) -> the stray names
 
+
+def stray_names(obs: Judge) -> set[str]:
+    """Names in the session directory that are neither a log generation nor the lock file.
+
+    Remembered per directory listing: judged after every step, boot and shutdown, and the
+    listing seldom changes.  The key is all the answer depends on — the entries (a frozen
+    tuple of names and inodes), the lock file's name and the generation-name parser."""
+    lock, parse = layout.LOCK_FILENAME, layout.parse_generation_filename
     disk = obs.sim.disk
     ino = disk.resolve(obs.sim.config.log_path.rsplit("/", 1)[0])
     if ino is None:
         return set()
-    return {name for name, _ in disk.dir(ino).entries if name != LOCK_FILENAME and parse_generation_filename(name) is None}
+    key = (disk.dir(ino).entries, lock, parse)
+    known = _STRAY.get(key)
+    if known is None:
+        known = frozenset(name for name, _ in key[0] if name != lock and parse(name) is None)
+        if len(_STRAY) >= 4096:
+            _STRAY.clear()
+        _STRAY[key] = known
+    return set(known)
 
 
 CLEANUP_POINTS = ("fs.unlink",)  # a fault here fails a removal itself: a stray name is then by design

@@ -31,8 +31,8 @@ def check_announcement(obs: Judge, life: Lifetime, name: str, details: dict[str,
     if missing:
         fail(obs, NAME, f"{name} was announced without {missing} (declared details {list(point.details)})", None, repr(details))
         return
-    events = life.session.events if life.session is not None else ()
     if name == "tools.call.appended":
+        events = life.session.events if life.session is not None else ()  # (a copy of the log: only where it is read)
         seq = details["seq"]
         event = events[seq] if type(seq) is int and 0 <= seq < len(events) else None
         if (
@@ -47,6 +47,7 @@ def check_announcement(obs: Judge, life: Lifetime, name: str, details: dict[str,
                 f"tools.call.appended names tool/call {details['call_id']} ({details['tool']}) at seq {seq}, where the log holds {what}",
             )
     elif name == "tools.result.appended":
+        events = life.session.events if life.session is not None else ()
         last = events[-1] if events else None
         newest = (last.type, last.data["message"]["source"]["callId"] if last.type == "tool/result" else None) if last else None
         if newest != ("tool/result", details["call_id"]):

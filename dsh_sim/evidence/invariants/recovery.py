@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from dsh_sim.adapters.simfs.frames import layouts_safe
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.invariants.storage import check_migration_atomic
+from dsh_sim.evidence.oracles.event_records import of_kinds
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
 from runtime.persistence.errors import SessionPersistenceCorruptionError
 from runtime.session.events import Event
@@ -286,13 +287,16 @@ def check_committed_bytes(obs: Judge, crash: CrashRecord) -> None:
         )
 
 
+_CALL_KINDS = frozenset({"assistant/message", "tool/result"})
+
+
 def check_one_result_per_call(obs: Judge, events: Sequence[Any], *, repaired: bool = True) -> None:
     """Every call has exactly one result (``repaired=False``, a storage process, which does not
     repair: at most one — an interrupted historical call may stay open there)."""
     obs.count("one_result_per_call")
     blocks: list[str] = []
     results: dict[str, int] = {}
-    for event in events:
+    for event in of_kinds(events, _CALL_KINDS):
         kind, data = _kind(event), _data(event)
         if kind == "assistant/message":
             blocks += [b["id"] for b in data["message"]["content"] if b.get("type") == "tool-call"]
@@ -304,11 +308,15 @@ def check_one_result_per_call(obs: Judge, events: Sequence[Any], *, repaired: bo
             fail(obs, "one_result_per_call", f"the call has {results.get(call_id, 0)} tool/result events", call_id)
 
 
+_TOOL_CALL = frozenset({"tool/call"})
+_TOOL_RESULT = frozenset({"tool/result"})
+
+
 def check_verdicts(obs: Judge, stored: Sequence[Event], closers: Sequence[Event]) -> None:
     obs.count("verdict_soundness")
     world = obs.sim.world
-    started = {e.data["callId"] for e in stored if e.type == "tool/call"}
-    answered = {e.data["message"]["source"]["callId"] for e in stored if e.type == "tool/result"}
+    started = {e.data["callId"] for e in of_kinds(stored, _TOOL_CALL)}
+    answered = {e.data["message"]["source"]["callId"] for e in of_kinds(stored, _TOOL_RESULT)}
     for event in closers:
         if event.type != "tool/result":
             continue
@@ -323,11 +331,14 @@ def check_verdicts(obs: Judge, stored: Sequence[Event], closers: Sequence[Event]
             fail(obs, "verdict_soundness", f"a durable tool/call without result was classified {code}", call_id)
 
 
+_APPROVAL_KINDS = frozenset({"turn/start", "approval/asked", "approval/decided", "turn/end"})
+
+
 def check_approval_audit(obs: Judge, events: Sequence[Event]) -> None:
     obs.count("approval_audit")
     open_asks: dict[str, int] = {}
     turn = None
-    for event in events:
+    for event in of_kinds(events, _APPROVAL_KINDS):
         if event.type == "turn/start":
             turn, open_asks = event.data["turn"], {}
         elif event.type == "approval/asked":
@@ -347,9 +358,7 @@ _DENIAL_TEXTS = ("requires approval", "the user rejected", "was cancelled")
 
 def check_fail_closed(obs: Judge, events: Sequence[Event]) -> None:
     obs.count("fail_closed")
-    for event in events:
-        if event.type != "tool/result":
-            continue
+    for event in of_kinds(events, _TOOL_RESULT):
         code = (event.data.get("error") or {}).get("code")
         block = event.data["message"]["content"][0]
         text = block["content"][0].get("text", "") if block.get("content") else ""

@@ -47,8 +47,11 @@ def longest(data: bytes, writer: bool) -> Prefix | None:
     writer's); failing that, the longest run of whole frames it shares with a recent log."""
     candidates = _KNOWN[True] if writer else _KNOWN[False] + _KNOWN[True]
     best: Prefix | None = None
-    for known in candidates:
-        if (best is None or len(known.data) > len(best.data)) and data.startswith(known.data):
+    # newest first: a growing log's newest prefix is its longest, so the older (shorter) ones
+    # are passed over on their length without comparing their bytes; ``>=`` keeps the earliest
+    # of equally long ones (equal lengths that both start ``data`` are the same bytes)
+    for known in reversed(candidates):
+        if (best is None or len(known.data) >= len(best.data)) and data.startswith(known.data):
             best = known
     if best is not None:
         return best

@@ -25,6 +25,7 @@ import attrs
 
 from dsh_sim.evidence.oracles import spec_repair
 from dsh_sim.evidence.oracles.event_records import first_mismatch, records_of
+from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
 
 
@@ -49,6 +50,7 @@ def clear_memos() -> None:
     """Forget the remembered expectations (see :func:`crash_history_problems`)."""
     _EXPECTED.clear()
     _PROBLEMS.clear()
+    _REPAIRED.clear()
 
 
 def _remember(memo: OrderedDict[Any, Any], key: Any, value: Any) -> None:
@@ -165,3 +167,33 @@ def compare(expected: Expected, refused: BaseException | None, stored: Sequence[
     if diff:
         out.append(diff)
     return out
+
+
+_REPAIRED: dict[int, tuple[Expected, tuple[Any, ...], list[str]]] = {}  # id(expected) -> it, its tail, findings
+
+
+def repaired_tail(expected: Expected) -> tuple[tuple[Any, ...], list[str]]:
+    """The last turn of the repaired log a crash must leave (stored records from its last
+    turn/start, and the closers), and what the grammar finds in it, worded as the log-grammar
+    invariant words it.  Remembered per expectation: the reference model hands out one per crash-image
+    content, and explore recovers from one image in many states.  The findings depend on the
+    stored records and the closers alone (a fresh grammar, no run state), and each entry
+    holds its expectation, so an id is not reused while it is remembered."""
+    known = _REPAIRED.get(id(expected))
+    if known is not None and known[0] is expected:
+        return known[1], known[2]
+    grammar, start = Grammar.after(expected.stored)
+    tail = (*expected.stored[start:], *expected.closers)
+    what = "the repaired log"
+    problems = []
+    try:
+        grammar.feed_all(tail)
+    except GrammarError as err:
+        problems.append(f"{what} is not well formed: {err}")
+    else:
+        if not grammar.closed:
+            problems.append(f"{what} ends inside turn {grammar.turn}")
+    if len(_REPAIRED) >= 1024:
+        _REPAIRED.clear()
+    _REPAIRED[id(expected)] = (expected, tail, problems)
+    return tail, problems

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -87,10 +88,26 @@ def _constant(text: str) -> Any:
     raise ValueError(f"{text} is not JSON")
 
 
+def _checked_dict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``_no_duplicates`` built in C: a duplicate key shrinks the dict, and then
+    ``_no_duplicates`` raises its own error for the same pairs."""
+    out = dict(pairs)
+    return out if len(out) == len(pairs) else _no_duplicates(pairs)
+
+
+# The one strict reading, with hooks that are cheaper where they cannot differ: an integer
+# literal is refused only when it is exactly "-0" (JSON has no other spelling of a negative
+# zero integer), so a text without "-0" parses its integers with the built-in ``int``.
+_STRICT = json.JSONDecoder(object_pairs_hook=_checked_dict, parse_int=_int, parse_float=_float, parse_constant=_constant)
+_STRICT_NO_MINUS_ZERO = json.JSONDecoder(object_pairs_hook=_checked_dict, parse_float=_float, parse_constant=_constant)
+
+
 def strict_json(line: bytes) -> Any:
     """One JSON value as a JavaScript reader sees it losslessly (no NaN, no -0, no duplicate keys)."""
     text = line.decode("utf-8")  # UnicodeDecodeError is a ValueError
-    return json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_int, parse_float=_float, parse_constant=_constant)
+    if text.startswith("\ufeff"):  # (json.loads refuses a byte-order mark; so does this)
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_int, parse_float=_float, parse_constant=_constant)
+    return (_STRICT if "-0" in text else _STRICT_NO_MINUS_ZERO).decode(text)
 
 
 def _safe_int(value: Any) -> bool:
@@ -98,19 +115,40 @@ def _safe_int(value: Any) -> bool:
 
 
 def _lossless(value: Any, depth: int = 0) -> bool:
-    """Every number a safe integer or a finite float; only JSON types (checked after parsing)."""
+    """Every number a safe integer or a finite float; only JSON types (checked after parsing).
+
+    (A container's leaves are judged in its own loop, without a call each: a leaf is one
+    level deeper than its container, so a non-empty container at the depth limit fails.)"""
     if depth > 200:
         return False
-    if value is None or type(value) in (bool, str):
+    kind = type(value)
+    if kind is dict:
+        items: Any = value.values()
+    elif kind is list:
+        items = value
+    else:
+        return _leaf_lossless(value, kind)
+    if depth >= 200 and items:
+        return False
+    for item in items:
+        sub = type(item)
+        if sub is str or sub is bool or item is None:
+            continue
+        if sub is dict or sub is list:
+            if not _lossless(item, depth + 1):
+                return False
+        elif not _leaf_lossless(item, sub):
+            return False
+    return True
+
+
+def _leaf_lossless(value: Any, kind: type) -> bool:
+    if value is None or kind is bool or kind is str:
         return True
-    if type(value) is int:
-        return _safe_int(value)
-    if type(value) is float:
+    if kind is int:
+        return bool(-MAX_SAFE <= value <= MAX_SAFE)
+    if kind is float:
         return math.isfinite(value)
-    if type(value) is list:
-        return all(_lossless(v, depth + 1) for v in value)
-    if type(value) is dict:
-        return all(_lossless(v, depth + 1) for v in value.values())
     return False
 
 
@@ -245,13 +283,27 @@ def _frame_end(data: bytes, start: int) -> int | None:
     return None if layout is None else layout.end
 
 
+_THREAD = threading.local()
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    """This thread's decompression context, made once: a new one per frame cost more than
+    decoding a batch's frame.  Each use makes one decompressobj and is done with it before
+    the next (a new decompressobj resets the context), and contexts are not shared between
+    threads (a migration verifies in a worker thread)."""
+    context = getattr(_THREAD, "context", None)
+    if context is None:
+        context = _THREAD.context = zstandard.ZstdDecompressor()
+    return context
+
+
 def _frame_plaintext(frame: bytes, start: int, *, writer: bool) -> bytes:
     descriptor = frame[4]
     if writer and not descriptor & 0x04:
         raise SpecViolation("a frame without its content checksum", start)
     if writer and descriptor & 0x03:
         raise SpecViolation("a frame that needs a dictionary", start)
-    decoder = zstandard.ZstdDecompressor().decompressobj()
+    decoder = _decompressor().decompressobj()
     try:
         plain = decoder.decompress(frame)
     except zstandard.ZstdError as err:
@@ -435,7 +487,7 @@ def _torn_records(fragment: bytes, first_seq: int) -> list[dict[str, Any]]:
     """§3.7 step 4: the complete, newline-terminated records a torn frame's partial plaintext
     holds are kept (a decoder error keeps none); they must continue the seqs."""
     try:
-        plain = zstandard.ZstdDecompressor().decompressobj().decompress(fragment)
+        plain = _decompressor().decompressobj().decompress(fragment)
     except zstandard.ZstdError:
         return []
     out: list[dict[str, Any]] = []
