@@ -79,3 +79,13 @@ def test_an_unwritable_cache_still_gives_the_pool(tmp_path, monkeypatch) -> None
     monkeypatch.setenv("DSH_SIM_CACHE_DIR", str(blocker / "sub"))
     sources = [("pkg/a.py", b"x = 7\n")]
     assert _same(constants_cache.pool(sources), _fresh(sources))
+
+
+def test_only_the_newest_cache_files_are_kept(cache) -> None:  # type: ignore[no-untyped-def]
+    names = []
+    for n in range(constants_cache.KEEP + 3):
+        sources = [("pkg/a.py", f"x = {70001 + n}\n".encode())]
+        constants_cache.pool(sources)
+        names.append(f"constants-{constants_cache.key(sources)}.json")
+        os.utime(cache / names[-1], (1_000_000 + n, 1_000_000 + n))  # each file older than the next
+    assert sorted(p.name for p in cache.iterdir()) == sorted(names[-constants_cache.KEEP :])

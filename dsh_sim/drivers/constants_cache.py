@@ -17,13 +17,14 @@ rebuilding by the same additions in the reading process gives exactly what parsi
 would have given.
 
 A missing, unreadable or malformed cache file is recomputed (and rewritten atomically); a
-cache that cannot be written is skipped.  ``DSH_SIM_CACHE_DIR`` chooses the directory
+cache that cannot be written is skipped; only the newest few cache files are kept.  ``DSH_SIM_CACHE_DIR`` chooses the directory
 (default ``$XDG_CACHE_HOME/dsh-sim`` or ``~/.cache/dsh-sim``).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import os
@@ -33,6 +34,7 @@ from typing import Any
 
 KINDS = ("integers", "floats", "bytes", "strings")
 FORMAT = 1
+KEEP = 8  # cache files kept (the newest): each edit of a source file makes a new key
 
 
 class _Ordered(set[Any]):
@@ -138,8 +140,18 @@ def store(path: str, files: list[dict[str, list[Any]]]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump({"files": [{kind: [_encode(kind, v) for v in lit[kind]] for kind in KINDS} for lit in files]}, handle)
         os.replace(tmp, path)
+        prune(os.path.dirname(path))
     except OSError:
         pass
+
+
+def prune(directory: str) -> None:
+    """Remove all but the :data:`KEEP` newest cache files of ``directory``."""
+    names = [n for n in os.listdir(directory) if n.startswith("constants-") and n.endswith(".json")]
+    paths = sorted((os.path.join(directory, n) for n in names), key=os.path.getmtime, reverse=True)
+    for stale in paths[KEEP:]:
+        with contextlib.suppress(OSError):
+            os.remove(stale)
 
 
 def pool(sources: list[tuple[str, bytes]]) -> Any:
