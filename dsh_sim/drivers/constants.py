@@ -9,8 +9,14 @@ campaign's fuzz counts depended on where a shard ran.  Inside :func:`fixed_const
 is the literals of the whole project — every module of ``runtime`` and ``dsh_sim``, read from
 their files in sorted order — the same in every process, whatever was imported.
 
-This reaches into Hypothesis internals (``providers._get_local_constants``); Hypothesis is
-pinned below 7, and ``tests/test_campaign_dask.py`` compares fuzz counts across processes.
+Parsing every module for its literals cost about a second of CPU per process (a fuzz run, a
+campaign shard, the benchmark under valgrind); :mod:`dsh_sim.drivers.constants_cache` keeps
+each file's literals on disk, keyed by the bytes of every file, and rebuilds the very same
+pool from them (:func:`project_constants`).
+
+This reaches into Hypothesis internals (``providers._get_local_constants``, its constant
+visitor); Hypothesis is pinned below 7, and ``tests/test_campaign_dask.py`` compares fuzz
+counts across processes.
 """
 
 from __future__ import annotations
@@ -23,24 +29,31 @@ from typing import Any
 
 import dsh_sim
 import runtime
+from dsh_sim.drivers import constants_cache
+
+
+def project_sources() -> list[tuple[str, bytes]]:
+    """Every module of ``runtime`` and ``dsh_sim`` (path relative to its package's parent,
+    bytes), packages in that order, directories and files sorted."""
+    sources = []
+    for package in (runtime, dsh_sim):
+        root = os.path.dirname(os.path.abspath(package.__file__ or ""))
+        parent = os.path.dirname(root)
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    path = os.path.join(dirpath, name)
+                    with open(path, "rb") as handle:
+                        sources.append((os.path.relpath(path, parent), handle.read()))
+    return sources
 
 
 @functools.cache
 def project_constants() -> Any:
     """The literals of every module of ``runtime`` and ``dsh_sim``, as Hypothesis collects
     them from a module: what it saw in a process that had imported the whole project."""
-    from hypothesis.internal.constants_ast import Constants, _constants_from_source
-
-    pool = Constants()
-    for package in (runtime, dsh_sim):
-        root = os.path.dirname(os.path.abspath(package.__file__ or ""))
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames.sort()
-            for name in sorted(filenames):
-                if name.endswith(".py"):
-                    with open(os.path.join(dirpath, name), "rb") as handle:
-                        pool |= _constants_from_source(handle.read(), limit=True)
-    return pool
+    return constants_cache.pool(project_sources())
 
 
 @contextlib.contextmanager

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import attrs
+from hypothesis import seed as hypothesis_seed
 from hypothesis import settings
 from hypothesis.errors import HypothesisException
 from hypothesis.reporting import with_reporter
@@ -115,7 +116,7 @@ class FuzzRun:
 
 
 def _machine_class(machine: str, config: SimConfig, run: FuzzRun) -> type[SimulationMachine]:
-    """The run's one machine class (each batch sets its seed on it).
+    """The run's one machine class (Hypothesis runs it through :func:`_factory`).
 
     One class per run, not per batch: Hypothesis keeps every state-machine class it ran in a
     class-level cache for the life of the process, and each class holds its ``last`` instance
@@ -140,14 +141,24 @@ def _machine_class(machine: str, config: SimConfig, run: FuzzRun) -> type[Simula
                     run.points[name] = run.points.get(name, 0) + n
             forget_decodes()
 
-    namespace = {
-        "config": config,
-        "teardown": teardown,
-        "last": None,
-        "_hypothesis_internal_use_seed": None,  # what @seed does; read by Hypothesis at each run
-    }
+    namespace = {"config": config, "teardown": teardown, "last": None}
     # type() makes a subclass of base; its static type says only "type"
     return cast(type[SimulationMachine], type(f"{base.__name__}Fuzz", (base,), namespace))
+
+
+def _factory(cls: type[SimulationMachine]) -> Callable[[], SimulationMachine]:
+    """What Hypothesis runs each batch: a function making an instance of ``cls``, not ``cls``.
+
+    Hypothesis digests the state-machine factory on every run (for its example database,
+    which fuzzing does not use): for a class it looks for the class's source by parsing its
+    whole module, which for the run's class (made by :func:`_machine_class`, so never found)
+    cost ~8 ms per batch of 25 examples; a function's digest is its few lines.  The digest
+    seeds nothing here: each batch's seed is set on the factory (what ``@seed`` does)."""
+
+    def make() -> SimulationMachine:
+        return cls()
+
+    return make
 
 
 def scenario_from(machine: str, instance: Any, invariant: str, config: SimConfig, active_mutants: tuple[str, ...], seed: int) -> Scenario:
@@ -188,6 +199,7 @@ def fuzz(
     set_hypothesis_shrink_budget(shrink_budget)
     base_settings = profiles.fuzz_settings()
     cls = _machine_class(machine, config, run)
+    factory = _factory(cls)
     try:
         with mutants.enabled(active_mutants), CollectorPolicy() as collector, fixed_constants():
             collector.freeze()  # what was imported and set up lives as long as the run: never traverse it
@@ -196,14 +208,15 @@ def fuzz(
                 if elapsed >= budget or (examples is not None and run.examples >= examples):
                     break
                 batch = base_settings.max_examples if examples is None else min(base_settings.max_examples, examples - run.examples)
-                cls._hypothesis_internal_use_seed = (seed * 1_000_003 + run.batches) % 2**32
+                hypothesis_seed((seed * 1_000_003 + run.batches) % 2**32)(factory)  # the batch's seed
                 cls.last = None
                 run.batches += 1
                 found_at = None
                 try:
                     # Hypothesis' ReporterT takes object, but its base_report asserts every report is a str
                     with with_reporter(cast(Callable[[object], None], run.reports.append)):
-                        run_state_machine_as_test(cls, settings=settings(base_settings, max_examples=batch))
+                        # typed as taking a class; documented as "a class or a function"
+                        run_state_machine_as_test(cast(Any, factory), settings=settings(base_settings, max_examples=batch))
                 except HypothesisException:
                     raise
                 except Exception as err:  # the machine's invariant failed (or the harness broke)
