@@ -189,15 +189,20 @@ class Disk:
 
     def resolve(self, path: str, *, durable: bool = False) -> int | None:
         """Inode at ``path`` (no error mapping; for harness inspection)."""
+        nodes = self.nodes
         ino = ROOT_INO
-        for part in [p for p in path.split("/") if p]:
-            node = self.nodes.get(ino)
+        for part in path.split("/"):
+            if not part:
+                continue
+            node = nodes.get(ino)
             if not isinstance(node, DirNode):
                 return None
-            found = node.durable_lookup(part) if durable else node.lookup(part)
-            if found is None:
+            for name, child in node.durable if durable else node.entries:  # DirNode.lookup, inline
+                if name == part:
+                    ino = child
+                    break
+            else:
                 return None
-            ino = found
         return ino
 
     def read_path(self, path: str) -> bytes | None:
