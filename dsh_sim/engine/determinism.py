@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
-import uuid
 from typing import Any
 
 import trio
@@ -62,10 +61,30 @@ def seed_scheduler(seed: int) -> None:
     run._r.seed(seed)
 
 
+_SEEDS: dict[tuple[object, ...], int] = {}  # derive_seed's memo (parts all exact ints and strs)
+_SEEDS_MAX = 4096  # a long fuzz run derives new seeds forever: the memo starts over past this
+
+
 def derive_seed(*parts: object) -> int:
-    """A 64-bit seed derived from any printable parts (stable across processes)."""
+    """A 64-bit seed derived from any printable parts (stable across processes).
+
+    Memoised when every part is an exact ``int`` or ``str`` (explore derives the same few
+    seeds for every recovery): the key is the parts themselves, and it is complete because
+    two such tuples are equal only if they hold the same types with the same values in the
+    same places — which have the same ``repr``, the only thing the seed depends on (``True``
+    and ``1.0`` equal ``1`` but are not memoised)."""
+    memo = all(type(p) is int or type(p) is str for p in parts)
+    if memo:
+        seed = _SEEDS.get(parts)
+        if seed is not None:
+            return seed
     text = "\x1f".join(repr(p) for p in parts)
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+    if memo:
+        if len(_SEEDS) >= _SEEDS_MAX:
+            _SEEDS.clear()
+        _SEEDS[parts] = seed
+    return seed
 
 
 def new_clock() -> trio.testing.MockClock:
@@ -91,6 +110,11 @@ class SimClock:
         return EPOCH_MS + round(self._clock.current_time() * 1000)
 
 
+# what ``uuid.UUID(int=..., version=4)`` does to the bits: RFC 4122 variant, version 4
+_UUID_KEEP = ~(0xC000 << 48) & ~(0xF000 << 64)
+_UUID_SET = (0x8000 << 48) | (4 << 76)
+
+
 class SimIds:
     """The ids port drawing from the simulation's seeded generator."""
 
@@ -98,7 +122,10 @@ class SimIds:
         self._rng = rng
 
     def uuid(self) -> str:
-        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        """``str(uuid.UUID(int=bits, version=4))``, formatted directly (the runtime mints ids
+        for every event; the ``UUID`` object costs more than the formatting)."""
+        text = "%032x" % (self._rng.getrandbits(128) & _UUID_KEEP | _UUID_SET)
+        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
     def token_hex(self, nbytes: int) -> str:
         return self._rng.getrandbits(8 * nbytes).to_bytes(nbytes, "big").hex()
