@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -77,40 +76,6 @@ def test_same_digest_and_session_bytes_in_two_fresh_processes_with_different_has
     assert a["digest"] == b["digest"]
     assert a["session_sha256"] == b["session_sha256"] and a["session_sha256"] is not None
     assert a["digest"] == a["recorded_digest"]  # and the same as when the scenario was recorded
-
-
-def _derived_uncached(*parts: object) -> int:
-    """derive_seed's definition, without its memo."""
-    text = "\x1f".join(repr(p) for p in parts)
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-
-
-def test_derived_seeds_are_memoised_by_every_part_and_its_type(monkeypatch):
-    monkeypatch.setattr(determinism, "_SEEDS", {})
-    cases = [
-        (1, "sched", 3),
-        (1, "sched", 4),  # each part changed in turn
-        (1, "sched!", 3),
-        (2, "sched", 3),
-        (True, "sched", 3),  # equal to 1, another repr: not memoised, still its own seed
-        (1.0, "sched", 3),
-        ("1", "sched", 3),
-        (1, "sched"),
-        (1, "sched", 3, 0),
-    ]
-    for _ in range(2):  # the second round answers from the memo where it may
-        for parts in cases:
-            assert derive_seed(*parts) == _derived_uncached(*parts), parts
-    assert set(determinism._SEEDS) == {c for c in cases if all(type(p) in (int, str) for p in c)}
-    assert len({derive_seed(*parts) for parts in cases}) == len(cases)
-
-
-def test_the_seed_memo_is_bounded(monkeypatch):
-    monkeypatch.setattr(determinism, "_SEEDS", {})
-    monkeypatch.setattr(determinism, "_SEEDS_MAX", 3)
-    for n in range(10):
-        assert derive_seed(n, "x") == _derived_uncached(n, "x")
-        assert len(determinism._SEEDS) <= 3
 
 
 def test_the_ids_port_mints_what_uuid4_formatting_gives():

@@ -61,30 +61,10 @@ def seed_scheduler(seed: int) -> None:
     run._r.seed(seed)
 
 
-_SEEDS: dict[tuple[object, ...], int] = {}  # derive_seed's memo (parts all exact ints and strs)
-_SEEDS_MAX = 4096  # a long fuzz run derives new seeds forever: the memo starts over past this
-
-
 def derive_seed(*parts: object) -> int:
-    """A 64-bit seed derived from any printable parts (stable across processes).
-
-    Memoised when every part is an exact ``int`` or ``str`` (explore derives the same few
-    seeds for every recovery): the key is the parts themselves, and it is complete because
-    two such tuples are equal only if they hold the same types with the same values in the
-    same places — which have the same ``repr``, the only thing the seed depends on (``True``
-    and ``1.0`` equal ``1`` but are not memoised)."""
-    memo = all(type(p) is int or type(p) is str for p in parts)
-    if memo:
-        seed = _SEEDS.get(parts)
-        if seed is not None:
-            return seed
-    text = "\x1f".join(repr(p) for p in parts)
-    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-    if memo:
-        if len(_SEEDS) >= _SEEDS_MAX:
-            _SEEDS.clear()
-        _SEEDS[parts] = seed
-    return seed
+    """A 64-bit seed derived from any printable parts (stable across processes)."""
+    text = "\x1f".join(map(repr, parts))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
 def new_clock() -> trio.testing.MockClock:
