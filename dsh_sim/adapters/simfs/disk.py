@@ -115,12 +115,15 @@ class DiskImage:
         return dict(self.nodes)
 
 
+_EMPTY_ROOT = DirNode(ROOT_INO)  # a new disk's root (nodes are immutable: one serves every disk)
+
+
 class Disk:
     """Mutable storage shared by every process of one simulation."""
 
     def __init__(self, dev: int = 0x5D5) -> None:
         self.dev = dev
-        self.nodes: dict[int, Node] = {ROOT_INO: DirNode(ROOT_INO)}
+        self.nodes: dict[int, Node] = {ROOT_INO: _EMPTY_ROOT}
         self.next_ino = ROOT_INO + 1
         self.locks: dict[int, tuple[int, int]] = {}  # ino -> (pid, fd)
         self.fidelity_errors: list[str] = []
