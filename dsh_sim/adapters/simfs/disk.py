@@ -83,6 +83,8 @@ class DirNode:
 
     def unsynced_names(self) -> list[str]:
         """Names whose volatile binding differs from the durable one (sorted)."""
+        if self.entries == self.durable:
+            return []  # the same bindings (most directories after their fsync)
         vol, dur = dict(self.entries), dict(self.durable)
         return sorted(n for n in set(vol) | set(dur) if vol.get(n) != dur.get(n))
 
