@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
-import uuid
 
 import pytest
 import trio
@@ -15,7 +13,6 @@ import trio.testing
 
 from dsh_sim.engine import determinism
 from dsh_sim.engine.determinism import (
-    SimIds,
     check_trio,
     derive_seed,
     new_clock,
@@ -76,21 +73,3 @@ def test_same_digest_and_session_bytes_in_two_fresh_processes_with_different_has
     assert a["digest"] == b["digest"]
     assert a["session_sha256"] == b["session_sha256"] and a["session_sha256"] is not None
     assert a["digest"] == a["recorded_digest"]  # and the same as when the scenario was recorded
-
-
-def test_the_ids_port_mints_what_uuid4_formatting_gives():
-    rng, mirror = random.Random(5), random.Random(5)
-    ids = SimIds(rng)
-    for _ in range(2000):
-        assert ids.uuid() == str(uuid.UUID(int=mirror.getrandbits(128), version=4))
-    for bits in (0, (1 << 128) - 1, 0xC000 << 48, 0xF000 << 64):  # the bits the version and variant replace
-        assert SimIds(_Fixed(bits)).uuid() == str(uuid.UUID(int=bits, version=4))
-
-
-class _Fixed(random.Random):
-    def __init__(self, bits: int) -> None:
-        super().__init__(0)
-        self._bits = bits
-
-    def getrandbits(self, k: int) -> int:
-        return self._bits

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
+import uuid
 from typing import Any
 
 import trio
@@ -90,11 +91,6 @@ class SimClock:
         return EPOCH_MS + round(self._clock.current_time() * 1000)
 
 
-# what ``uuid.UUID(int=..., version=4)`` does to the bits: RFC 4122 variant, version 4
-_UUID_KEEP = ~(0xC000 << 48) & ~(0xF000 << 64)
-_UUID_SET = (0x8000 << 48) | (4 << 76)
-
-
 class SimIds:
     """The ids port drawing from the simulation's seeded generator."""
 
@@ -102,10 +98,7 @@ class SimIds:
         self._rng = rng
 
     def uuid(self) -> str:
-        """``str(uuid.UUID(int=bits, version=4))``, formatted directly (the runtime mints ids
-        for every event; the ``UUID`` object costs more than the formatting)."""
-        text = "%032x" % (self._rng.getrandbits(128) & _UUID_KEEP | _UUID_SET)
-        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
 
     def token_hex(self, nbytes: int) -> str:
         return self._rng.getrandbits(8 * nbytes).to_bytes(nbytes, "big").hex()
