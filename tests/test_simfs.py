@@ -231,3 +231,66 @@ def test_a_cancelled_close_leaves_the_descriptor_open_like_the_real_adapter(tmp_
         assert view.open_paths() == []
 
     run(main)
+
+
+def _cut_by_replacing_every_node(disk: Disk, cut: PowerCut) -> dict[int, object]:
+    """apply_power_cut's definition: every node replaced by its post-crash value."""
+    import attrs
+
+    from dsh_sim.adapters.simfs.disk import apply_op
+
+    nodes = dict(disk.nodes)
+    chosen = {f.ino: f for f in cut.files}
+    for node in disk.iter_files():
+        content, choice = node.durable, chosen.get(node.ino)
+        if choice is not None and node.pending:
+            ops = [node.pending[i] for i in choice.subset] if choice.subset is not None else list(node.pending[: choice.keep_ops])
+            for op in ops:
+                content = apply_op(content, op)
+            if choice.subset is None and choice.torn_bytes is not None and choice.keep_ops < len(node.pending):
+                op = node.pending[choice.keep_ops]
+                content = apply_op(content, type(op)(op.offset, op.data[: choice.torn_bytes]))
+        nodes[node.ino] = attrs.evolve(node, volatile=content, durable=content, pending=())
+    keep = {(d, n): k for d, n, k in cut.entries}
+    for directory in disk.iter_dirs():
+        volatile, result = dict(directory.entries), dict(directory.durable)
+        for name in directory.unsynced_names():
+            if keep.get((directory.ino, name), False):
+                if name in volatile:
+                    result[name] = volatile[name]
+                else:
+                    result.pop(name, None)
+        entries = tuple(sorted(result.items()))
+        nodes[directory.ino] = attrs.evolve(directory, entries=entries, durable=entries)
+    return nodes
+
+
+def test_a_power_cut_gives_every_node_its_post_crash_value_and_synced_nodes_stay_themselves():
+    disk, view = fresh()
+
+    async def main():
+        fd = await view.open("/d/synced", NEW)
+        await view.write(fd, b"kept")
+        await view.fsync(fd)
+        await view.mkdir("/d/sub")
+        await view.fsync_dir("/d")
+        fd2 = await view.open("/d/sub/dirty", NEW)  # an unsynced name and unsynced data
+        await view.write(fd2, b"hello")
+        await view.write(fd2, b" world")
+        await view.fsync_dir("/d/sub")
+        await view.write(fd, b"more")  # a synced file with a dirty tail
+        await view.unlink("/d/synced")  # and its name gone from the volatile entries only
+
+    run(main)
+    image = disk.image()
+    states = list(crash_states(disk))
+    assert len(states) > 10
+    for cut in [*states, DROP_ALL]:
+        after = Disk.from_image(image)
+        expected = _cut_by_replacing_every_node(after, cut)
+        apply_power_cut(after, cut)
+        assert after.nodes == expected
+        before = image.node_map()
+        for ino, node in after.nodes.items():  # a node whose value is unchanged is the same object
+            if node == before[ino]:
+                assert node is before[ino]

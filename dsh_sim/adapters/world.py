@@ -13,7 +13,7 @@ time is what lets a later call's ``tool/call`` miss a write-behind window.
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import trio
@@ -127,6 +127,20 @@ class WorkspaceService(Service):
         return True, {"path": path, "bytes": len(text.encode())}
 
 
+_T = TypeVar("_T")
+_CONTAINERS = (dict, list, set)  # copied one level deep by a snapshot (``x.copy()`` is ``copy.copy(x)`` for these)
+
+
+def _shallow(obj: _T) -> _T:
+    """``copy.copy`` of a plain instance (a ``__dict__``, no ``__slots__``, no ``__copy__`` or
+    reduce of its own, as the world and its services are): a new instance of the same class
+    with the same attribute dict, without ``copy``'s reduce protocol (one per service per
+    snapshot, and explore takes one per crash point and per recovery)."""
+    clone = object.__new__(type(obj))
+    clone.__dict__.update(obj.__dict__)
+    return clone
+
+
 class World:
     def __init__(self) -> None:
         payments = PaymentService("payments", idempotent=True)
@@ -145,17 +159,19 @@ class World:
         reads payments) reads the copy.  One level is enough because nothing stored in
         them is ever changed in place — handlers store new values, ledger entries are frozen.
         (``copy.deepcopy`` cost more than a millisecond per crash point explore records.)"""
-        clones = {id(service): copy.copy(service) for service in self.services.values()}
+        clones = {id(service): _shallow(service) for service in self.services.values()}
         for clone in clones.values():
-            for name, value in vars(clone).items():
+            state = clone.__dict__
+            for name, value in state.items():
                 if isinstance(value, Service):
-                    setattr(clone, name, clones[id(value)])
-                elif type(value) in (dict, list, set):
-                    setattr(clone, name, copy.copy(value))
-        world = copy.copy(self)
-        for name, value in vars(self).items():
-            if type(value) in (dict, list, set):
-                setattr(world, name, copy.copy(value))
+                    state[name] = clones[id(value)]
+                elif type(value) in _CONTAINERS:
+                    state[name] = value.copy()
+        world = _shallow(self)
+        state = world.__dict__
+        for name, value in state.items():
+            if type(value) in _CONTAINERS:
+                state[name] = value.copy()
         world.services = {name: clones[id(service)] for name, service in self.services.items()}
         return world
 

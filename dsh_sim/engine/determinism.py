@@ -64,7 +64,7 @@ def seed_scheduler(seed: int) -> None:
 
 def derive_seed(*parts: object) -> int:
     """A 64-bit seed derived from any printable parts (stable across processes)."""
-    text = "\x1f".join(repr(p) for p in parts)
+    text = "\x1f".join(map(repr, parts))
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 

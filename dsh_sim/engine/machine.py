@@ -38,6 +38,7 @@ from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE, Gate, Probe, complete_fr
 from dsh_sim.engine.history import Corruption, FaultFired, History
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.observer import Observer
+from dsh_sim.engine.points import POINTS
 from dsh_sim.engine.points import spec as point_spec
 from dsh_sim.engine.process import Reply, SimProcess, SimulatedCrash
 from dsh_sim.engine.programs import (
@@ -170,7 +171,8 @@ class Simulation:
 
     async def point(self, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
         """Announce a named point; apply crash/delay/cancel/corrupt; return a domain fault."""
-        point_spec(name)  # raises on an undeclared point
+        if name not in POINTS:
+            point_spec(name)  # raises on an undeclared point
         public = details  # private details (``_events``) stay out of traces and fault matching
         for key in details:
             if key.startswith("_"):
@@ -182,7 +184,9 @@ class Simulation:
             self.trace.record("dead-point", life.index, name)
             return None
         self.point_hits[name] = self.point_hits.get(name, 0) + 1
-        self.trace.record("point", life.index, name, public)
+        trace = self.trace
+        if trace.enabled:  # (a disabled trace records nothing: not even the call is made)
+            trace.record("point", life.index, name, public)
         if name == "persist.batch.durable":
             batch, before, after = tuple(details.get("_events", ())), self.history.acked_bytes, self.disk.read_path(self.config.log_path)
             self.history.acknowledged(life.index, batch, after)
@@ -216,7 +220,9 @@ class Simulation:
                 domain = firing
                 if rule.action == "tool_failure":  # the body is replaced by a raise (gates.Probe)
                     self.history.tool_marks.append(ToolMark("raised", life.index, str(public.get("call_id")), error=INJECTED_TOOL_FAILURE))
-        await self._take_time(life, name)
+        config = self.config
+        if config.perturb or config.io_latency or config.fsync_latency:  # else the point takes no time
+            await self._take_time(life, name)
         return domain
 
     async def _take_time(self, life: Lifetime, name: str) -> None:

@@ -52,6 +52,7 @@ HOST_TIMEOUT = 120.0  # real seconds one command may take before it is declared 
 DEFAULT_HORIZON = 600.0  # virtual seconds a command may run before it stops waiting
 _NO_IO: list[Any] = []  # what the host reports after every batch: no descriptor became ready
 _LIVE: set[SimProcess] = set()  # runs not finished: kept alive as a blocked thread kept its run
+_RUN = run_module()  # trio's run module, looked up once (not per step)
 
 
 class SimulatedCrash(BaseException):
@@ -126,7 +127,7 @@ class SimProcess:
         # Seed before the run starts: trio shuffles its very first batch (the init and system
         # tasks) before any task of ours could seed it.
         seed_scheduler(self._seed)
-        run = run_module()
+        run = _RUN
         booted = _Task()
         with self._installed():
             # an empty context: the tasks must not inherit whatever the host has set
@@ -188,10 +189,13 @@ class SimProcess:
         """Run scheduler batches until the command settles (see :class:`_Settle`) or the run ends."""
         send, gen, runner, batches = first, self._gen, self._runner, 0
         queue = runner.entry_queue
+        sleeping = self._sleepers.heap
         deadline = time.monotonic() + HOST_TIMEOUT
-        with self._installed():
+        host = self._install()
+        try:
             while True:
-                self._wake_due()
+                if sleeping:  # (an empty heap has no sleeper to wake: the common case)
+                    self._wake_due()
                 try:
                     gen.send(send)
                 except StopIteration:
@@ -213,6 +217,8 @@ class SimProcess:
                 batches += 1
                 if batches % 10_000 == 0 and time.monotonic() > deadline:
                     raise HarnessHang(f"simulated process {self.pid} did not hand back control within {HOST_TIMEOUT}s")
+        finally:
+            self._uninstall(host)
 
     def _when_blocked(self) -> Reply | None:
         """No task can run and the driver waits for a command: reply, or move the clock to the
@@ -279,22 +285,33 @@ class SimProcess:
     @contextlib.contextmanager
     def _installed(self) -> Iterator[None]:
         """This run's thread-local trio state in place for one stretch of steps, then the host's."""
-        run = run_module()
-        local = run.GLOBAL_RUN_CONTEXT.__dict__
-        host_state, host_hooks, host_library = dict(local), sys.get_asyncgen_hooks(), sniffio_library.name
+        host = self._install()
+        try:
+            yield
+        finally:
+            self._uninstall(host)
+
+    def _install(self) -> tuple[dict[str, Any], Any, str | None]:
+        """Put this run's thread-local trio state in place; returns the host's, for
+        :meth:`_uninstall` (:meth:`_step` calls the pair directly: one per command)."""
+        local = _RUN.GLOBAL_RUN_CONTEXT.__dict__  # this thread's (a thread-local's)
+        host = dict(local), sys.get_asyncgen_hooks(), sniffio_library.name
         local.clear()
         local.update(self._state)
         if self._hooks is not None:
             sys.set_asyncgen_hooks(firstiter=self._hooks.firstiter, finalizer=self._hooks.finalizer)
         sniffio_library.name = "trio"
-        try:
-            yield
-        finally:
-            self._state, self._hooks = dict(local), sys.get_asyncgen_hooks()
-            local.clear()
-            local.update(host_state)
-            sys.set_asyncgen_hooks(firstiter=host_hooks.firstiter, finalizer=host_hooks.finalizer)
-            sniffio_library.name = host_library
+        return host
+
+    def _uninstall(self, host: tuple[dict[str, Any], Any, str | None]) -> None:
+        """Keep this run's thread-local trio state for its next step and put the host's back."""
+        local = _RUN.GLOBAL_RUN_CONTEXT.__dict__
+        host_state, host_hooks, host_library = host
+        self._state, self._hooks = dict(local), sys.get_asyncgen_hooks()
+        local.clear()
+        local.update(host_state)
+        sys.set_asyncgen_hooks(firstiter=host_hooks.firstiter, finalizer=host_hooks.finalizer)
+        sniffio_library.name = host_library
 
     # -- inside the run --------------------------------------------------------------------
 

@@ -26,24 +26,24 @@ class Sleepers:
     """The sleeping tasks of one run, by deadline (an entry whose task is None was cancelled)."""
 
     def __init__(self) -> None:
-        self._heap: list[list[Any]] = []  # [deadline, order, task or None]
+        self.heap: list[list[Any]] = []  # [deadline, order, task or None]; the host reads whether it is empty
         self._order = 0
 
     def add(self, deadline: float, task: trio.lowlevel.Task) -> list[Any]:
         entry = [deadline, self._order, task]
         self._order += 1
-        heapq.heappush(self._heap, entry)
+        heapq.heappush(self.heap, entry)
         return entry
 
     def next_deadline(self) -> float:
-        heap = self._heap
+        heap = self.heap
         while heap and heap[0][2] is None:
             heapq.heappop(heap)
         return float(heap[0][0]) if heap else math.inf
 
     def pop_due(self, now: float) -> list[trio.lowlevel.Task]:
         """The tasks whose deadline is ``now`` or earlier (what trio's expiry would wake)."""
-        heap = self._heap
+        heap = self.heap
         due: list[trio.lowlevel.Task] = []
         while heap and (heap[0][2] is None or heap[0][0] <= now):
             task = heapq.heappop(heap)[2]
@@ -52,7 +52,7 @@ class Sleepers:
         return due
 
     def clear(self) -> None:
-        self._heap.clear()
+        self.heap.clear()
 
 
 async def sleep(sleepers: Sleepers, clock: trio.abc.Clock, seconds: float) -> None:

@@ -164,6 +164,9 @@ def apply_power_cut(disk: Disk, cut: PowerCut) -> None:
                     op = node.pending[choice.keep_ops]
                     assert isinstance(op, WriteOp)
                     content = apply_op(content, WriteOp(op.offset, op.data[: choice.torn_bytes]))
+        elif not node.pending and node.volatile == content:
+            continue  # synced: the node is what it would be replaced by (it keeps its identity,
+            # so digests remembered by identity, explore's, still know it)
         disk.nodes[node.ino] = attrs.evolve(node, volatile=content, durable=content, pending=())
     keep = {(d, n): k for d, n, k in cut.entries}
     for directory in list(disk.iter_dirs()):
@@ -176,5 +179,7 @@ def apply_power_cut(disk: Disk, cut: PowerCut) -> None:
                 else:
                     result.pop(name, None)
         entries = tuple(sorted(result.items()))
+        if entries == directory.entries == directory.durable:
+            continue  # synced: the node is what it would be replaced by (see above)
         disk.nodes[directory.ino] = attrs.evolve(directory, entries=entries, durable=entries)
     disk.locks.clear()

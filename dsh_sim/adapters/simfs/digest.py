@@ -19,38 +19,50 @@ import attrs
 
 from dsh_sim.adapters.simfs.disk import DiskImage
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[str, ...] | None] = {}  # a type -> its attrs field names (None: not attrs)
 
 
-def _field_names(kind: type) -> tuple[str, ...]:
-    names = _FIELDS.get(kind)
-    if names is None:
-        names = _FIELDS[kind] = tuple(field.name for field in attrs.fields(kind))
-    return names
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    """The attrs fields of ``kind`` in order, or None if it is no attrs class (remembered per
+    type: whether a class is an attrs class, and its fields, are fixed when it is made)."""
+    try:
+        return _FIELDS[kind]
+    except KeyError:
+        names = _FIELDS[kind] = tuple(field.name for field in attrs.fields(kind)) if attrs.has(kind) else None
+        return names
 
 
 def _feed(h: Any, value: Any, of_bytes: Callable[[bytes], bytes]) -> None:
     """Feed ``value`` into ``h`` unambiguously (type tags and lengths); bytes by their digest.
 
     A tuple or list that holds no bytes and no attrs object directly goes in by its ``repr``
-    (a directory's entries, a flag); the same value always takes the same path."""
+    (a directory's entries, a flag); the same value always takes the same path.  (An int's
+    ``repr`` is its ``%d``; adjacent updates are joined: the bytes hashed are the same.)"""
     kind = type(value)
     if kind is bytes:
-        h.update(b"B")
-        h.update(of_bytes(value))
-    elif kind in _FIELDS or attrs.has(kind):
+        h.update(b"B" + of_bytes(value))
+        return
+    names = _field_names(kind)
+    if names is not None:
         h.update(kind.__name__.encode() + b"(")
-        for name in _field_names(kind):
+        for name in names:
             _feed(h, getattr(value, name), of_bytes)
         h.update(b")")
-    elif (kind is tuple or kind is list) and any(type(item) is bytes or attrs.has(type(item)) for item in value):
-        h.update(b"T%d:" % len(value))
+        return
+    if kind is int:
+        text = b"%d" % value
+        h.update(b"R%d:%s" % (len(text), text))
+        return
+    if kind is tuple or kind is list:
         for item in value:
-            _feed(h, item, of_bytes)
-    else:
-        text = repr(value).encode()
-        h.update(b"R%d:" % len(text))
-        h.update(text)
+            inner = type(item)
+            if inner is bytes or _field_names(inner) is not None:
+                h.update(b"T%d:" % len(value))
+                for each in value:
+                    _feed(h, each, of_bytes)
+                return
+    text = repr(value).encode()
+    h.update(b"R%d:%s" % (len(text), text))
 
 
 def _sha256(data: bytes) -> bytes:

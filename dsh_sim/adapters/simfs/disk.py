@@ -83,6 +83,8 @@ class DirNode:
 
     def unsynced_names(self) -> list[str]:
         """Names whose volatile binding differs from the durable one (sorted)."""
+        if self.entries == self.durable:
+            return []  # the same bindings (most directories after their fsync)
         vol, dur = dict(self.entries), dict(self.durable)
         return sorted(n for n in set(vol) | set(dur) if vol.get(n) != dur.get(n))
 
@@ -115,12 +117,15 @@ class DiskImage:
         return dict(self.nodes)
 
 
+_EMPTY_ROOT = DirNode(ROOT_INO)  # a new disk's root (nodes are immutable: one serves every disk)
+
+
 class Disk:
     """Mutable storage shared by every process of one simulation."""
 
     def __init__(self, dev: int = 0x5D5) -> None:
         self.dev = dev
-        self.nodes: dict[int, Node] = {ROOT_INO: DirNode(ROOT_INO)}
+        self.nodes: dict[int, Node] = {ROOT_INO: _EMPTY_ROOT}
         self.next_ino = ROOT_INO + 1
         self.locks: dict[int, tuple[int, int]] = {}  # ino -> (pid, fd)
         self.fidelity_errors: list[str] = []
@@ -189,15 +194,20 @@ class Disk:
 
     def resolve(self, path: str, *, durable: bool = False) -> int | None:
         """Inode at ``path`` (no error mapping; for harness inspection)."""
+        nodes = self.nodes
         ino = ROOT_INO
-        for part in [p for p in path.split("/") if p]:
-            node = self.nodes.get(ino)
+        for part in path.split("/"):
+            if not part:
+                continue
+            node = nodes.get(ino)
             if not isinstance(node, DirNode):
                 return None
-            found = node.durable_lookup(part) if durable else node.lookup(part)
-            if found is None:
+            for name, child in node.durable if durable else node.entries:  # DirNode.lookup, inline
+                if name == part:
+                    ino = child
+                    break
+            else:
                 return None
-            ino = found
         return ino
 
     def read_path(self, path: str) -> bytes | None:

@@ -15,8 +15,7 @@ import errno
 import os
 import posixpath
 from collections import deque
-
-import attrs
+from typing import NamedTuple
 
 from dsh_sim.adapters.simfs.disk import ROOT_INO, DirNode, Disk, SymlinkNode
 
@@ -27,13 +26,13 @@ def os_error(code: int, path: str | None = None) -> OSError:
     return OSError(code, os.strerror(code), path) if path is not None else OSError(code, os.strerror(code))
 
 
-@attrs.frozen
-class Lookup:
+class Lookup(NamedTuple):
     """Where a path leads: the directory holding the final name, the name, and its inode.
 
     ``ino`` is None when the final name does not exist (its directory does); ``name`` is ""
     when the path ends on a directory reached without naming an entry (``/``, or a link
-    whose target ends in ``..``).
+    whose target ends in ``..``).  A named tuple, not an attrs class: one is built on every
+    filesystem call.
     """
 
     parent: int
@@ -42,13 +41,49 @@ class Lookup:
 
 
 def lookup(disk: Disk, path: str, *, follow: bool) -> Lookup:
-    """Resolve an absolute ``path``; ``follow``: whether a final symbolic link is followed."""
+    """Resolve an absolute ``path``; ``follow``: whether a final symbolic link is followed.
+
+    Most paths name no symbolic link: they are walked directly; the first link to follow
+    sends the lookup to the general walk (:func:`_walk`), which starts over (a lookup changes
+    nothing, so starting over gives what the general walk alone gives)."""
     if not path.startswith("/"):
         raise os_error(errno.ENOENT, path)
     if "//" in path or "/." in path or path.endswith("/"):
-        path_parts = [part for part in posixpath.normpath(path).split("/") if part]
+        parts = [part for part in posixpath.normpath(path).split("/") if part]
     else:  # already normal (what normpath would return): split it as it is
-        path_parts = path.split("/")[1:]
+        parts = path.split("/")[1:]
+    if not parts:
+        return Lookup(ROOT_INO, "", ROOT_INO)
+    nodes = disk.nodes
+    parent = ROOT_INO
+    here = nodes[ROOT_INO]
+    last = len(parts) - 1
+    for index, part in enumerate(parts):
+        # a normal absolute path has no "." or ".." component (normpath removes them all)
+        if not isinstance(here, DirNode):
+            if isinstance(here, SymlinkNode):
+                return _walk(disk, path, parts, follow)
+            raise os_error(errno.ENOTDIR, path)
+        child = None
+        for entry_name, ino in here.entries:
+            if entry_name == part:
+                child = ino
+                break
+        if child is None:
+            if index == last:
+                return Lookup(parent, part, None)
+            raise os_error(errno.ENOENT, path)
+        if index == last:
+            if follow and isinstance(nodes[child], SymlinkNode):
+                return _walk(disk, path, parts, follow)
+            return Lookup(parent, part, child)
+        parent = child
+        here = nodes[child]
+    raise AssertionError("unreachable: the last component returns")
+
+
+def _walk(disk: Disk, path: str, path_parts: list[str], follow: bool) -> Lookup:
+    """The general walk: symbolic links followed as Linux follows them (see the module)."""
     pending = deque(path_parts)
     stack = [ROOT_INO]
     hops = 0

@@ -127,20 +127,24 @@ class ProcessView:
         if ino is not None:
             entries.append((name, ino))
         stamp = self.disk.stamp(self._now_ns())
-        self.disk.nodes[dir_ino] = attrs.evolve(node, entries=tuple(sorted(entries)), mtime_ns=stamp, ctime_ns=stamp)
+        self.disk.nodes[dir_ino] = DirNode(node.ino, tuple(sorted(entries)), node.durable, stamp, stamp)
 
     def _apply(self, ino: int, op: WriteOp | TruncateOp) -> None:
         node = self.disk.file(ino)
         stamp = self.disk.stamp(self._now_ns())
-        self.disk.nodes[ino] = attrs.evolve(
-            node, volatile=apply_op(node.volatile, op), pending=node.pending + (op,), mtime_ns=stamp, ctime_ns=stamp
-        )
+        # the node built directly (what attrs.evolve builds, without its per-field generic copy)
+        self.disk.nodes[ino] = FileNode(node.ino, apply_op(node.volatile, op), node.durable, node.pending + (op,), stamp, stamp)
 
     def _stat(self, ino: int) -> StatResult:
         node = self.disk.nodes[ino]
         dev = self.disk.dev
         if not isinstance(node, DirNode):
-            links = sum(1 for d in self.disk.nodes.values() if isinstance(d, DirNode) for _, child in d.entries if child == ino)
+            links = 0  # the names of this inode in every directory
+            for other in self.disk.nodes.values():
+                if isinstance(other, DirNode):
+                    for _, child in other.entries:
+                        if child == ino:
+                            links += 1
             if isinstance(node, SymlinkNode):
                 return StatResult(dev, ino, len(node.target.encode()), node.mtime_ns, node.ctime_ns, False, "symlink", links)
             return StatResult(dev, ino, len(node.volatile), node.mtime_ns, node.ctime_ns, False, "file", links)
@@ -231,7 +235,7 @@ class ProcessView:
         durable = node.durable
         for op in node.pending:
             durable = apply_op(durable, op)
-        self.disk.nodes[entry.ino] = attrs.evolve(node, durable=durable, pending=())
+        self.disk.nodes[entry.ino] = FileNode(node.ino, node.volatile, durable, (), node.mtime_ns, node.ctime_ns)
         self._done("fsync", path, f"durable:{len(durable)}")
 
     async def write_fsync(self, fd: int, data: bytes, rollback_size: int | None = None) -> None:
@@ -247,7 +251,7 @@ class ProcessView:
         node = self.disk.nodes[ino]
         if not isinstance(node, DirNode):
             raise _err(errno.ENOTDIR, path)
-        self.disk.nodes[ino] = attrs.evolve(node, durable=node.entries)
+        self.disk.nodes[ino] = DirNode(node.ino, node.entries, node.entries, node.mtime_ns, node.ctime_ns)
         self._done("fsync_dir", path)
 
     async def link(self, src: str, dst: str) -> None:
