@@ -7,9 +7,8 @@ import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dsh_sim.adapters.simfs.frames import layouts_safe
 from dsh_sim.evidence.invariants.base import Judge, fail
-from dsh_sim.evidence.invariants.storage import check_migration_atomic
+from dsh_sim.evidence.invariants.storage import check_migration_atomic, undamaged_end
 from dsh_sim.evidence.oracles.event_records import of_kinds
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
 from runtime.persistence.errors import SessionPersistenceCorruptionError
@@ -205,20 +204,6 @@ def _same(acked: Event, live: Event) -> bool:
     _SURVIVED[id(acked)] = (acked, live)
     _SURVIVOR[id(acked)] = live
     return True
-
-
-def undamaged_end(obs: Judge, data: bytes) -> int | None:
-    """With media corruption injected into the log: where the frames (raw: lines) of ``data``
-    before the first damaged byte end.  What lies before it must survive whatever the damage
-    did after it.  ``None`` when the log was never damaged."""
-    log = obs.sim.config.log_path
-    offsets = [c.offset for c in obs.corruptions if c.path == log]
-    if not offsets:
-        return None
-    first = min(offsets)
-    if obs.sim.config.compression == "zstd":
-        return max((f.end for f in layouts_safe(data) if f.end <= first), default=0)
-    return data.rfind(b"\n", 0, first) + 1
 
 
 def undamaged_prefix(obs: Judge) -> int | None:

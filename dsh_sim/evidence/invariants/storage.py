@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from dsh_sim.adapters.simfs.frames import layouts_safe
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracle import readable_records
 from dsh_sim.evidence.oracles.event_records import first_mismatch
@@ -246,11 +247,18 @@ def check_eventually_durable(obs: Judge, life: Lifetime, faults_during_shutdown:
     if data is None:
         fail(obs, "eventually_durable", f"the session has {len(events)} events but no log was published")
         return
+    damaged = undamaged_end(obs, data)
+    if damaged is not None:
+        # media corruption was injected into the log: the damage is the medium's, not the
+        # writer's; what lies before the first damaged byte must still read back as written
+        data = data[:damaged]
     try:
-        stored = read_recoverable(data, obs.sim.config.compression).records
+        stored = read_recoverable(data, obs.sim.config.compression).records if data else ()
     except SpecViolation as err:
         fail(obs, "eventually_durable", f"the log written by a clean shutdown does not read back: {err}")
         return
+    if damaged is not None:
+        events = events[: len(stored)]  # what the writer appended after the damage is not judged
     at = first_mismatch(stored, events)
     if at is not None:
         fail(
@@ -260,3 +268,17 @@ def check_eventually_durable(obs: Judge, life: Lifetime, faults_during_shutdown:
             None,
             f"{len(events)} events in memory, {len(stored)} on disk, first difference at seq {at}",
         )
+
+
+def undamaged_end(obs: Judge, data: bytes) -> int | None:
+    """With media corruption injected into the log: where the frames (raw: lines) of ``data``
+    before the first damaged byte end.  What lies before it must survive whatever the damage
+    did after it.  ``None`` when the log was never damaged."""
+    log = obs.sim.config.log_path
+    offsets = [c.offset for c in obs.corruptions if c.path == log]
+    if not offsets:
+        return None
+    first = min(offsets)
+    if obs.sim.config.compression == "zstd":
+        return max((f.end for f in layouts_safe(data) if f.end <= first), default=0)
+    return data.rfind(b"\n", 0, first) + 1

@@ -1,0 +1,58 @@
+"""A graceful stop after media corruption: the damage is the medium's, the rest the writer's.
+
+``eventually_durable`` reads back the log a clean stop leaves.  When bit rot was injected into
+that log, the damaged frame cannot read back whatever the writer does, so the judge reads
+only what lies before the first damaged byte — and that must still be exactly what the
+writer stored.  (Found when fuzz began judging each example's stop: the whole-log read called
+the medium's damage a lost session.)
+"""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+
+from dsh_sim.adapters.simfs.frames import layouts
+from dsh_sim.drivers.replay import run_scenario, run_steps, simulation_for
+from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.scenario.files import load
+
+SCENARIO = os.path.join(os.path.dirname(__file__), "..", "scenarios", "regressions", "corrupt-then-clean-stop.json")
+WHOLE_LOG_JUDGED = Edit(
+    "dsh_sim.evidence.invariants.storage", "check_eventually_durable", "        data = data[:damaged]\n", "        pass\n"
+)
+
+
+def _caught(result) -> set[str]:  # type: ignore[no-untyped-def]
+    return {v.invariant for v in result.violations}
+
+
+def test_the_damaged_log_of_a_clean_stop_is_not_a_lost_session() -> None:
+    result, _ = run_scenario(load(SCENARIO))
+    assert _caught(result) == set(), [v.describe() for v in result.violations]
+    assert result.stats["checked"]["eventually_durable"] >= 1
+
+
+def test_judging_the_whole_damaged_log_calls_it_lost() -> None:
+    with applied([WHOLE_LOG_JUDGED]):
+        result, _ = run_scenario(load(SCENARIO))
+    assert "eventually_durable" in _caught(result)
+
+
+def test_a_frame_lost_before_the_damage_is_still_found() -> None:
+    scenario = load(SCENARIO)
+    sim, checker = simulation_for(scenario)
+    run_steps(sim, list(scenario.steps))
+    path = sim.config.log_path
+    ino = sim.disk.resolve(path)
+    assert ino is not None
+    node = sim.disk.file(ino)
+    first_damage = min(c.offset for c in sim.history.corruptions if c.path == path)
+    frames = [f for f in layouts(node.durable) if f.end <= first_damage]
+    assert len(frames) >= 3, "the scenario damages the log after a few frames"
+    lost = frames[1]  # the first batch after the header: a writer that dropped it
+    data = node.durable[: lost.start] + node.durable[lost.end :]
+    sim.disk.nodes[ino] = attrs.evolve(node, durable=data, volatile=data)
+    sim.shutdown()
+    assert "eventually_durable" in {v.invariant for v in checker.violations}
