@@ -136,9 +136,14 @@ class SimulationMachine(RuleBasedStateMachine):
             raise AssertionError("\n".join(v.describe() for v in self.checker.violations))
 
     def teardown(self) -> None:
+        """Stop gracefully, and judge the stop as every step is judged: a graceful stop that
+        loses the session is a finding (replay of the saved scenario reports it the same way)."""
         if self.sim is None:
             return
+        judged = self.failure is None  # an example that already failed is not judged twice
         try:
             self.sim.shutdown()
         finally:
             target(float(len(self.sim.history.crashes)), label="crashes survived")
+        if judged:
+            self.no_violation()
