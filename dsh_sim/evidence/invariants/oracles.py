@@ -15,7 +15,8 @@ from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.engine.determinism import EPOCH_MS
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracles import agreement, cancellation, post_execute, reference, result_shape
-from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
+from dsh_sim.evidence.oracles.grammar import Grammar
+from dsh_sim.evidence.oracles.grammar import problems as grammar_problems
 from dsh_sim.evidence.oracles.schedule import Schedule
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
 from runtime.persistence import layout
@@ -129,14 +130,8 @@ def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
 def check_grammar(obs: Judge, events: Sequence[Any], *, closed: bool, what: str, grammar: Grammar | None = None) -> None:
     """Feed ``events`` to ``grammar`` (a fresh one by default); ``closed``: it must end between turns."""
     obs.count(GRAMMAR)
-    grammar = grammar if grammar is not None else Grammar()
-    try:
-        grammar.feed_all(events)
-    except GrammarError as err:
-        fail(obs, GRAMMAR, f"{what} is not well formed: {err}")
-        return
-    if closed and not grammar.closed:
-        fail(obs, GRAMMAR, f"{what} ends inside turn {grammar.turn}")
+    for problem in grammar_problems(grammar if grammar is not None else Grammar(), events, closed=closed, what=what):
+        fail(obs, GRAMMAR, problem)
 
 
 def check_agreement(obs: Judge, events: Sequence[Any], tracker: agreement.Tracker | None = None) -> None:

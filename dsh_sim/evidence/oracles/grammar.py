@@ -196,3 +196,15 @@ _HANDLERS = {
     "approval/decided": Grammar._decided,
     "session/end-seed": Grammar._end_seed,
 }
+
+
+def problems(grammar: Grammar, events: Any, *, closed: bool, what: str) -> list[str]:
+    """What ``grammar`` finds when fed ``events`` (``closed``: they must end between turns),
+    worded as the log-grammar invariant reports it; ``what`` names the log."""
+    try:
+        grammar.feed_all(events)
+    except GrammarError as err:
+        return [f"{what} is not well formed: {err}"]
+    if closed and not grammar.closed:
+        return [f"{what} ends inside turn {grammar.turn}"]
+    return []

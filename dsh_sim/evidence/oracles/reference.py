@@ -25,7 +25,8 @@ import attrs
 
 from dsh_sim.evidence.oracles import spec_repair
 from dsh_sim.evidence.oracles.event_records import first_mismatch, records_of
-from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
+from dsh_sim.evidence.oracles.grammar import Grammar
+from dsh_sim.evidence.oracles.grammar import problems as grammar_problems
 from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
 
 
@@ -184,15 +185,7 @@ def repaired_tail(expected: Expected) -> tuple[tuple[Any, ...], list[str]]:
         return known[1], known[2]
     grammar, start = Grammar.after(expected.stored)
     tail = (*expected.stored[start:], *expected.closers)
-    what = "the repaired log"
-    problems = []
-    try:
-        grammar.feed_all(tail)
-    except GrammarError as err:
-        problems.append(f"{what} is not well formed: {err}")
-    else:
-        if not grammar.closed:
-            problems.append(f"{what} ends inside turn {grammar.turn}")
+    problems = grammar_problems(grammar, tail, closed=True, what="the repaired log")
     if len(_REPAIRED) >= 1024:
         _REPAIRED.clear()
     _REPAIRED[id(expected)] = (expected, tail, problems)
