@@ -122,6 +122,12 @@ class SimConfig:
             raise FieldError("workspace", f"the workspace {self.workspace!r} and the root {self.root!r} must not contain one another")
 
     @property
+    def points_take_time(self) -> bool:
+        """Whether a named point may take virtual time (perturbation or I/O latency): when it
+        cannot, :meth:`Simulation.point` skips the timing step entirely."""
+        return bool(self.perturb or self.io_latency or self.fsync_latency)
+
+    @property
     def paths(self) -> SessionPaths:
         return session_paths(self.root, self.workspace, self.session_id, self.compression)
 

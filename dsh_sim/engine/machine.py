@@ -220,13 +220,13 @@ class Simulation:
                 domain = firing
                 if rule.action == "tool_failure":  # the body is replaced by a raise (gates.Probe)
                     self.history.tool_marks.append(ToolMark("raised", life.index, str(public.get("call_id")), error=INJECTED_TOOL_FAILURE))
-        config = self.config
-        if config.perturb or config.io_latency or config.fsync_latency:  # else the point takes no time
+        if self.config.points_take_time:
             await self._take_time(life, name)
         return domain
 
     async def _take_time(self, life: Lifetime, name: str) -> None:
-        """What the configuration says a point costs: a filesystem operation's latency (the
+        """What the configuration says a point costs (only called when
+        :attr:`SimConfig.points_take_time`): a filesystem operation's latency (the
         operation runs after it, so a barrier, an append or a crash can meet it in flight), and
         the seeded perturbation that lets other tasks go first."""
         config = self.config
