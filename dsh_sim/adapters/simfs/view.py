@@ -127,13 +127,20 @@ class ProcessView:
         if ino is not None:
             entries.append((name, ino))
         stamp = self.disk.stamp(self._now_ns())
-        self.disk.nodes[dir_ino] = DirNode(node.ino, tuple(sorted(entries)), node.durable, stamp, stamp)
+        self.disk.nodes[dir_ino] = DirNode(node.ino, entries=tuple(sorted(entries)), durable=node.durable, mtime_ns=stamp, ctime_ns=stamp)
 
     def _apply(self, ino: int, op: WriteOp | TruncateOp) -> None:
         node = self.disk.file(ino)
         stamp = self.disk.stamp(self._now_ns())
-        # the node built directly (what attrs.evolve builds, without its per-field generic copy)
-        self.disk.nodes[ino] = FileNode(node.ino, apply_op(node.volatile, op), node.durable, node.pending + (op,), stamp, stamp)
+        # the node built directly, every field named (what attrs.evolve builds, without its generic copy)
+        self.disk.nodes[ino] = FileNode(
+            node.ino,
+            volatile=apply_op(node.volatile, op),
+            durable=node.durable,
+            pending=node.pending + (op,),
+            mtime_ns=stamp,
+            ctime_ns=stamp,
+        )
 
     def _stat(self, ino: int) -> StatResult:
         node = self.disk.nodes[ino]
@@ -235,7 +242,9 @@ class ProcessView:
         durable = node.durable
         for op in node.pending:
             durable = apply_op(durable, op)
-        self.disk.nodes[entry.ino] = FileNode(node.ino, node.volatile, durable, (), node.mtime_ns, node.ctime_ns)
+        self.disk.nodes[entry.ino] = FileNode(
+            node.ino, volatile=node.volatile, durable=durable, pending=(), mtime_ns=node.mtime_ns, ctime_ns=node.ctime_ns
+        )
         self._done("fsync", path, f"durable:{len(durable)}")
 
     async def write_fsync(self, fd: int, data: bytes, rollback_size: int | None = None) -> None:
@@ -251,7 +260,7 @@ class ProcessView:
         node = self.disk.nodes[ino]
         if not isinstance(node, DirNode):
             raise _err(errno.ENOTDIR, path)
-        self.disk.nodes[ino] = DirNode(node.ino, node.entries, node.entries, node.mtime_ns, node.ctime_ns)
+        self.disk.nodes[ino] = DirNode(node.ino, entries=node.entries, durable=node.entries, mtime_ns=node.mtime_ns, ctime_ns=node.ctime_ns)
         self._done("fsync_dir", path)
 
     async def link(self, src: str, dst: str) -> None:
