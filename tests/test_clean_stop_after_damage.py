@@ -10,11 +10,14 @@ the medium's damage a lost session.)
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import attrs
 
 from dsh_sim.adapters.simfs.frames import layouts
 from dsh_sim.drivers.replay import run_scenario, run_steps, simulation_for
+from dsh_sim.engine.history import Corruption
+from dsh_sim.evidence.invariants.storage import undamaged_end
 from dsh_sim.mutation.patch import Edit, applied
 from dsh_sim.scenario.files import load
 
@@ -56,3 +59,26 @@ def test_a_frame_lost_before_the_damage_is_still_found() -> None:
     sim.disk.nodes[ino] = attrs.evolve(node, durable=data, volatile=data)
     sim.shutdown()
     assert "eventually_durable" in {v.invariant for v in checker.violations}
+
+
+def test_the_undamaged_part_ends_at_the_last_frame_before_the_first_damaged_byte() -> None:
+    scenario = load(SCENARIO)
+    sim, _ = simulation_for(scenario)
+    run_steps(sim, list(scenario.steps))
+    data = sim.disk.read_path(sim.config.log_path)
+    assert data is not None
+    frames = layouts(data)
+    assert len(frames) >= 4
+    path = sim.config.log_path
+
+    def end_with_damage_at(*offsets: int) -> int | None:
+        judge = SimpleNamespace(sim=sim, corruptions=[Corruption(path, o, True) for o in offsets])
+        return undamaged_end(judge, data)  # type: ignore[arg-type]
+
+    third = frames[2]
+    assert end_with_damage_at(third.end) == third.end  # the damage starts right after it: the frame is whole
+    assert end_with_damage_at(third.end - 1) == frames[1].end  # its last byte damaged: it is not
+    assert end_with_damage_at(third.end + 5, third.end - 1) == frames[1].end  # the first damaged byte counts
+    assert end_with_damage_at() is None
+    other = SimpleNamespace(sim=sim, corruptions=[Corruption(path + ".other", 0, True)])
+    assert undamaged_end(other, data) is None  # type: ignore[arg-type]  # damage elsewhere is not the log's
