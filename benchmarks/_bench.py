@@ -7,10 +7,12 @@ next to them on ``sys.path``.  Nothing here asserts a timing: benchmarks print f
 from __future__ import annotations
 
 import math
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 T = TypeVar("T")
 
@@ -55,3 +57,9 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: st
     print("  ".join("-" * w for w in widths))
     for row in cells:
         print(line(row))
+
+
+def refuse(message: str) -> NoReturn:
+    """Bad input to a benchmark script: one line on stderr naming the script, exit 2."""
+    print(f"{os.path.basename(sys.argv[0])}: {message}", file=sys.stderr)
+    raise SystemExit(2)

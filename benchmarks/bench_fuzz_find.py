@@ -21,12 +21,13 @@ import argparse
 import time
 from typing import Any
 
-from _bench import print_table
+from _bench import print_table, refuse
 from hypothesis import settings
 
 from dsh_sim.drivers import fuzz as fuzz_driver
 from dsh_sim.drivers import profiles
 from dsh_sim.drivers.constants import project_constants
+from dsh_sim.mutation.catalogue import MUTANTS
 
 
 def time_to_find(mutant: str, steps: int, seed: int, cap: float) -> dict[str, Any]:
@@ -72,6 +73,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--cap", type=float, default=45.0, help="wall seconds per run before it counts as not found")
     args = parser.parse_args()
+    unknown = [name for name in args.mutant if name not in MUTANTS]
+    if unknown:
+        refuse(f"unknown mutant(s): {', '.join(unknown)} (dsh-sim mutants lists the catalogue)")
+    if min(args.steps) < 1:
+        refuse(f"--steps must each be at least 1, got {min(args.steps)}")
+    if not args.cap > 0:
+        refuse(f"--cap must be a positive number of seconds, got {args.cap}")
 
     project_constants()  # built once per process (cached), before any clock starts
     rows = []
@@ -82,7 +90,8 @@ def main() -> None:
             cells = []
             for seed in args.seeds:
                 result = time_to_find(mutant, steps, seed, args.cap)
-                cpu = result.get("cpu")
+                # found = the run reported it (a violation Hypothesis dropped is not a find)
+                cpu = result.get("cpu") if result["found"] is not None else None
                 cells.append(f"{cpu:.1f} ({result['examples']} ex)" if cpu is not None else f">{args.cap:.0f}")
                 totals[steps] += cpu if cpu is not None else args.cap
             row.append(" / ".join(cells))

@@ -23,15 +23,10 @@ import re
 import statistics
 import subprocess
 import sys
-from typing import NoReturn
+
+from _bench import refuse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def refuse(message: str) -> NoReturn:
-    """Bad input: one line on stderr, exit 2."""
-    print(f"paired.py: {message}", file=sys.stderr)
-    raise SystemExit(2)
 
 
 def run_once(root: str, script: str, args: list[str], pattern: re.Pattern[str]) -> float:
