@@ -209,7 +209,7 @@ def fuzz(
                     break
                 batch = base_settings.max_examples if examples is None else min(base_settings.max_examples, examples - run.examples)
                 hypothesis_seed((seed * 1_000_003 + run.batches) % 2**32)(factory)  # the batch's seed
-                cls.last = None
+                cls.last = cls.unreported = None
                 run.batches += 1
                 found_at = None
                 try:
@@ -229,6 +229,16 @@ def fuzz(
                         machine, instance, invariant, str(err), config, active_mutants, seed, save, found_at, minimize_budget
                     )
                     break
+                else:
+                    if cls.unreported is not None:  # a failed stop Hypothesis discarded (see SimulationMachine.teardown)
+                        instance, message = cls.unreported
+                        invariant = instance.failure
+                        assert invariant is not None, "an unreported stop failed an invariant"
+                        found_at = run.first_failure if run.first_failure is not None else time.perf_counter() - started
+                        run.found = _save_found(
+                            machine, instance, invariant, message, config, active_mutants, seed, save, found_at, minimize_budget
+                        )
+                        break
                 finally:
                     gc.collect()  # the batch's simulations (cyclic garbage) go now: see the module doc
                     run.seconds = time.perf_counter() - started
@@ -258,7 +268,7 @@ def forget_decodes() -> None:
 
 def _forget(cls: type[SimulationMachine]) -> None:
     """Let the run's class and its last simulation go (Hypothesis' per-class cache keeps them)."""
-    cls.last = None
+    cls.last = cls.unreported = None
     getattr(RuleBasedStateMachine, "_setup_state_per_class", {}).pop(cls, None)
 
 
