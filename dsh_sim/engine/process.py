@@ -45,6 +45,7 @@ from sniffio import thread_local as sniffio_library
 
 from dsh_sim.adapters.simfs.disk import FidelityError
 from dsh_sim.engine.determinism import run_module, seed_scheduler
+from dsh_sim.engine.instruments import fast_instruments
 from dsh_sim.engine.sleepers import Sleepers
 from dsh_sim.engine.sleepers import sleep as timed_sleep
 
@@ -133,6 +134,7 @@ class SimProcess:
             # an empty context: the tasks must not inherit whatever the host has set
             runner = contextvars.Context().run(run.setup_runner, self._clock, self._instruments, False, True)
             runner.ki_manager.close()  # Ctrl-C stays the host's, as when runs lived in threads
+            fast_instruments(runner)
             self._runner = runner
             self._gen = run.unrolled_run(runner, self._driver, (booted,), host_uses_signal_set_wakeup_fd=True)
         _LIVE.add(self)
