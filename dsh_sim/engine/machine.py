@@ -199,7 +199,8 @@ class Simulation:
         for observer in self.observers:
             observer.on_point(life, name, details)
         domain: Firing | None = None
-        for firing in self.plan.hit(name, public, life.index):
+        plan = self.plan
+        for firing in plan.hit(name, public, life.index) if name in plan.points else ():
             rule = firing.rule
             self.trace.record("fault", life.index, name, firing.index, rule.action)
             self.history.faults.append(FaultFired(life.index, name, rule.action, firing.index, durability.current().step, self.now()))
