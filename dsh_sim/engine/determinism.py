@@ -45,6 +45,7 @@ def check_trio() -> None:
         raise RuntimeError("this trio build lacks the run-loop generator dsh-sim steps its processes with")
 
 
+@functools.cache  # (an import statement per call: one per process boot)
 def run_module() -> Any:
     """trio's private ``_run`` module, untyped on purpose: its knobs are private, one is ``Final``.
 
