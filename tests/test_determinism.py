@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -16,7 +17,9 @@ from dsh_sim.engine.determinism import (
     check_trio,
     derive_seed,
     new_clock,
+    run_module,
     seed_scheduler,
+    shuffle_batch,
 )
 
 SCENARIO = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter", "crash-during-recovery.json")
@@ -44,6 +47,26 @@ def schedule(seed: int) -> list[str]:
 def test_same_seed_same_schedule_different_seed_different_schedule():
     assert schedule(7) == schedule(7)
     assert len({tuple(schedule(seed)) for seed in range(6)}) > 1
+
+
+def test_the_batch_shuffle_draws_exactly_what_random_shuffle_draws():
+    for size in range(6):
+        ours, reference = random.Random(11), random.Random(11)
+        batch, expected = list(range(size)), list(range(size))
+        shuffle_batch(ours, batch)
+        reference.shuffle(expected)
+        assert batch == expected and ours.getstate() == reference.getstate(), size
+    seed_scheduler(3)
+    rng = run_module()._r
+    assert rng.shuffle.func is shuffle_batch and rng.shuffle.args == (rng,)  # still trio's own object
+
+
+def test_a_single_task_batch_is_not_shuffled_but_larger_ones_are(monkeypatch):
+    calls: list[int] = []
+    original = random.Random.shuffle
+    monkeypatch.setattr(random.Random, "shuffle", lambda rng, x: calls.append(len(x)) or original(rng, x))
+    schedule(5)
+    assert calls and min(calls) > 1  # six racing workers: some batches hold several tasks
 
 
 def test_the_trio_range_is_checked(monkeypatch):

@@ -45,6 +45,7 @@ def check_trio() -> None:
         raise RuntimeError("this trio build lacks the run-loop generator dsh-sim steps its processes with")
 
 
+@functools.cache  # (an import statement per call: one per process boot)
 def run_module() -> Any:
     """trio's private ``_run`` module, untyped on purpose: its knobs are private, one is ``Final``.
 
@@ -55,11 +56,27 @@ def run_module() -> Any:
     return _run
 
 
+def shuffle_batch(rng: random.Random, batch: list[Any]) -> None:
+    """``rng.shuffle(batch)``, without the call for a batch of fewer than two tasks.
+
+    trio shuffles every scheduler batch, and most hold a single task (a simulated process
+    steps one task at a time between filesystem calls).  ``Random.shuffle`` draws nothing for
+    a list that short, so skipping it leaves the generator's state, and every schedule,
+    exactly as they were."""
+    if len(batch) > 1:
+        random.Random.shuffle(rng, batch)
+
+
 def seed_scheduler(seed: int) -> None:
-    """Make trio's scheduler deterministic and seed its batch shuffling."""
+    """Make trio's scheduler deterministic and seed its batch shuffling.
+
+    The batch shuffle of trio's RNG is :func:`shuffle_batch`, set on the instance: the object
+    stays trio's own, the one Hypothesis registered and reseeds."""
     run = run_module()
     run._ALLOW_DETERMINISTIC_SCHEDULING = True
-    run._r.seed(seed)
+    rng = run._r
+    rng.shuffle = functools.partial(shuffle_batch, rng)
+    rng.seed(seed)
 
 
 def derive_seed(*parts: object) -> int:

@@ -120,7 +120,9 @@ class FaultPlan:
 
     def __init__(self, rules: list[FaultRule] | tuple[FaultRule, ...] | None = None) -> None:
         self._armed = [_Armed(rule) for rule in rules or ()]
-        self._points = {armed.rule.point for armed in self._armed}  # the points any rule names
+        # the points any rule names: an announcement of any other point meets no rule (most
+        # announcements; :meth:`Simulation.point` asks this before calling :meth:`hit`)
+        self.points = {armed.rule.point for armed in self._armed}
 
     @property
     def rules(self) -> list[FaultRule]:
@@ -128,7 +130,7 @@ class FaultPlan:
 
     def add(self, rule: FaultRule) -> int:
         self._armed.append(_Armed(rule))
-        self._points.add(rule.point)
+        self.points.add(rule.point)
         return len(self._armed) - 1
 
     def unfired(self) -> list[tuple[int, FaultRule, int]]:
@@ -137,7 +139,7 @@ class FaultPlan:
 
     def hit(self, point: str, details: dict[str, Any], lifetime: int) -> list[Firing]:
         out: list[Firing] = []
-        if point not in self._points:
+        if point not in self.points:
             return out  # most announcements meet no rule at all
         for index, armed in enumerate(self._armed):
             rule = armed.rule

@@ -72,7 +72,9 @@ class Gate:
         return FsFault("error", errno)
 
     def after_fs(self, view: ProcessView, op: str, path: str, outcome: str) -> None:
-        self._trace.record("fs", view.pid, op, path, outcome)
+        trace = self._trace
+        if trace.enabled:  # (explore's recovery runs trace nothing: not even the call is made)
+            trace.record("fs", view.pid, op, path, outcome)
 
     async def domain(self, point: str, details: dict[str, Any]) -> FaultRule | None:
         """For the simulated world, model and answerer: the domain fault to act out, if any."""

@@ -11,6 +11,7 @@ the current process until it is quiescent again.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -84,8 +85,6 @@ class Simulation:
         self.trace = Trace(keep=keep_trace, enabled=trace)
         self.clock = new_clock()
         self.ids_rng = random.Random(derive_seed(seed, "ids"))
-        self.fault_rng = random.Random(derive_seed(seed, "faults"))
-        self.perturb_rng = random.Random(derive_seed(seed, "perturb"))
         if disk is None:
             disk = Disk()
             if self.config.root_exists:
@@ -101,6 +100,17 @@ class Simulation:
         self.history = History()
         self.observers: list[Observer] = []
         self.point_hits: dict[str, int] = {}
+
+    # The generators of random crash states and of perturbations are made when first drawn
+    # from, seeded as when they were made with the simulation (``seed`` never changes): most
+    # simulations never draw from them, and seeding one costs more than many a point.
+    @functools.cached_property
+    def fault_rng(self) -> random.Random:
+        return random.Random(derive_seed(self.seed, "faults"))
+
+    @functools.cached_property
+    def perturb_rng(self) -> random.Random:
+        return random.Random(derive_seed(self.seed, "perturb"))
 
     def notify(self, hook: str, *args: Any) -> None:
         """Announce a driver-level happening (a step, a failed flush) to every observer."""
@@ -199,7 +209,8 @@ class Simulation:
         for observer in self.observers:
             observer.on_point(life, name, details)
         domain: Firing | None = None
-        for firing in self.plan.hit(name, public, life.index):
+        plan = self.plan
+        for firing in plan.hit(name, public, life.index) if name in plan.points else ():
             rule = firing.rule
             self.trace.record("fault", life.index, name, firing.index, rule.action)
             self.history.faults.append(FaultFired(life.index, name, rule.action, firing.index, durability.current().step, self.now()))

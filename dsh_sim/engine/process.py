@@ -45,6 +45,7 @@ from sniffio import thread_local as sniffio_library
 
 from dsh_sim.adapters.simfs.disk import FidelityError
 from dsh_sim.engine.determinism import run_module, seed_scheduler
+from dsh_sim.engine.instruments import fast_instruments
 from dsh_sim.engine.sleepers import Sleepers
 from dsh_sim.engine.sleepers import sleep as timed_sleep
 
@@ -129,12 +130,16 @@ class SimProcess:
         seed_scheduler(self._seed)
         run = _RUN
         booted = _Task()
-        with self._installed():
+        host = self._install()
+        try:
             # an empty context: the tasks must not inherit whatever the host has set
             runner = contextvars.Context().run(run.setup_runner, self._clock, self._instruments, False, True)
             runner.ki_manager.close()  # Ctrl-C stays the host's, as when runs lived in threads
+            fast_instruments(runner)
             self._runner = runner
             self._gen = run.unrolled_run(runner, self._driver, (booted,), host_uses_signal_set_wakeup_fd=True)
+        finally:
+            self._uninstall(host)
         _LIVE.add(self)
         # the limit is read when the run starts: the clock does not move before the first batch
         self._settle = _Settle(lambda: self.ready or booted.done, self._clock.current_time() + DEFAULT_HORIZON, _IDLE, booted)
@@ -293,7 +298,8 @@ class SimProcess:
 
     def _install(self) -> tuple[dict[str, Any], Any, str | None]:
         """Put this run's thread-local trio state in place; returns the host's, for
-        :meth:`_uninstall` (:meth:`_step` calls the pair directly: one per command)."""
+        :meth:`_uninstall` (:meth:`start` and :meth:`_step` call the pair directly: one per
+        command)."""
         local = _RUN.GLOBAL_RUN_CONTEXT.__dict__  # this thread's (a thread-local's)
         host = dict(local), sys.get_asyncgen_hooks(), sniffio_library.name
         local.clear()

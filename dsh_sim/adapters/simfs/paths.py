@@ -40,6 +40,11 @@ class Lookup(NamedTuple):
     ino: int | None
 
 
+# A Lookup built as its tuple directly: the named tuple's own ``__new__`` is a Python function
+# that does only this, and a lookup runs on nearly every filesystem call.
+_new_lookup = tuple.__new__
+
+
 def lookup(disk: Disk, path: str, *, follow: bool) -> Lookup:
     """Resolve an absolute ``path``; ``follow``: whether a final symbolic link is followed.
 
@@ -57,29 +62,30 @@ def lookup(disk: Disk, path: str, *, follow: bool) -> Lookup:
     nodes = disk.nodes
     parent = ROOT_INO
     here = nodes[ROOT_INO]
-    last = len(parts) - 1
-    for index, part in enumerate(parts):
-        # a normal absolute path has no "." or ".." component (normpath removes them all)
+    # a normal absolute path has no "." or ".." component (normpath removes them all)
+    for part in parts[:-1]:  # the directories leading to the final name
         if not isinstance(here, DirNode):
             if isinstance(here, SymlinkNode):
                 return _walk(disk, path, parts, follow)
             raise os_error(errno.ENOTDIR, path)
-        child = None
         for entry_name, ino in here.entries:
             if entry_name == part:
-                child = ino
+                parent = ino
                 break
-        if child is None:
-            if index == last:
-                return Lookup(parent, part, None)
+        else:
             raise os_error(errno.ENOENT, path)
-        if index == last:
-            if follow and isinstance(nodes[child], SymlinkNode):
+        here = nodes[parent]
+    if not isinstance(here, DirNode):
+        if isinstance(here, SymlinkNode):
+            return _walk(disk, path, parts, follow)
+        raise os_error(errno.ENOTDIR, path)
+    name = parts[-1]
+    for entry_name, ino in here.entries:
+        if entry_name == name:
+            if follow and isinstance(nodes[ino], SymlinkNode):
                 return _walk(disk, path, parts, follow)
-            return Lookup(parent, part, child)
-        parent = child
-        here = nodes[child]
-    raise AssertionError("unreachable: the last component returns")
+            return _new_lookup(Lookup, (parent, name, ino))
+    return _new_lookup(Lookup, (parent, name, None))
 
 
 def _walk(disk: Disk, path: str, path_parts: list[str], follow: bool) -> Lookup:

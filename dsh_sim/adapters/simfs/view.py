@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
-import trio
+from trio.lowlevel import checkpoint
 
 from dsh_sim.adapters.simfs.disk import (
     DirNode,
@@ -104,7 +104,7 @@ class ProcessView:
     async def _enter(self, op: str, path: str, **details: Any) -> FsFault | None:
         if not self.alive:
             raise self._refuse(op, path)
-        await trio.lowlevel.checkpoint()
+        await checkpoint()
         if not self.alive:
             raise self._refuse(op, path)
         fault = await self.gate.before_fs(self, op, path, details)
@@ -410,7 +410,7 @@ class ProcessView:
         open, which is why the runtime shields its closes — and a close that started finishes."""
         if not self.alive:
             raise self._refuse("close", str(fd))
-        await trio.lowlevel.checkpoint()
+        await checkpoint()
         if not self.alive:
             raise self._refuse("close", str(fd))
         entry = self._fd(fd)
