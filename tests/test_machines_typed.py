@@ -19,6 +19,7 @@ from dsh_sim.drivers.machines.strategies import (
     domain_faults,
     io_faults,
     turn_script,
+    window_write_faults,
 )
 from dsh_sim.errors import FieldError
 from dsh_sim.scenario.codec import step_of
@@ -28,6 +29,7 @@ faults = st.one_of(
     io_faults,
     domain_faults,
     corruptions,
+    window_write_faults,
 )
 
 
@@ -56,6 +58,11 @@ def test_an_aimed_crash_is_the_codecs_rule(data: st.DataObject, script: dict[str
     assert typed.arm(rule) == step_of("arm", {"rule": rule})
 
 
+def test_a_match_of_several_details_is_sorted_as_the_codec_sorts_it() -> None:
+    rule = {"point": "world.deliver", "action": "crash", "match": {"root_call_id": "c1", "call_id": "c2"}}
+    assert typed.arm(rule) == step_of("arm", {"rule": rule})
+
+
 @given(crash=crash_specs, seconds=st.sampled_from([0.05, 0.2, 1.0]))
 def test_crashes_advances_and_policy_changes_are_the_codecs(crash: dict[str, Any], seconds: float) -> None:
     assert typed.crash_now(crash) == step_of("crash_now", crash)
@@ -64,6 +71,13 @@ def test_crashes_advances_and_policy_changes_are_the_codecs(crash: dict[str, Any
         assert typed.policy_change("set_approval_policy", {"policy": policy}) == step_of("set_approval_policy", {"policy": policy})
     for mode in ("read-only", "workspace-write", "danger-full-access"):
         assert typed.policy_change("set_sandbox_mode", {"mode": mode}) == step_of("set_sandbox_mode", {"mode": mode})
+
+
+@given(count=st.integers(1, 5), size=st.sampled_from([8, 200, 5000, 300_000]))
+def test_an_append_is_the_codecs_append(count: int, size: int) -> None:
+    """The storage machine's appends, with and without a size."""
+    assert typed.append(count=count, size=size) == step_of("append", {"count": count, "size": size})
+    assert typed.append(count=count) == step_of("append", {"count": count})
 
 
 @pytest.mark.parametrize(
@@ -79,6 +93,9 @@ def test_crashes_advances_and_policy_changes_are_the_codecs(crash: dict[str, Any
         lambda: typed.advance(-1.0),
         lambda: typed.policy_change("set_sandbox_mode", {"mode": "anything-goes"}),
         lambda: typed.policy_change("cancel", {}),
+        lambda: typed.append(count=0),
+        lambda: typed.append(count=10_000, size=1_000),
+        lambda: typed.append(count=1, colour=2),
     ],
 )
 def test_what_the_codec_refuses_is_refused(build: Any) -> None:
