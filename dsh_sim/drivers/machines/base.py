@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 from hypothesis.errors import StopTest
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from dsh_sim.drivers.machines import typed
 from dsh_sim.drivers.machines.strategies import corruptions, crash_specs
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.scenario.args import Step
-from dsh_sim.scenario.codec import step_of
 from dsh_sim.scenario.steps import apply
 
 
@@ -109,7 +109,7 @@ class SimulationMachine(RuleBasedStateMachine):
     @precondition(is_alive)
     @rule(crash=crash_specs)
     def crash_now(self, crash: dict[str, Any]) -> None:
-        self.do(step_of("crash_now", crash))
+        self.do(typed.crash_now(crash))
 
     @precondition(can_corrupt)
     @rule(fault=corruptions, hit=st.integers(1, 2))
@@ -117,7 +117,7 @@ class SimulationMachine(RuleBasedStateMachine):
         """A byte of the log flips on the medium (bit rot) once a batch is durable: a damaged
         complete frame must be refused, never repaired or read past.  zstd only: a raw log has
         no checksum, and the spec reads damage there as a crash tail (§ raw scanner)."""
-        self.do(step_of("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
+        self.do(typed.arm({**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}))
 
     @precondition(is_dead)
     @rule()

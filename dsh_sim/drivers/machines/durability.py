@@ -15,6 +15,7 @@ from hypothesis import event, target
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
+from dsh_sim.drivers.machines import typed
 from dsh_sim.drivers.machines.base import SimulationMachine, is_alive, is_dead
 from dsh_sim.drivers.machines.strategies import (
     BOUNDARY_CHOICES,
@@ -31,7 +32,6 @@ from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.scenario.args import Step
-from dsh_sim.scenario.codec import step_of
 
 
 def is_idle(machine: DurabilityMachine) -> bool:
@@ -92,7 +92,7 @@ class DurabilityMachine(SimulationMachine):
     @precondition(is_idle)
     @rule(data=st.data())
     def prompt(self, data: st.DataObject) -> None:
-        self.do(step_of("prompt", data.draw(self.turn_scripts)))
+        self.do(typed.prompt(data.draw(self.turn_scripts)))
 
     @precondition(is_idle)
     @rule(data=st.data(), boundary=st.sampled_from(BOUNDARY_CHOICES[1:]), crash=crash_specs)
@@ -103,8 +103,8 @@ class DurabilityMachine(SimulationMachine):
         if calls:
             step, call_id = data.draw(st.sampled_from(calls[::-1]))  # later calls first: they depend on earlier ones
             event(f"crash aimed at {boundary}")
-            self.do(step_of("arm", {"rule": aimed_crash_rule(script, step, call_id, boundary, crash, len(self._running().lifetimes))}))
-        self.do(step_of("prompt", script))
+            self.do(typed.arm(aimed_crash_rule(script, step, call_id, boundary, crash, len(self._running().lifetimes))))
+        self.do(typed.prompt(script))
 
     @precondition(is_alive)
     @rule(
@@ -121,18 +121,18 @@ class DurabilityMachine(SimulationMachine):
     )
     def arm(self, fault: dict[str, Any], hit: int) -> None:
         """A crash at any named point, or an I/O, network, approval, sandbox, or model fault."""
-        self.do(step_of("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
+        self.do(typed.arm({**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}))
 
     @precondition(is_dead)
     @rule(point=st.sampled_from(FS_POINTS + ("persist.batch.durable",)), hit=st.integers(1, 3), crash=crash_specs)
     def arm_recovery_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
         lifetime = len(self._running().lifetimes) + 1
-        self.do(step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
+        self.do(typed.arm({"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}))
 
     @precondition(is_alive)
     @rule(seconds=st.sampled_from([0.05, 0.2, 1.0]))
     def advance(self, seconds: float) -> None:
-        self.do(step_of("advance", {"seconds": seconds}))
+        self.do(typed.advance(seconds))
 
     @precondition(in_turn)
     @rule()
@@ -151,7 +151,7 @@ class DurabilityMachine(SimulationMachine):
         op, args = change
         if op == "set_approval_policy" and self._current().live_runtime().approval is None:
             return
-        self.do(step_of(op, args))
+        self.do(typed.policy_change(op, args))
 
     @precondition(has_unknown_outcome)
     @rule()

@@ -19,13 +19,13 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
+from dsh_sim.drivers.machines import typed
 from dsh_sim.drivers.machines.base import SimulationMachine, is_alive, is_dead
 from dsh_sim.drivers.machines.strategies import FS_POINTS, crash_specs, io_faults, timings, window_write_faults
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.scenario.args import Step
-from dsh_sim.scenario.codec import step_of
 from dsh_sim.scenario.v0.strategy import seed_v0_args
 
 STORAGE_POINTS = FS_POINTS + ("persist.batch.durable", "session.flush")
@@ -69,14 +69,14 @@ class StorageMachine(SimulationMachine):
             self.do(Step("seed_v0", origin))
             if boot_crash is not None:
                 point, hit, crash = boot_crash
-                self.do(step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": 1, "crash": crash}}))
+                self.do(typed.arm({"point": point, "action": "crash", "hit": hit, "lifetime": 1, "crash": crash}))
         self.do(Step("boot"))
 
     @precondition(is_alive)
     @rule(count=st.integers(1, 5), size=st.sampled_from([8, 200, 5000, 300_000]))
     def append(self, count: int, size: int) -> None:
         """Events of ``size`` bytes; the largest span several zstd blocks in one frame."""
-        self.do(step_of("append", {"count": count, "size": size}))
+        self.do(typed.append(count=count, size=size))
 
     @precondition(is_alive)
     @rule(
@@ -91,17 +91,17 @@ class StorageMachine(SimulationMachine):
         slow disk) and before anything retries it: the retry must keep the failed batch in
         front of them, write each event once, and acknowledge nothing it did not make durable."""
         steps = [
-            step_of("append", {"count": before}),
-            step_of("arm", {"rule": {**fault, "hit": 1, "lifetime": len(self._running().lifetimes)}}),
-            step_of("advance", {"seconds": wait}),
-            step_of("append", {"count": after}),
+            typed.append(count=before),
+            typed.arm({**fault, "hit": 1, "lifetime": len(self._running().lifetimes)}),
+            typed.advance(wait),
+            typed.append(count=after),
         ]
         if then == "flush":
             steps.append(Step("flush"))
         elif then == "window":
-            steps.append(step_of("advance", {"seconds": 0.25}))
+            steps.append(typed.advance(0.25))
         elif then == "append":
-            steps += [step_of("append", {"count": 1}), step_of("advance", {"seconds": 0.25})]
+            steps += [typed.append(count=1), typed.advance(0.25)]
         self.do_while_alive(*steps)
 
     @precondition(is_alive)
@@ -109,8 +109,8 @@ class StorageMachine(SimulationMachine):
     def barrier_meets_write_in_flight(self, wait: float, then: str, crash: dict[str, Any]) -> None:
         """A window expires and its write starts; before it lands (a slow disk keeps it in
         flight) a barrier, more events or a crash arrive."""
-        last = {"flush": Step("flush"), "append": step_of("append", {"count": 1}), "crash": step_of("crash_now", crash)}[then]
-        self.do_while_alive(step_of("append", {"count": 2}), step_of("advance", {"seconds": wait}), last)
+        last = {"flush": Step("flush"), "append": typed.append(count=1), "crash": typed.crash_now(crash)}[then]
+        self.do_while_alive(typed.append(count=2), typed.advance(wait), last)
 
     @precondition(is_alive)
     @rule()
@@ -120,21 +120,21 @@ class StorageMachine(SimulationMachine):
     @precondition(is_alive)
     @rule(seconds=st.sampled_from([0.05, 0.2, 0.5]))
     def window(self, seconds: float) -> None:
-        self.do(step_of("advance", {"seconds": seconds}))
+        self.do(typed.advance(seconds))
 
     @precondition(is_alive)
     @rule(fault=io_faults, hit=st.integers(1, 3))
     def arm_fault(self, fault: dict[str, Any], hit: int) -> None:
-        self.do(step_of("arm", {"rule": {**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}}))
+        self.do(typed.arm({**fault, "hit": hit, "lifetime": len(self._running().lifetimes)}))
 
     @precondition(is_alive)
     @rule(point=st.sampled_from(STORAGE_POINTS), hit=st.integers(1, 3), crash=crash_specs)
     def arm_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
         lifetime = len(self._running().lifetimes)
-        self.do(step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
+        self.do(typed.arm({"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}))
 
     @precondition(is_dead)
     @rule(point=st.sampled_from(STORAGE_POINTS + MIGRATION_POINTS[:4]), hit=st.integers(1, 2), crash=crash_specs)
     def arm_recovery_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
         lifetime = len(self._running().lifetimes) + 1
-        self.do(step_of("arm", {"rule": {"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}}))
+        self.do(typed.arm({"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}))
