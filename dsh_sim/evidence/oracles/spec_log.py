@@ -30,6 +30,7 @@ import zstandard
 
 from dsh_sim.adapters.simfs.frames import FrameStructureError, layout_at
 from dsh_sim.evidence.oracles import log_prefixes
+from dsh_sim.evidence.oracles.bytes_memo import BytesMemo
 
 VERSION = 3
 MAX_SAFE = 2**53 - 1
@@ -337,7 +338,7 @@ class _Memo:
 
 _FRAMES = _Memo()
 _LINES = _Memo()
-_LOGS = _Memo(64)  # whole logs (see _read); each key holds a log's bytes
+_LOGS = BytesMemo(64)  # whole logs (see _read), per (zstd, writer)
 
 
 def clear_memos() -> None:
@@ -416,13 +417,13 @@ def _read(data: bytes, compression: str, *, writer: bool) -> SpecLog:
     and walking every frame of a long log for each of them made exploration quadratic."""
     if compression not in ("zstd", "none"):
         raise ValueError(f"unknown compression {compression!r}")
-    key = (data, compression == "zstd", writer)
-    known = _LOGS.get(key)
+    key = (compression == "zstd", writer)
+    known = _LOGS.get(data, key)
     if known is None and not writer:
         # a writer's rules are a reader's plus more (checksums, canonical ranges, no empty
         # batch), and nothing else depends on ``writer``: bytes that read as a writer's read
         # the same for a reader (every acknowledged log is read both ways)
-        as_written = _LOGS.get((data, key[1], True))
+        as_written = _LOGS.get(data, (key[0], True))
         if as_written is not None and not isinstance(as_written, SpecViolation):
             return as_written  # type: ignore[no-any-return]
     if isinstance(known, SpecViolation):
@@ -432,9 +433,9 @@ def _read(data: bytes, compression: str, *, writer: bool) -> SpecLog:
     try:
         log = _read_zstd(data, writer=writer) if compression == "zstd" else _read_raw(data, writer=writer)
     except SpecViolation as err:
-        _LOGS.put(key, copy.copy(err))
+        _LOGS.put(data, key, copy.copy(err))
         raise
-    _LOGS.put(key, log)
+    _LOGS.put(data, key, log)
     return log
 
 
