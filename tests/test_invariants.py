@@ -159,6 +159,39 @@ def test_one_result_per_call_fails_on_a_duplicate_result():
     assert [v.invariant for v in obs.violations] == ["one_result_per_call"]
 
 
+def test_one_result_per_call_is_remembered_only_for_the_very_same_events():
+    """The verdict is remembered per sequence of events (compared by identity) and the
+    repaired flag: an earlier event replaced (same length, same last event), another flag,
+    or a longer log is judged anew."""
+    from dsh_sim.evidence.invariants import recovery
+
+    block = {"type": "tool-call", "id": "c1", "name": "pay", "arguments": "{}"}
+    result = {
+        "turn": 1,
+        "step": 1,
+        "message": {"source": {"callId": "c1"}, "content": [{"type": "tool-result", "isError": False, "content": []}]},
+    }
+    call = ev(0, "assistant/message", {"turn": 1, "step": 1, "message": {"content": [block]}}, surface_op="append")
+    other = ev(0, "assistant/message", {"turn": 1, "step": 1, "message": {"content": []}}, surface_op="append")
+    answer = ev(1, "tool/result", result, surface_op="append")
+    end = ev(2, "step/end", {"turn": 1, "step": 1})
+
+    def found(events, repaired=True):
+        obs = _Obs()
+        inv.check_one_result_per_call(obs, events, repaired=repaired)
+        return [v.invariant for v in obs.violations]
+
+    recovery.forget_survivors()
+    assert found([call, end]) == ["one_result_per_call"]  # no result
+    assert found([call, end]) == ["one_result_per_call"]  # (remembered)
+    assert found([call, end], repaired=False) == []  # a storage process may leave it open
+    assert found([other, end]) == []  # the first event replaced: no call at all
+    assert found([call, end]) == ["one_result_per_call"]
+    assert found([call, answer, answer, end]) == ["one_result_per_call"]
+    assert found([call, other, answer, end]) == []  # same length and last event, another one inside
+    recovery.forget_survivors()
+
+
 def test_approval_audit_fails_on_an_unanswered_question_in_a_completed_turn():
     obs = _Obs()
     events = [

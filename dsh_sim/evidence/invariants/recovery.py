@@ -220,9 +220,11 @@ def undamaged_prefix(obs: Judge) -> int | None:
 
 
 def forget_survivors() -> None:
-    """Empty the memo of :func:`_same` (its pairs keep both events alive until it is cleared)."""
+    """Empty the memos of :func:`_same` and :func:`_result_problems` (they keep the events
+    they hold alive until cleared)."""
     _SURVIVED.clear()
     _SURVIVOR.clear()
+    _RESULTS.clear()
 
 
 def _known_survivors(acked: dict[int, Event], seqs: list[int], live: Sequence[Event]) -> int:
@@ -279,6 +281,27 @@ def check_one_result_per_call(obs: Judge, events: Sequence[Any], *, repaired: bo
     """Every call has exactly one result (``repaired=False``, a storage process, which does not
     repair: at most one — an interrupted historical call may stay open there)."""
     obs.count("one_result_per_call")
+    for call_id, count in _result_problems(tuple(events), repaired):
+        fail(obs, "one_result_per_call", f"the call has {count} tool/result events", call_id)
+
+
+# (length, id of the last event, repaired) -> (the events, each call that breaks the rule and its count)
+_RESULTS: dict[tuple[int, int, bool], tuple[tuple[Any, ...], list[tuple[str, int]]]] = {}
+
+
+def _result_problems(events: tuple[Any, ...], repaired: bool) -> list[tuple[str, int]]:
+    """Each call of ``events`` without exactly one result (at most one: not ``repaired``),
+    with its count of results.
+
+    Remembered per sequence of events: a recovery's log is often one an earlier recovery
+    left (the same crash image, the same repair), read back as the very same records (the
+    spec reader's memo).  The answer depends on the events and ``repaired`` alone; the key
+    holds ``repaired`` and an entry holds its events, compared one by one by identity (records
+    and events are never changed in place; held, so no id is reused while remembered)."""
+    key = (len(events), id(events[-1]) if events else 0, repaired)
+    known = _RESULTS.get(key)
+    if known is not None and all(map(operator.is_, known[0], events)):
+        return known[1]
     blocks: list[str] = []
     results: dict[str, int] = {}
     for event in of_kinds(events, _CALL_KINDS):
@@ -288,9 +311,15 @@ def check_one_result_per_call(obs: Judge, events: Sequence[Any], *, repaired: bo
         elif kind == "tool/result":
             call_id = data["message"]["source"]["callId"]
             results[call_id] = results.get(call_id, 0) + 1
-    for call_id in blocks:
-        if results.get(call_id, 0) > 1 or (repaired and results.get(call_id, 0) != 1):
-            fail(obs, "one_result_per_call", f"the call has {results.get(call_id, 0)} tool/result events", call_id)
+    problems = [
+        (call_id, results.get(call_id, 0))
+        for call_id in blocks
+        if results.get(call_id, 0) > 1 or (repaired and results.get(call_id, 0) != 1)
+    ]
+    if len(_RESULTS) >= 1024:
+        _RESULTS.clear()
+    _RESULTS[key] = (events, problems)
+    return problems
 
 
 _TOOL_CALL = frozenset({"tool/call"})
