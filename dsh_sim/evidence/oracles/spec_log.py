@@ -502,13 +502,22 @@ def _torn_records(fragment: bytes, first_seq: int) -> list[dict[str, Any]]:
 
 def _read_raw(data: bytes, *, writer: bool) -> SpecLog:
     """§3.7 raw scanner: only newline-terminated records count; an unparsable or seq-gapped
-    line starts a tolerated crash tail unless a later record is a turn/end (then refuse)."""
-    nl = data.find(b"\n")
-    if nl < 0:
-        raise SpecViolation("no complete header line")
-    header = _header_of(data[:nl], 0)
-    records: list[dict[str, Any]] = []
-    committed = pos = nl + 1
+    line starts a tolerated crash tail unless a later record is a turn/end (then refuse).
+
+    The scan starts after the committed lines of the longest raw log already read that
+    ``data`` starts with: there, every line before was a clean record and no issue was found,
+    which is all the scan carries on from (a growing log is not scanned again from its start)."""
+    prefix = log_prefixes.longest(data, writer, raw=True)
+    records: list[dict[str, Any]]
+    if prefix is not None:
+        header, records = prefix.header, list(prefix.records)
+        committed = pos = len(prefix.data)
+    else:
+        nl = data.find(b"\n")
+        if nl < 0:
+            raise SpecViolation("no complete header line")
+        header, records = _header_of(data[:nl], 0), []
+        committed = pos = nl + 1
     issue: str | None = None
     while True:
         nl = data.find(b"\n", pos)
@@ -530,7 +539,9 @@ def _read_raw(data: bytes, *, writer: bool) -> SpecLog:
         elif _is_turn_end(line):
             raise SpecViolation(f"damage inside the committed region: {issue}", where)
     torn = committed if committed < len(data) else None
-    return SpecLog(header, tuple(records), (), (), committed, torn, 0)
+    log = SpecLog(header, tuple(records), (), (), committed, torn, 0)
+    log_prefixes.remember(data, writer, committed, header, log.records, (), (), raw=True)
+    return log
 
 
 def _is_turn_end(line: bytes) -> bool:
