@@ -192,6 +192,44 @@ def test_one_result_per_call_is_remembered_only_for_the_very_same_events():
     recovery.forget_survivors()
 
 
+def test_fail_closed_judges_each_result_event_by_its_own_content():
+    """Whether a result reads as a refused call is remembered per event object: another
+    event (even at the same seq, for the same call) is read anew, and the world is asked
+    every time."""
+    import types
+
+    from dsh_sim.adapters.world import LedgerEntry, World
+    from dsh_sim.evidence.invariants import recovery
+
+    def result(text: str, is_error: bool, code: str | None = None) -> Event:
+        data = {"message": {"source": {"callId": "c1"}, "content": [{"isError": is_error, "content": [{"type": "text", "text": text}]}]}}
+        if code is not None:
+            data["error"] = {"code": code}
+        return ev(1, "tool/result", data)
+
+    world = World()
+    obs = _Obs()
+    obs.sim = types.SimpleNamespace(world=world)
+
+    def found(events):
+        obs.violations = []
+        inv.check_fail_closed(obs, events)
+        return [v.message for v in obs.violations]
+
+    recovery.forget_survivors()
+    refused = result("the call was cancelled", True)
+    coded = result("x", True, "SANDBOX_UNAVAILABLE")
+    answered = result("the call was cancelled", False)  # not an error: not a refusal
+    assert found([refused, coded, answered]) == []  # nothing reached the world yet
+    world.ledger.append(LedgerEntry(0, "payments", "charge", "c1", "c1", True, "applied", 0.0, 1))
+    assert found([refused]) == ["a refused call (the call was cancelled) has effects in the world"]
+    assert found([refused]) == ["a refused call (the call was cancelled) has effects in the world"]  # (remembered)
+    assert found([coded]) == ["a refused call (SANDBOX_UNAVAILABLE) has effects in the world"]
+    assert found([answered]) == []
+    assert found([result("fine", True)]) == []
+    recovery.forget_survivors()
+
+
 def test_approval_audit_fails_on_an_unanswered_question_in_a_completed_turn():
     obs = _Obs()
     events = [

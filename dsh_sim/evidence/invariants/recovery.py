@@ -220,11 +220,12 @@ def undamaged_prefix(obs: Judge) -> int | None:
 
 
 def forget_survivors() -> None:
-    """Empty the memos of :func:`_same` and :func:`_result_problems` (they keep the events
-    they hold alive until cleared)."""
+    """Empty the memos of :func:`_same`, :func:`_result_problems` and :func:`_refused` (they
+    keep the events they hold alive until cleared)."""
     _SURVIVED.clear()
     _SURVIVOR.clear()
     _RESULTS.clear()
+    _REFUSED.clear()
 
 
 def _known_survivors(acked: dict[int, Event], seqs: list[int], live: Sequence[Event]) -> int:
@@ -373,17 +374,41 @@ _DENIAL_TEXTS = ("requires approval", "the user rejected", "was cancelled")
 def check_fail_closed(obs: Judge, events: Sequence[Event]) -> None:
     obs.count("fail_closed")
     for event in of_kinds(events, _TOOL_RESULT):
-        code = (event.data.get("error") or {}).get("code")
-        block = event.data["message"]["content"][0]
-        text = block["content"][0].get("text", "") if block.get("content") else ""
-        if code in _REFUSALS or (block.get("isError") and any(t in text for t in _DENIAL_TEXTS)):
-            call_id = event.data["message"]["source"]["callId"]
+        refused = _refused(event)
+        if refused is not None:
+            call_id, what = refused
             effects = obs.sim.world.applied_for(call_id)
             if effects:
                 fail(
                     obs,
                     "fail_closed",
-                    f"a refused call ({code or text[:60]}) has effects in the world",
+                    f"a refused call ({what}) has effects in the world",
                     call_id,
                     *[f"{e.service}.{e.op}" for e in effects],
                 )
+
+
+_REFUSED: dict[int, tuple[Event, tuple[str, str] | None]] = {}  # id(result) -> (it, its call and code or text)
+
+
+def _refused(event: Event) -> tuple[str, str] | None:
+    """The call id and the code (or the text's start) of a tool/result that says its call was
+    refused, else ``None``.
+
+    Remembered per event: the answer is a function of the event alone (frozen, its data never
+    changed in place), and every boot and shutdown asks it of every result of the whole log,
+    most of them the very events an earlier recovery had.  Each entry holds its event, so an
+    id is not reused while it is remembered."""
+    known = _REFUSED.get(id(event))
+    if known is not None and known[0] is event:
+        return known[1]
+    code = (event.data.get("error") or {}).get("code")
+    block = event.data["message"]["content"][0]
+    text = block["content"][0].get("text", "") if block.get("content") else ""
+    refused = None
+    if code in _REFUSALS or (block.get("isError") and any(t in text for t in _DENIAL_TEXTS)):
+        refused = (event.data["message"]["source"]["callId"], code or text[:60])
+    if len(_REFUSED) >= 1 << 16:
+        _REFUSED.clear()
+    _REFUSED[id(event)] = (event, refused)
+    return refused
