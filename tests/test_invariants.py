@@ -230,6 +230,42 @@ def test_fail_closed_judges_each_result_event_by_its_own_content():
     recovery.forget_survivors()
 
 
+def test_verdict_soundness_reads_the_calls_of_the_very_stored_events():
+    """The started and answered calls of the stored events are remembered per sequence of
+    events (by identity): a sequence of the same length and last event with another event
+    inside is read anew."""
+    import types
+
+    from dsh_sim.adapters.world import World
+    from dsh_sim.evidence.invariants import recovery
+
+    def result(code: str) -> Event:
+        data = {"message": {"source": {"callId": "c1"}, "content": [{"isError": True, "content": []}]}, "error": {"code": code}}
+        return ev(3, "tool/result", data)
+
+    started = ev(0, "tool/call", {"callId": "c1"})
+    answered = ev(1, "tool/result", {"message": {"source": {"callId": "c1"}, "content": [{"isError": False, "content": []}]}})
+    other = ev(1, "todo/write", {})
+    last = ev(2, "step/end", {"turn": 1, "step": 1})
+    obs = _Obs()
+    obs.sim = types.SimpleNamespace(world=World())
+    obs.verdict_counts = {}
+
+    def found(stored):
+        obs.violations = []
+        inv.check_verdicts(obs, stored, [result("TOOL_NOT_STARTED")])
+        return [v.message for v in obs.violations]
+
+    recovery.forget_survivors()
+    unanswered = ["a durable tool/call without result was classified TOOL_NOT_STARTED"]
+    assert found([started, other, last]) == unanswered
+    assert found([started, other, last]) == unanswered  # (remembered)
+    assert found([started, answered, last]) == []  # the same length and last event, answered inside
+    assert found([other, other, last]) == []  # never started
+    assert found([started, other, last]) == unanswered
+    recovery.forget_survivors()
+
+
 def test_approval_audit_fails_on_an_unanswered_question_in_a_completed_turn():
     obs = _Obs()
     events = [

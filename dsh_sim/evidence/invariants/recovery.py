@@ -220,12 +220,13 @@ def undamaged_prefix(obs: Judge) -> int | None:
 
 
 def forget_survivors() -> None:
-    """Empty the memos of :func:`_same`, :func:`_result_problems` and :func:`_refused` (they
-    keep the events they hold alive until cleared)."""
+    """Empty the memos of :func:`_same`, :func:`_result_problems`, :func:`_refused` and
+    :func:`_calls_of` (they keep the events they hold alive until cleared)."""
     _SURVIVED.clear()
     _SURVIVOR.clear()
     _RESULTS.clear()
     _REFUSED.clear()
+    _CALLS.clear()
 
 
 def _known_survivors(acked: dict[int, Event], seqs: list[int], live: Sequence[Event]) -> int:
@@ -330,8 +331,7 @@ _TOOL_RESULT = frozenset({"tool/result"})
 def check_verdicts(obs: Judge, stored: Sequence[Event], closers: Sequence[Event]) -> None:
     obs.count("verdict_soundness")
     world = obs.sim.world
-    started = {e.data["callId"] for e in of_kinds(stored, _TOOL_CALL)}
-    answered = {e.data["message"]["source"]["callId"] for e in of_kinds(stored, _TOOL_RESULT)}
+    started, answered = _calls_of(tuple(stored))
     for event in closers:
         if event.type != "tool/result":
             continue
@@ -344,6 +344,29 @@ def check_verdicts(obs: Judge, stored: Sequence[Event], closers: Sequence[Event]
             fail(obs, "verdict_soundness", "repair said TOOL_NOT_STARTED but the side effect happened", call_id, *effects)
         if call_id in started and call_id not in answered and code != TOOL_OUTCOME_UNKNOWN:
             fail(obs, "verdict_soundness", f"a durable tool/call without result was classified {code}", call_id)
+
+
+# (length, id of the last event) -> (the events, the call ids with a tool/call, those with a tool/result)
+_CALLS: dict[tuple[int, int], tuple[tuple[Event, ...], set[str], set[str]]] = {}
+
+
+def _calls_of(stored: tuple[Event, ...]) -> tuple[set[str], set[str]]:
+    """The call ids of ``stored``'s tool/call events and of its tool/result events.
+
+    Remembered per sequence of events (compared one by one by identity; each entry holds
+    them, and events are never changed in place): every recovery from one crash image
+    recovers the very same decoded events, and the sets are a function of them alone.
+    The sets are only read."""
+    key = (len(stored), id(stored[-1]) if stored else 0)
+    known = _CALLS.get(key)
+    if known is not None and all(map(operator.is_, known[0], stored)):
+        return known[1], known[2]
+    started = {e.data["callId"] for e in of_kinds(stored, _TOOL_CALL)}
+    answered = {e.data["message"]["source"]["callId"] for e in of_kinds(stored, _TOOL_RESULT)}
+    if len(_CALLS) >= 1024:
+        _CALLS.clear()
+    _CALLS[key] = (stored, started, answered)
+    return started, answered
 
 
 _APPROVAL_KINDS = frozenset({"turn/start", "approval/asked", "approval/decided", "turn/end"})
