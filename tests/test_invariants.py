@@ -159,6 +159,113 @@ def test_one_result_per_call_fails_on_a_duplicate_result():
     assert [v.invariant for v in obs.violations] == ["one_result_per_call"]
 
 
+def test_one_result_per_call_is_remembered_only_for_the_very_same_events():
+    """The verdict is remembered per sequence of events (compared by identity) and the
+    repaired flag: an earlier event replaced (same length, same last event), another flag,
+    or a longer log is judged anew."""
+    from dsh_sim.evidence.invariants import recovery
+
+    block = {"type": "tool-call", "id": "c1", "name": "pay", "arguments": "{}"}
+    result = {
+        "turn": 1,
+        "step": 1,
+        "message": {"source": {"callId": "c1"}, "content": [{"type": "tool-result", "isError": False, "content": []}]},
+    }
+    call = ev(0, "assistant/message", {"turn": 1, "step": 1, "message": {"content": [block]}}, surface_op="append")
+    other = ev(0, "assistant/message", {"turn": 1, "step": 1, "message": {"content": []}}, surface_op="append")
+    answer = ev(1, "tool/result", result, surface_op="append")
+    end = ev(2, "step/end", {"turn": 1, "step": 1})
+
+    def found(events, repaired=True):
+        obs = _Obs()
+        inv.check_one_result_per_call(obs, events, repaired=repaired)
+        return [v.invariant for v in obs.violations]
+
+    recovery.forget_survivors()
+    assert found([call, end]) == ["one_result_per_call"]  # no result
+    assert found([call, end]) == ["one_result_per_call"]  # (remembered)
+    assert found([call, end], repaired=False) == []  # a storage process may leave it open
+    assert found([other, end]) == []  # the first event replaced: no call at all
+    assert found([call, end]) == ["one_result_per_call"]
+    assert found([call, answer, answer, end]) == ["one_result_per_call"]
+    assert found([call, other, answer, end]) == []  # same length and last event, another one inside
+    recovery.forget_survivors()
+
+
+def test_fail_closed_judges_each_result_event_by_its_own_content():
+    """Whether a result reads as a refused call is remembered per event object: another
+    event (even at the same seq, for the same call) is read anew, and the world is asked
+    every time."""
+    import types
+
+    from dsh_sim.adapters.world import LedgerEntry, World
+    from dsh_sim.evidence.invariants import recovery
+
+    def result(text: str, is_error: bool, code: str | None = None) -> Event:
+        data = {"message": {"source": {"callId": "c1"}, "content": [{"isError": is_error, "content": [{"type": "text", "text": text}]}]}}
+        if code is not None:
+            data["error"] = {"code": code}
+        return ev(1, "tool/result", data)
+
+    world = World()
+    obs = _Obs()
+    obs.sim = types.SimpleNamespace(world=world)
+
+    def found(events):
+        obs.violations = []
+        inv.check_fail_closed(obs, events)
+        return [v.message for v in obs.violations]
+
+    recovery.forget_survivors()
+    refused = result("the call was cancelled", True)
+    coded = result("x", True, "SANDBOX_UNAVAILABLE")
+    answered = result("the call was cancelled", False)  # not an error: not a refusal
+    assert found([refused, coded, answered]) == []  # nothing reached the world yet
+    world.ledger.append(LedgerEntry(0, "payments", "charge", "c1", "c1", True, "applied", 0.0, 1))
+    assert found([refused]) == ["a refused call (the call was cancelled) has effects in the world"]
+    assert found([refused]) == ["a refused call (the call was cancelled) has effects in the world"]  # (remembered)
+    assert found([coded]) == ["a refused call (SANDBOX_UNAVAILABLE) has effects in the world"]
+    assert found([answered]) == []
+    assert found([result("fine", True)]) == []
+    recovery.forget_survivors()
+
+
+def test_verdict_soundness_reads_the_calls_of_the_very_stored_events():
+    """The started and answered calls of the stored events are remembered per sequence of
+    events (by identity): a sequence of the same length and last event with another event
+    inside is read anew."""
+    import types
+
+    from dsh_sim.adapters.world import World
+    from dsh_sim.evidence.invariants import recovery
+
+    def result(code: str) -> Event:
+        data = {"message": {"source": {"callId": "c1"}, "content": [{"isError": True, "content": []}]}, "error": {"code": code}}
+        return ev(3, "tool/result", data)
+
+    started = ev(0, "tool/call", {"callId": "c1"})
+    answered = ev(1, "tool/result", {"message": {"source": {"callId": "c1"}, "content": [{"isError": False, "content": []}]}})
+    other = ev(1, "todo/write", {})
+    last = ev(2, "step/end", {"turn": 1, "step": 1})
+    obs = _Obs()
+    obs.sim = types.SimpleNamespace(world=World())
+    obs.verdict_counts = {}
+
+    def found(stored):
+        obs.violations = []
+        inv.check_verdicts(obs, stored, [result("TOOL_NOT_STARTED")])
+        return [v.message for v in obs.violations]
+
+    recovery.forget_survivors()
+    unanswered = ["a durable tool/call without result was classified TOOL_NOT_STARTED"]
+    assert found([started, other, last]) == unanswered
+    assert found([started, other, last]) == unanswered  # (remembered)
+    assert found([started, answered, last]) == []  # the same length and last event, answered inside
+    assert found([other, other, last]) == []  # never started
+    assert found([started, other, last]) == unanswered
+    recovery.forget_survivors()
+
+
 def test_approval_audit_fails_on_an_unanswered_question_in_a_completed_turn():
     obs = _Obs()
     events = [

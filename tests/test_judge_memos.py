@@ -95,3 +95,44 @@ def test_the_spec_reader_shares_a_writers_records():
     torn = spec_log.read_recoverable(data[:-3], "zstd")  # a reader's read of a cut of it
     assert torn.records == written.records[: len(torn.records)]
     assert all(a is b for a, b in zip(torn.records, written.records))
+
+
+def _shell_tail(call_id: str) -> tuple[dict, ...]:
+    block = {"type": "tool-call", "id": call_id, "name": "shell", "arguments": '{"argv": ["write", "f", "hi"]}'}
+    result = {"message": {"source": {"callId": call_id}, "content": [{"isError": False, "content": [{"type": "text", "text": "ok"}]}]}}
+    return (
+        {"type": "assistant/message", "seq": 0, "time": 1, "data": {"turn": 1, "step": 1, "message": {"content": [block]}}},
+        {"type": "tool/result", "seq": 1, "time": 2, "data": result},
+    )
+
+
+def test_the_tail_agreement_is_remembered_only_for_the_same_expectation_entries_and_workspace():
+    """reference.tail_disagreements is agreement.check of the repaired tail; a change of the
+    expectation, of any ledger entry (even at the same length), or of the workspace is judged anew."""
+    from dsh_sim.adapters.world import LedgerEntry
+    from dsh_sim.evidence.oracles import agreement
+
+    def write(call_id: str, path: str) -> LedgerEntry:
+        return LedgerEntry(0, "workspace", "write", call_id, None, True, "applied", 0.0, 1, {"path": path, "text": "hi"}, {}, call_id)
+
+    def verdict(expected: reference.Expected, ledger: list, workspace: str) -> list[str]:
+        got = [d.message for d in reference.tail_disagreements(expected, ledger, workspace)]
+        assert got == [d.message for d in agreement.check(reference.repaired_tail(expected)[0], ledger, workspace=workspace)]
+        return got
+
+    reference.clear_memos()
+    expected = reference.Expected(_shell_tail("c1"), ())
+    ledger = [write("c1", "/w/f")]
+    assert verdict(expected, ledger, "/w") == []
+    assert verdict(expected, ledger, "/w") == []  # (remembered)
+    assert verdict(expected, [write("c1", "/w/g")], "/w")  # another entry at the same length
+    assert verdict(expected, ledger, "/w") == []
+    assert verdict(expected, ledger, "/x")  # another workspace: the write went elsewhere
+    assert verdict(expected, ledger, "/w") == []
+    assert verdict(expected, [], "/w")  # fewer entries
+    assert verdict(expected, ledger, "/w") == []
+    assert verdict(expected, [*ledger, write("c1", "/w/g")], "/w")  # one more entry
+    other = reference.Expected(_shell_tail("c2"), ())  # another expectation: its call never reached the ledger
+    assert verdict(other, ledger, "/w")
+    assert verdict(expected, ledger, "/w") == []
+    reference.clear_memos()

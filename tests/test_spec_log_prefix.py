@@ -16,45 +16,51 @@ from runtime.persistence.log_format import encode_batch, encode_generation
 from runtime.session.events import Event
 
 
-def _log(batches: int) -> bytes:
+def _log(batches: int, compression: str = "zstd") -> bytes:
     events = [Event("todo/write", i, 10 + i, {"n": i, "pad": "x" * (i % 7)}) for i in range(3 * batches)]
-    data = encode_generation(SessionHeader("s", 1), events[:3], "zstd")
+    data = encode_generation(SessionHeader("s", 1), events[:3], compression)
     for b in range(1, batches):
-        data += encode_batch(events[3 * b : 3 * b + 3], "zstd")
+        data += encode_batch(events[3 * b : 3 * b + 3], compression)
     return data
 
 
-def _outcome(read, data: bytes) -> object:
+def _outcome(read, data: bytes, compression: str = "zstd") -> object:
     try:
-        return read(data, "zstd")
+        return read(data, compression)
     except SpecViolation as err:
         return ("refused", str(err), err.offset)
 
 
-def _fresh(read, data: bytes) -> object:
+def _fresh(read, data: bytes, compression: str = "zstd") -> object:
     spec_log.clear_memos()
-    return _outcome(read, data)
+    return _outcome(read, data, compression)
 
 
-def _cases() -> list[bytes]:
-    whole = _log(6)
+def _cases(compression: str = "zstd") -> list[bytes]:
+    whole = _log(6, compression)
     cuts = [whole[:n] for n in range(1, len(whole) + 1)]
     flipped = bytearray(whole)
-    flipped[len(whole) // 2] ^= 0x55  # damage inside a middle frame, after a prefix already read
-    return cuts + [bytes(flipped), bytes(flipped)[: len(whole) - 2], whole + whole[-40:]]
+    flipped[len(whole) // 2] ^= 0x55  # damage inside a middle frame (raw: line), after a prefix already read
+    edits = [bytes(flipped), bytes(flipped)[: len(whole) - 2], whole + whole[-40:]]
+    if compression == "none":  # a line with a seq gap after a clean prefix, then one more
+        lines = whole.split(b"\n")
+        gapped = b"\n".join([*lines[:5], lines[6], lines[5], *lines[7:]])
+        edits += [gapped, gapped + lines[8] + b"\n", whole.replace(b'"seq":16', b'"seq":17')]
+    return cuts + edits
 
 
+@pytest.mark.parametrize("compression", ["zstd", "none"])
 @pytest.mark.parametrize("shuffle", [False, True])
-def test_a_read_from_a_remembered_prefix_is_a_fresh_read(shuffle):
-    cases = [(read, data) for data in _cases() for read in (check_written, read_recoverable)]
-    expected = [_fresh(read, data) for read, data in cases]
+def test_a_read_from_a_remembered_prefix_is_a_fresh_read(shuffle, compression):
+    cases = [(read, data) for data in _cases(compression) for read in (check_written, read_recoverable)]
+    expected = [_fresh(read, data, compression) for read, data in cases]
     order = list(range(len(cases)))
     if shuffle:
         random.Random(3).shuffle(order)
     spec_log.clear_memos()
     for index in order:
         read, data = cases[index]
-        assert _outcome(read, data) == expected[index], f"case {index}"
+        assert _outcome(read, data, compression) == expected[index], f"case {index}"
 
 
 def test_a_writer_read_is_stricter_than_a_reader_read():
@@ -73,14 +79,19 @@ def test_a_writer_read_is_stricter_than_a_reader_read():
         check_written(data, "zstd")
 
 
-def test_a_prefix_the_log_does_not_start_with_is_never_used(monkeypatch):
-    """The comparison above catches a memo that reuses frames the bytes do not have."""
-    cases = _cases()
-    expected = [_fresh(read_recoverable, data) for data in cases]
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+def test_a_prefix_the_log_does_not_start_with_is_never_used(monkeypatch, compression):
+    """The comparison above catches a memo that reuses frames (raw: lines) the bytes do not have."""
+    cases = _cases(compression)
+    expected = [_fresh(read_recoverable, data, compression) for data in cases]
     spec_log.clear_memos()
-    known = log_prefixes._KNOWN
-    monkeypatch.setattr(log_prefixes, "longest", lambda data, writer: max(known[writer], key=lambda k: len(k.data), default=None))
-    outcomes = [_outcome(read_recoverable, data) for data in cases]
+    kinds = log_prefixes._RAW if compression == "none" else log_prefixes._KNOWN
+
+    def unchecked(data, writer, raw=False):  # the longest remembered, whatever ``data`` starts with
+        return max(kinds[writer], key=lambda k: len(k.data), default=None)
+
+    monkeypatch.setattr(log_prefixes, "longest", unchecked)
+    outcomes = [_outcome(read_recoverable, data, compression) for data in cases]
     assert outcomes != expected
 
 

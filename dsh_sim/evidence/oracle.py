@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import json
+import operator
 from typing import Any
 
 import zstandard
@@ -42,12 +44,10 @@ def readable_records(data: bytes, compression: str) -> int | None:
     lines = text.split(b"\n")[:-1]  # the last element is an unterminated fragment (or empty)
     if not lines:
         return None
-    count = 0
-    for line in lines[1:]:  # line 0 is the header
-        if _seq_of(line) != count:
-            break
-        count += 1
-    return count
+    # the first record (line 0 is the header) whose seq is not its position, found in one
+    # C-level pass (each line's seq is remembered): every record before it counts
+    seqs = map(_seq_of, itertools.islice(lines, 1, None))
+    return next(itertools.compress(itertools.count(), map(operator.ne, seqs, itertools.count())), len(lines) - 1)
 
 
 _NOT_A_RECORD = object()

@@ -120,11 +120,13 @@ def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
     if sim.kind == "agent" and expected.refused is None:
         # the turns before the last were judged when they were live; the last one was cut by the
         # crash (its latest events never reached a live check), so it is judged here with the closers
-        tail, problems = reference.repaired_tail(expected)
+        _, problems = reference.repaired_tail(expected)
         obs.count(GRAMMAR)
         for problem in problems:
             fail(obs, GRAMMAR, problem)
-        check_agreement(obs, tail)
+        obs.count(AGREEMENT)  # (what check_agreement judges with a fresh tracker, remembered)
+        for item in reference.tail_disagreements(expected, obs.sim.world.ledger, obs.sim.config.workspace):
+            fail(obs, AGREEMENT, item.message, item.call_id)
 
 
 def check_grammar(obs: Judge, events: Sequence[Any], *, closed: bool, what: str, grammar: Grammar | None = None) -> None:

@@ -6,6 +6,7 @@ acknowledgement), or a crash image cut after frames an earlier image had, is wal
 :mod:`spec_log` from the end of the longest remembered prefix it shares, not from byte 0
 (explore reads thousands of logs of one session; a walk from the start made it quadratic).
 A writer's read is a reader's plus stricter rules, so a writer's prefix serves both.
+Raw logs (compression "none") are remembered the same way, apart, by their committed lines.
 """
 
 from __future__ import annotations
@@ -35,17 +36,21 @@ class Prefix:
 
 
 _KNOWN: dict[bool, list[Prefix]] = {False: [], True: []}  # per writer flag, newest last
+# raw logs (compression "none"): the committed lines, header line first (frames and counts
+# empty); kept apart, so a raw read never starts from a zstd log's frames or the reverse
+_RAW: dict[bool, list[Prefix]] = {False: [], True: []}
 
 
 def clear() -> None:
-    for known in _KNOWN.values():
+    for known in (*_KNOWN.values(), *_RAW.values()):
         known.clear()
 
 
-def longest(data: bytes, writer: bool) -> Prefix | None:
+def longest(data: bytes, writer: bool, *, raw: bool = False) -> Prefix | None:
     """The longest remembered prefix ``data`` starts with (a writer's read only from a
     writer's); failing that, the longest run of whole frames it shares with a recent log."""
-    candidates = _KNOWN[True] if writer else _KNOWN[False] + _KNOWN[True]
+    kinds = _RAW if raw else _KNOWN
+    candidates = kinds[True] if writer else kinds[False] + kinds[True]
     best: Prefix | None = None
     # newest first: a growing log's newest prefix is its longest, so the older (shorter) ones
     # are passed over on their length without comparing their bytes; ``>=`` keeps the earliest
@@ -83,9 +88,12 @@ def remember(
     records: tuple[dict[str, Any], ...],
     frames: tuple[tuple[int, int], ...],
     counts: tuple[int, ...],
+    *,
+    raw: bool = False,
 ) -> None:
-    """A successful read of ``data``: its complete frames (``records`` without a torn tail's)."""
-    known = _KNOWN[writer]
+    """A successful read of ``data``: its complete frames (``records`` without a torn tail's;
+    ``raw``: its committed lines, ``complete_end`` where they end)."""
+    known = (_RAW if raw else _KNOWN)[writer]
     prefix = data[:complete_end]
     if any(k.data == prefix for k in known):
         return

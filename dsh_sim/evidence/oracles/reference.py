@@ -17,13 +17,14 @@ a list of properties: any difference is a finding, whatever caused it.
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from dsh_sim.evidence.oracles import spec_repair
+from dsh_sim.evidence.oracles import agreement, spec_repair
 from dsh_sim.evidence.oracles.event_records import first_mismatch, records_of
 from dsh_sim.evidence.oracles.grammar import Grammar
 from dsh_sim.evidence.oracles.grammar import problems as grammar_problems
@@ -52,6 +53,7 @@ def clear_memos() -> None:
     _EXPECTED.clear()
     _PROBLEMS.clear()
     _REPAIRED.clear()
+    _AGREED.clear()
 
 
 def _remember(memo: OrderedDict[Any, Any], key: Any, value: Any) -> None:
@@ -190,3 +192,33 @@ def repaired_tail(expected: Expected) -> tuple[tuple[Any, ...], list[str]]:
         _REPAIRED.clear()
     _REPAIRED[id(expected)] = (expected, tail, problems)
     return tail, problems
+
+
+_AGREED: dict[int, tuple[Expected, str, tuple[Any, ...], list[agreement.Disagreement]]] = {}  # id(expected) -> its verdict
+
+
+def tail_disagreements(expected: Expected, ledger: Sequence[Any], workspace: str) -> list[agreement.Disagreement]:
+    """The world agreement of :func:`repaired_tail` with ``ledger``, judged by a fresh tracker.
+
+    That verdict is a function of the tail (of the expectation alone), of the ledger's
+    entries and of the workspace, so it is remembered with all three: the expectation, the
+    very entries (compared one by one, by identity) and the workspace.  Explore recovers from
+    one image in many states of a point, whose worlds share those entries (a world's snapshot
+    copies the ledger list, never an entry; entries are frozen and never changed in place).
+    Each entry holds its expectation and the entries, so no id is reused while remembered."""
+    entries = tuple(ledger)
+    known = _AGREED.get(id(expected))
+    if (
+        known is not None
+        and known[0] is expected
+        and known[1] == workspace
+        and len(known[2]) == len(entries)
+        and all(map(operator.is_, known[2], entries))
+    ):
+        return known[3]
+    tail, _ = repaired_tail(expected)
+    found = agreement.check(tail, entries, workspace=workspace)
+    if len(_AGREED) >= 1024:
+        _AGREED.clear()
+    _AGREED[id(expected)] = (expected, workspace, entries, found)
+    return found

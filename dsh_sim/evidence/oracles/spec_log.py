@@ -30,6 +30,7 @@ import zstandard
 
 from dsh_sim.adapters.simfs.frames import FrameStructureError, layout_at
 from dsh_sim.evidence.oracles import log_prefixes
+from dsh_sim.evidence.oracles.bytes_memo import BytesMemo
 
 VERSION = 3
 MAX_SAFE = 2**53 - 1
@@ -337,7 +338,7 @@ class _Memo:
 
 _FRAMES = _Memo()
 _LINES = _Memo()
-_LOGS = _Memo(64)  # whole logs (see _read); each key holds a log's bytes
+_LOGS = BytesMemo(64)  # whole logs (see _read), per (zstd, writer)
 
 
 def clear_memos() -> None:
@@ -416,13 +417,13 @@ def _read(data: bytes, compression: str, *, writer: bool) -> SpecLog:
     and walking every frame of a long log for each of them made exploration quadratic."""
     if compression not in ("zstd", "none"):
         raise ValueError(f"unknown compression {compression!r}")
-    key = (data, compression == "zstd", writer)
-    known = _LOGS.get(key)
+    key = (compression == "zstd", writer)
+    known = _LOGS.get(data, key)
     if known is None and not writer:
         # a writer's rules are a reader's plus more (checksums, canonical ranges, no empty
         # batch), and nothing else depends on ``writer``: bytes that read as a writer's read
         # the same for a reader (every acknowledged log is read both ways)
-        as_written = _LOGS.get((data, key[1], True))
+        as_written = _LOGS.get(data, (key[0], True))
         if as_written is not None and not isinstance(as_written, SpecViolation):
             return as_written  # type: ignore[no-any-return]
     if isinstance(known, SpecViolation):
@@ -432,9 +433,9 @@ def _read(data: bytes, compression: str, *, writer: bool) -> SpecLog:
     try:
         log = _read_zstd(data, writer=writer) if compression == "zstd" else _read_raw(data, writer=writer)
     except SpecViolation as err:
-        _LOGS.put(key, copy.copy(err))
+        _LOGS.put(data, key, copy.copy(err))
         raise
-    _LOGS.put(key, log)
+    _LOGS.put(data, key, log)
     return log
 
 
@@ -501,13 +502,22 @@ def _torn_records(fragment: bytes, first_seq: int) -> list[dict[str, Any]]:
 
 def _read_raw(data: bytes, *, writer: bool) -> SpecLog:
     """§3.7 raw scanner: only newline-terminated records count; an unparsable or seq-gapped
-    line starts a tolerated crash tail unless a later record is a turn/end (then refuse)."""
-    nl = data.find(b"\n")
-    if nl < 0:
-        raise SpecViolation("no complete header line")
-    header = _header_of(data[:nl], 0)
-    records: list[dict[str, Any]] = []
-    committed = pos = nl + 1
+    line starts a tolerated crash tail unless a later record is a turn/end (then refuse).
+
+    The scan starts after the committed lines of the longest raw log already read that
+    ``data`` starts with: there, every line before was a clean record and no issue was found,
+    which is all the scan carries on from (a growing log is not scanned again from its start)."""
+    prefix = log_prefixes.longest(data, writer, raw=True)
+    records: list[dict[str, Any]]
+    if prefix is not None:
+        header, records = prefix.header, list(prefix.records)
+        committed = pos = len(prefix.data)
+    else:
+        nl = data.find(b"\n")
+        if nl < 0:
+            raise SpecViolation("no complete header line")
+        header, records = _header_of(data[:nl], 0), []
+        committed = pos = nl + 1
     issue: str | None = None
     while True:
         nl = data.find(b"\n", pos)
@@ -529,7 +539,9 @@ def _read_raw(data: bytes, *, writer: bool) -> SpecLog:
         elif _is_turn_end(line):
             raise SpecViolation(f"damage inside the committed region: {issue}", where)
     torn = committed if committed < len(data) else None
-    return SpecLog(header, tuple(records), (), (), committed, torn, 0)
+    log = SpecLog(header, tuple(records), (), (), committed, torn, 0)
+    log_prefixes.remember(data, writer, committed, header, log.records, (), (), raw=True)
+    return log
 
 
 def _is_turn_end(line: bytes) -> bool:
