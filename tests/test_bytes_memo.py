@@ -6,7 +6,8 @@ import pytest
 
 from dsh_sim.evidence.oracles import spec_log
 from dsh_sim.evidence.oracles.bytes_memo import TAIL, BytesMemo
-from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
+from dsh_sim.evidence.oracles.spec_log import check_written, read_recoverable
+from dsh_sim.evidence.oracles.spec_records import SpecViolation
 from runtime.persistence.header import SessionHeader
 from runtime.persistence.log_format import encode_batch, encode_generation
 from runtime.session.events import Event

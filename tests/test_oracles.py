@@ -18,7 +18,8 @@ from dsh_sim.adapters.world import LedgerEntry
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.oracles import agreement, reference, spec_repair
 from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
-from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
+from dsh_sim.evidence.oracles.spec_log import check_written, read_recoverable
+from dsh_sim.evidence.oracles.spec_records import SpecViolation
 from dsh_sim.mutation.patch import Edit, applied
 from dsh_sim.scenario.files import load, parse
 from runtime.persistence.log_format import encode_generation

@@ -9,7 +9,8 @@ from dsh_sim.drivers import reader_cases as rc
 from dsh_sim.drivers import readers
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.oracles import read_outcome
-from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
+from dsh_sim.evidence.oracles.spec_log import read_recoverable
+from dsh_sim.evidence.oracles.spec_records import SpecViolation
 from dsh_sim.mutation import harness
 from runtime.agent import resume
 from runtime.persistence import backend, durable, handles, log_format, zstd_frames

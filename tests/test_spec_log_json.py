@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_sim.evidence.oracles import spec_log
-from dsh_sim.evidence.oracles.spec_log import MAX_SAFE, SpecViolation, check_written, strict_json
+from dsh_sim.evidence.oracles import spec_log, spec_records
+from dsh_sim.evidence.oracles.spec_log import check_written
+from dsh_sim.evidence.oracles.spec_records import MAX_SAFE, SpecViolation, strict_json
 
 
 def _reference_json(line: bytes) -> Any:
@@ -21,10 +22,10 @@ def _reference_json(line: bytes) -> Any:
     text = line.decode("utf-8")
     return json.loads(
         text,
-        object_pairs_hook=spec_log._no_duplicates,
-        parse_int=spec_log._int,
-        parse_float=spec_log._float,
-        parse_constant=spec_log._constant,
+        object_pairs_hook=spec_records._no_duplicates,
+        parse_int=spec_records._int,
+        parse_float=spec_records._float,
+        parse_constant=spec_records._constant,
     )
 
 
@@ -115,7 +116,7 @@ def test_strict_json_and_lossless_agree_with_the_reference(value: Any, twist: st
     assert _outcome(strict_json, line) == _outcome(_reference_json, line)
     if _outcome(strict_json, line)[0] == "read":
         parsed = strict_json(line)
-        assert spec_log._lossless(parsed) == _reference_lossless(parsed)
+        assert spec_records._lossless(parsed) == _reference_lossless(parsed)
 
 
 @pytest.mark.parametrize(
@@ -132,7 +133,7 @@ def test_strict_json_and_lossless_agree_with_the_reference(value: Any, twist: st
     ],
 )
 def test_lossless_refuses_what_the_reference_refuses(value: Any) -> None:
-    assert spec_log._lossless(value) is False
+    assert spec_records._lossless(value) is False
     assert _reference_lossless(value) is False
 
 
@@ -147,7 +148,7 @@ def _nested(depth: int, leaf: Any) -> Any:
 @pytest.mark.parametrize("leaf", [1, "x", [], {}])
 def test_lossless_depth_limit_is_the_reference_limit(depth: int, leaf: Any) -> None:
     value = _nested(depth, leaf)
-    assert spec_log._lossless(value) == _reference_lossless(value)
+    assert spec_records._lossless(value) == _reference_lossless(value)
 
 
 def test_a_written_record_with_unsafe_data_is_still_refused() -> None:

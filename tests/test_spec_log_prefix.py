@@ -10,7 +10,8 @@ import random
 import pytest
 
 from dsh_sim.evidence.oracles import log_prefixes, spec_log
-from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
+from dsh_sim.evidence.oracles.spec_log import check_written, read_recoverable
+from dsh_sim.evidence.oracles.spec_records import SpecViolation
 from runtime.persistence.header import SessionHeader
 from runtime.persistence.log_format import encode_batch, encode_generation
 from runtime.session.events import Event

@@ -18,7 +18,8 @@ from dsh_sim.evidence.oracles import agreement, cancellation, post_execute, refe
 from dsh_sim.evidence.oracles.grammar import Grammar
 from dsh_sim.evidence.oracles.grammar import problems as grammar_problems
 from dsh_sim.evidence.oracles.schedule import Schedule
-from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_written, read_recoverable
+from dsh_sim.evidence.oracles.spec_log import check_written, read_recoverable
+from dsh_sim.evidence.oracles.spec_records import SpecViolation
 from runtime.persistence import layout
 from runtime.session.events import Event
 

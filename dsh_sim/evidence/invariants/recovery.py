@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.invariants.storage import check_migration_atomic, undamaged_end
 from dsh_sim.evidence.oracles.event_records import of_kinds
-from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
+from dsh_sim.evidence.oracles.spec_log import read_recoverable
+from dsh_sim.evidence.oracles.spec_records import SpecViolation
 from runtime.persistence.errors import SessionPersistenceCorruptionError
 from runtime.session.events import Event
 from runtime.session.repair import (

@@ -12,7 +12,8 @@ from dsh_sim.adapters.simfs.frames import layouts_safe
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracle import readable_records
 from dsh_sim.evidence.oracles.event_records import first_mismatch
-from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
+from dsh_sim.evidence.oracles.spec_log import read_recoverable
+from dsh_sim.evidence.oracles.spec_records import SpecViolation
 from runtime.persistence.errors import SessionAlreadyOwnedError
 
 if TYPE_CHECKING:

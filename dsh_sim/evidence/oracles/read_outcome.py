@@ -19,7 +19,8 @@ import attrs
 import zstandard
 
 from dsh_sim.adapters.simfs.frames import FrameStructureError, Layout, layout_at, layouts
-from dsh_sim.evidence.oracles.spec_log import SpecViolation, check_header, read_recoverable, strict_json
+from dsh_sim.evidence.oracles.spec_log import read_recoverable
+from dsh_sim.evidence.oracles.spec_records import SpecViolation, check_header, strict_json
 
 FRAME_LIMIT = 64 * 1024 * 1024  # README: the most one frame may decompress to
 BLOCK_MAX = 128 * 1024  # RFC 8878 Block_Maximum_Size: the most one compressed block regenerates

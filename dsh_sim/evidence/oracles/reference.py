@@ -28,7 +28,8 @@ from dsh_sim.evidence.oracles import agreement, spec_repair
 from dsh_sim.evidence.oracles.event_records import first_mismatch, records_of
 from dsh_sim.evidence.oracles.grammar import Grammar
 from dsh_sim.evidence.oracles.grammar import problems as grammar_problems
-from dsh_sim.evidence.oracles.spec_log import SpecViolation, read_recoverable
+from dsh_sim.evidence.oracles.spec_log import read_recoverable
+from dsh_sim.evidence.oracles.spec_records import SpecViolation
 
 
 @attrs.frozen
