@@ -6,12 +6,19 @@ returned; none is satisfied by construction — ``tests/test_invariants.py`` sho
 failing on a bug it guards against.
 
 * :mod:`.live` — at the named point they concern (a tool body, a model request);
-* :mod:`.recovery` — after every recovery;
+* :mod:`.recovery` — after every recovery: what survived, and what repair said;
+* :mod:`.calls` — after every recovery: the calls in the log (results, verdicts, approvals, refusals);
 * :mod:`.effects` — against the world's ledger;
 * :mod:`.storage` — writers, dead processes, migration, rollback, shutdown.
 """
 
 from dsh_sim.evidence.invariants.base import INVARIANTS, Violation, fail
+from dsh_sim.evidence.invariants.calls import (
+    check_approval_audit,
+    check_fail_closed,
+    check_one_result_per_call,
+    check_verdicts,
+)
 from dsh_sim.evidence.invariants.effects import check_idempotent_keys
 from dsh_sim.evidence.invariants.live import (
     check_approval_gate,
@@ -20,13 +27,9 @@ from dsh_sim.evidence.invariants.live import (
 )
 from dsh_sim.evidence.invariants.recovery import (
     check_acked,
-    check_approval_audit,
     check_committed_bytes,
-    check_fail_closed,
-    check_one_result_per_call,
     check_recovery,
     check_seq_dense,
-    check_verdicts,
     io_fault_refused,
 )
 from dsh_sim.evidence.invariants.storage import (

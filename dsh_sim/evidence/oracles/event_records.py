@@ -88,11 +88,20 @@ def of_kinds(events: Sequence[Any], kinds: frozenset[str]) -> Iterable[Any]:
     try:
         return list(itertools.compress(events, map(kinds.__contains__, map(get, events))))
     except (AttributeError, KeyError, TypeError):
-        return [event for event in events if _kind(event) in kinds]
+        return [event for event in events if kind_of(event) in kinds]
 
 
-def _kind(event: Any) -> str:
+# Read one field of an event or of its stored record alike (the judges take either).
+def kind_of(event: Any) -> str:
     return str(event["type"] if type(event) is dict else event.type)
+
+
+def seq_of(event: Any) -> int:
+    return int(event["seq"] if type(event) is dict else event.seq)
+
+
+def data_of(event: Any) -> Any:
+    return event["data"] if type(event) is dict else event.data
 
 
 def clear() -> None:

@@ -1,0 +1,186 @@
+"""Checks of the calls in a recovered log: each has one result, the verdicts repair wrote are
+honest, approvals are audited, and refused calls fail closed.
+
+Run after every recovery by :func:`dsh_sim.evidence.invariants.recovery.check_recovery`; their
+memos are emptied with the recovery checks' (:func:`forget`).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.oracles.event_records import data_of, kind_of, of_kinds
+from runtime.session.events import Event
+from runtime.session.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
+
+
+def forget() -> None:
+    """Empty the memos of :func:`_result_problems`, :func:`_refused` and :func:`_calls_of`
+    (they keep the events they hold alive until cleared)."""
+    _RESULTS.clear()
+    _REFUSED.clear()
+    _CALLS.clear()
+
+
+_CALL_KINDS = frozenset({"assistant/message", "tool/result"})
+
+
+def check_one_result_per_call(obs: Judge, events: Sequence[Any], *, repaired: bool = True) -> None:
+    """Every call has exactly one result (``repaired=False``, a storage process, which does not
+    repair: at most one — an interrupted historical call may stay open there)."""
+    obs.count("one_result_per_call")
+    for call_id, count in _result_problems(tuple(events), repaired):
+        fail(obs, "one_result_per_call", f"the call has {count} tool/result events", call_id)
+
+
+# (length, id of the last event, repaired) -> (the events, each call that breaks the rule and its count)
+_RESULTS: dict[tuple[int, int, bool], tuple[tuple[Any, ...], list[tuple[str, int]]]] = {}
+
+
+def _result_problems(events: tuple[Any, ...], repaired: bool) -> list[tuple[str, int]]:
+    """Each call of ``events`` without exactly one result (at most one: not ``repaired``),
+    with its count of results.
+
+    Remembered per sequence of events: a recovery's log is often one an earlier recovery
+    left (the same crash image, the same repair), read back as the very same records (the
+    spec reader's memo).  The answer depends on the events and ``repaired`` alone; the key
+    holds ``repaired`` and an entry holds its events, compared one by one by identity (records
+    and events are never changed in place; held, so no id is reused while remembered)."""
+    key = (len(events), id(events[-1]) if events else 0, repaired)
+    known = _RESULTS.get(key)
+    if known is not None and all(map(operator.is_, known[0], events)):
+        return known[1]
+    blocks: list[str] = []
+    results: dict[str, int] = {}
+    for event in of_kinds(events, _CALL_KINDS):
+        kind, data = kind_of(event), data_of(event)
+        if kind == "assistant/message":
+            blocks += [b["id"] for b in data["message"]["content"] if b.get("type") == "tool-call"]
+        elif kind == "tool/result":
+            call_id = data["message"]["source"]["callId"]
+            results[call_id] = results.get(call_id, 0) + 1
+    problems = [
+        (call_id, results.get(call_id, 0))
+        for call_id in blocks
+        if results.get(call_id, 0) > 1 or (repaired and results.get(call_id, 0) != 1)
+    ]
+    if len(_RESULTS) >= 1024:
+        _RESULTS.clear()
+    _RESULTS[key] = (events, problems)
+    return problems
+
+
+_TOOL_CALL = frozenset({"tool/call"})
+_TOOL_RESULT = frozenset({"tool/result"})
+
+
+def check_verdicts(obs: Judge, stored: Sequence[Event], closers: Sequence[Event]) -> None:
+    obs.count("verdict_soundness")
+    world = obs.sim.world
+    started, answered = _calls_of(tuple(stored))
+    for event in closers:
+        if event.type != "tool/result":
+            continue
+        call_id = event.data["message"]["source"]["callId"]
+        code = (event.data.get("error") or {}).get("code")
+        applied = bool(world.applied_for(call_id))
+        obs.verdict_counts[(str(code), applied)] = obs.verdict_counts.get((str(code), applied), 0) + 1
+        if code == TOOL_NOT_STARTED and applied:
+            effects = [f"{e.service}.{e.op} at t={e.time:.3f} (lifetime {e.lifetime})" for e in world.applied_for(call_id)]
+            fail(obs, "verdict_soundness", "repair said TOOL_NOT_STARTED but the side effect happened", call_id, *effects)
+        if call_id in started and call_id not in answered and code != TOOL_OUTCOME_UNKNOWN:
+            fail(obs, "verdict_soundness", f"a durable tool/call without result was classified {code}", call_id)
+
+
+# (length, id of the last event) -> (the events, the call ids with a tool/call, those with a tool/result)
+_CALLS: dict[tuple[int, int], tuple[tuple[Event, ...], set[str], set[str]]] = {}
+
+
+def _calls_of(stored: tuple[Event, ...]) -> tuple[set[str], set[str]]:
+    """The call ids of ``stored``'s tool/call events and of its tool/result events.
+
+    Remembered per sequence of events (compared one by one by identity; each entry holds
+    them, and events are never changed in place): every recovery from one crash image
+    recovers the very same decoded events, and the sets are a function of them alone.
+    The sets are only read."""
+    key = (len(stored), id(stored[-1]) if stored else 0)
+    known = _CALLS.get(key)
+    if known is not None and all(map(operator.is_, known[0], stored)):
+        return known[1], known[2]
+    started = {e.data["callId"] for e in of_kinds(stored, _TOOL_CALL)}
+    answered = {e.data["message"]["source"]["callId"] for e in of_kinds(stored, _TOOL_RESULT)}
+    if len(_CALLS) >= 1024:
+        _CALLS.clear()
+    _CALLS[key] = (stored, started, answered)
+    return started, answered
+
+
+_APPROVAL_KINDS = frozenset({"turn/start", "approval/asked", "approval/decided", "turn/end"})
+
+
+def check_approval_audit(obs: Judge, events: Sequence[Event]) -> None:
+    obs.count("approval_audit")
+    open_asks: dict[str, int] = {}
+    turn = None
+    for event in of_kinds(events, _APPROVAL_KINDS):
+        if event.type == "turn/start":
+            turn, open_asks = event.data["turn"], {}
+        elif event.type == "approval/asked":
+            open_asks[event.data["id"]] = event.seq
+        elif event.type == "approval/decided":
+            if open_asks.pop(event.data["id"], None) is None:
+                fail(obs, "approval_audit", f"approval/decided {event.data['id']} has no open approval/asked", None, f"seq {event.seq}")
+        elif event.type == "turn/end":
+            if open_asks and event.data["reason"]["kind"] != "interrupted":
+                fail(obs, "approval_audit", f"turn {turn} ended with unanswered approval/asked {sorted(open_asks)}")
+            open_asks = {}
+
+
+_REFUSALS = ("ABORTED_BEFORE_DISPATCH", "SANDBOX_UNAVAILABLE")
+_DENIAL_TEXTS = ("requires approval", "the user rejected", "was cancelled")
+
+
+def check_fail_closed(obs: Judge, events: Sequence[Event]) -> None:
+    obs.count("fail_closed")
+    for event in of_kinds(events, _TOOL_RESULT):
+        refused = _refused(event)
+        if refused is not None:
+            call_id, what = refused
+            effects = obs.sim.world.applied_for(call_id)
+            if effects:
+                fail(
+                    obs,
+                    "fail_closed",
+                    f"a refused call ({what}) has effects in the world",
+                    call_id,
+                    *[f"{e.service}.{e.op}" for e in effects],
+                )
+
+
+_REFUSED: dict[int, tuple[Event, tuple[str, str] | None]] = {}  # id(result) -> (it, its call and code or text)
+
+
+def _refused(event: Event) -> tuple[str, str] | None:
+    """The call id and the code (or the text's start) of a tool/result that says its call was
+    refused, else ``None``.
+
+    Remembered per event: the answer is a function of the event alone (frozen, its data never
+    changed in place), and every boot and shutdown asks it of every result of the whole log,
+    most of them the very events an earlier recovery had.  Each entry holds its event, so an
+    id is not reused while it is remembered."""
+    known = _REFUSED.get(id(event))
+    if known is not None and known[0] is event:
+        return known[1]
+    code = (event.data.get("error") or {}).get("code")
+    block = event.data["message"]["content"][0]
+    text = block["content"][0].get("text", "") if block.get("content") else ""
+    refused = None
+    if code in _REFUSALS or (block.get("isError") and any(t in text for t in _DENIAL_TEXTS)):
+        refused = (event.data["message"]["source"]["callId"], code or text[:60])
+    if len(_REFUSED) >= 1 << 16:
+        _REFUSED.clear()
+    _REFUSED[id(event)] = (event, refused)
+    return refused
