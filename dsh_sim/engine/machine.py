@@ -16,7 +16,6 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import trio
 
 from dsh_sim.adapters.observed import ToolMark
@@ -29,15 +28,15 @@ from dsh_sim.adapters.simfs.crash import (
     random_state,
     torn_last_write,
 )
-from dsh_sim.adapters.simfs.frames import damage_detectable
 from dsh_sim.adapters.world import World
 from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.engine.crash import CrashPoint, CrashRecord, Evidence, crash_phase
 from dsh_sim.engine.determinism import SimClock, SimIds, derive_seed, new_clock
 from dsh_sim.engine.faults import CrashSpec, FaultPlan, FaultRule, Firing
-from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE, Gate, Probe, complete_frames_end
-from dsh_sim.engine.history import Corruption, FaultFired, History
+from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE, Gate, Probe
+from dsh_sim.engine.history import FaultFired, History
 from dsh_sim.engine.lifetime import Lifetime
+from dsh_sim.engine.media import corrupt
 from dsh_sim.engine.observer import Observer
 from dsh_sim.engine.points import POINTS
 from dsh_sim.engine.points import spec as point_spec
@@ -52,15 +51,6 @@ from dsh_sim.engine.trace import TaskTracer, Trace
 from runtime.adapters.script_model import ScriptedResponse
 from runtime.persistence import context as durability
 from runtime.ports import Ports
-
-
-def _flip(data: bytes, offsets: list[int]) -> bytes:
-    """``data`` with bit 6 of each byte at ``offsets`` flipped (media corruption; an involution)."""
-    out = bytearray(data)
-    for offset in offsets:
-        if offset < len(out):
-            out[offset] ^= 0x40
-    return bytes(out)
 
 
 class Simulation:
@@ -251,29 +241,8 @@ class Simulation:
                 await life.proc.sleep(latency)
 
     def corrupt(self, rule: FaultRule) -> None:
-        """Media corruption: flip one stored byte (volatile and durable alike)."""
-        path = rule.corrupt_path or self.config.log_path
-        ino = self.disk.resolve(path)
-        if ino is None:
-            return
-        node = self.disk.file(ino)
-        if not node.durable:
-            return
-        offset = rule.corrupt_offset % len(node.durable)
-        damaged = _flip(node.durable, [offset])
-        self.disk.nodes[ino] = attrs.evolve(node, durable=damaged, volatile=_flip(node.volatile, [offset]))
-        others = [c for c in self.history.corruptions if c.path != path]
-        offsets = [c.offset for c in self.history.corruptions if c.path == path]
-        if offset in offsets:  # the same bit flipped again: the byte is as it was, undamaged there
-            offsets.remove(offset)
-        else:
-            offsets.append(offset)
-        # the damage is judged whole: flips that are each detectable alone can together read like
-        # a torn tail (one makes a complete frame claim more bytes than the file holds)
-        pristine = _flip(damaged, offsets)
-        detectable = self.config.compression == "zstd" and damage_detectable(pristine, damaged)
-        end = complete_frames_end(pristine)
-        self.history.corruptions[:] = others + [Corruption(path, o, detectable and o < end) for o in offsets]
+        """Media corruption: flip one stored byte (see :func:`.media.corrupt`)."""
+        corrupt(self.disk, self.history.corruptions, rule, self.config)
 
     # -- crashes ---------------------------------------------------------------------------
 
