@@ -77,3 +77,29 @@ def test_a_failed_stop_of_an_example_hypothesis_discards_is_found_and_replays(tm
 def test_the_same_examples_miss_it_when_the_discarded_stop_is_not_reported(tmp_path) -> None:  # type: ignore[no-untyped-def]
     run = _found(tmp_path, AT_ONCE, UNREPORTED_STOP, seed=8)
     assert run.found is None, run.found.message if run.found else ""
+
+
+def test_a_machine_run_outside_the_driver_keeps_no_unreported_simulation() -> None:
+    """Run directly (as the machine tests run it), nobody reads ``unreported``: the class must
+    not keep a discarded example's simulation for the rest of the process.  At seed 7 the
+    only failing stop of 60 examples is in a discarded one (a class that kept it would hold it)."""
+    from hypothesis import Phase, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from dsh_sim.drivers import profiles
+    from dsh_sim.drivers.constants import fixed_constants
+    from dsh_sim.drivers.machines.durability import DurabilityMachine
+
+    class Direct(DurabilityMachine):
+        pass
+
+    class Keeping(DurabilityMachine):
+        keeps_unreported = True
+
+    for cls in (Direct, Keeping):
+        cls._hypothesis_internal_use_seed = 7  # type: ignore[attr-defined]
+        with capture_runtime_logs(), applied([AT_ONCE]), fixed_constants():
+            run_state_machine_as_test(cls, settings=settings(profiles.fuzz_settings(), max_examples=60, phases=(Phase.generate,)))
+    assert Keeping.unreported is not None  # the discarded failing stop is there
+    assert Direct.unreported is None
+    Keeping.unreported = None

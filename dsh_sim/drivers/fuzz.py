@@ -143,7 +143,9 @@ def _machine_class(machine: str, config: SimConfig, run: FuzzRun) -> type[Simula
 
     namespace = {"config": config, "teardown": teardown, "last": None}
     # type() makes a subclass of base; its static type says only "type"
-    return cast(type[SimulationMachine], type(f"{base.__name__}Fuzz", (base,), namespace))
+    cls = cast(type[SimulationMachine], type(f"{base.__name__}Fuzz", (base,), namespace))
+    cls.keeps_unreported = True  # read and reset after every batch (see fuzz)
+    return cls
 
 
 def _factory(cls: type[SimulationMachine]) -> Callable[[], SimulationMachine]:

@@ -44,7 +44,9 @@ class SimulationMachine(RuleBasedStateMachine):
 
     last: SimulationMachine | None  # the latest instance, set on the concrete class
     # The first example whose graceful stop failed while Hypothesis was discarding it, with the
-    # failure's message (see :meth:`teardown`); set on the concrete class, read by the driver.
+    # failure's message (see :meth:`teardown`): kept only on a class whose driver reads and
+    # resets it (``keeps_unreported``, the fuzz driver's run class), since it holds a simulation.
+    keeps_unreported = False
     unreported: tuple[SimulationMachine, str] | None = None
     # Whether the simulations record their trace digest.  Nothing reads a machine run's digest:
     # an example is never replayed from it, and a failing one becomes a scenario whose digest
@@ -165,5 +167,5 @@ class SimulationMachine(RuleBasedStateMachine):
             self.no_violation()
         except AssertionError as err:
             cls = type(self)
-            if cls.unreported is None:
+            if cls.keeps_unreported and cls.unreported is None:
                 cls.unreported = (self, str(err))
