@@ -7,12 +7,12 @@ memos are emptied with the recovery checks' (:func:`forget`).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any
 
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracles.event_records import data_of, kind_of, of_kinds
+from dsh_sim.evidence.oracles.identity_memo import IdentityMemo
 from runtime.session.events import Event
 from runtime.session.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 
@@ -36,8 +36,7 @@ def check_one_result_per_call(obs: Judge, events: Sequence[Any], *, repaired: bo
         fail(obs, "one_result_per_call", f"the call has {count} tool/result events", call_id)
 
 
-# (length, id of the last event, repaired) -> (the events, each call that breaks the rule and its count)
-_RESULTS: dict[tuple[int, int, bool], tuple[tuple[Any, ...], list[tuple[str, int]]]] = {}
+_RESULTS: IdentityMemo[list[tuple[str, int]]] = IdentityMemo(1024)
 
 
 def _result_problems(events: tuple[Any, ...], repaired: bool) -> list[tuple[str, int]]:
@@ -46,13 +45,12 @@ def _result_problems(events: tuple[Any, ...], repaired: bool) -> list[tuple[str,
 
     Remembered per sequence of events: a recovery's log is often one an earlier recovery
     left (the same crash image, the same repair), read back as the very same records (the
-    spec reader's memo).  The answer depends on the events and ``repaired`` alone; the key
-    holds ``repaired`` and an entry holds its events, compared one by one by identity (records
-    and events are never changed in place; held, so no id is reused while remembered)."""
-    key = (len(events), id(events[-1]) if events else 0, repaired)
-    known = _RESULTS.get(key)
-    if known is not None and all(map(operator.is_, known[0], events)):
-        return known[1]
+    spec reader's memo).  The answer depends on the events and ``repaired`` alone (records
+    and events are never changed in place)."""
+    return _RESULTS.remember(events, repaired, _find_result_problems, events, repaired)
+
+
+def _find_result_problems(events: tuple[Any, ...], repaired: bool) -> list[tuple[str, int]]:
     blocks: list[str] = []
     results: dict[str, int] = {}
     for event in of_kinds(events, _CALL_KINDS):
@@ -67,9 +65,6 @@ def _result_problems(events: tuple[Any, ...], repaired: bool) -> list[tuple[str,
         for call_id in blocks
         if results.get(call_id, 0) > 1 or (repaired and results.get(call_id, 0) != 1)
     ]
-    if len(_RESULTS) >= 1024:
-        _RESULTS.clear()
-    _RESULTS[key] = (events, problems)
     return problems
 
 
@@ -95,26 +90,21 @@ def check_verdicts(obs: Judge, stored: Sequence[Event], closers: Sequence[Event]
             fail(obs, "verdict_soundness", f"a durable tool/call without result was classified {code}", call_id)
 
 
-# (length, id of the last event) -> (the events, the call ids with a tool/call, those with a tool/result)
-_CALLS: dict[tuple[int, int], tuple[tuple[Event, ...], set[str], set[str]]] = {}
+_CALLS: IdentityMemo[tuple[set[str], set[str]]] = IdentityMemo(1024)
 
 
 def _calls_of(stored: tuple[Event, ...]) -> tuple[set[str], set[str]]:
     """The call ids of ``stored``'s tool/call events and of its tool/result events.
 
-    Remembered per sequence of events (compared one by one by identity; each entry holds
-    them, and events are never changed in place): every recovery from one crash image
-    recovers the very same decoded events, and the sets are a function of them alone.
-    The sets are only read."""
-    key = (len(stored), id(stored[-1]) if stored else 0)
-    known = _CALLS.get(key)
-    if known is not None and all(map(operator.is_, known[0], stored)):
-        return known[1], known[2]
+    Remembered per sequence of events (events are never changed in place): every recovery
+    from one crash image recovers the very same decoded events, and the sets are a function
+    of them alone.  The sets are only read."""
+    return _CALLS.remember(stored, None, _find_calls, stored)
+
+
+def _find_calls(stored: tuple[Event, ...]) -> tuple[set[str], set[str]]:
     started = {e.data["callId"] for e in of_kinds(stored, _TOOL_CALL)}
     answered = {e.data["message"]["source"]["callId"] for e in of_kinds(stored, _TOOL_RESULT)}
-    if len(_CALLS) >= 1024:
-        _CALLS.clear()
-    _CALLS[key] = (stored, started, answered)
     return started, answered
 
 
@@ -160,7 +150,7 @@ def check_fail_closed(obs: Judge, events: Sequence[Event]) -> None:
                 )
 
 
-_REFUSED: dict[int, tuple[Event, tuple[str, str] | None]] = {}  # id(result) -> (it, its call and code or text)
+_REFUSED: IdentityMemo[tuple[str, str] | None] = IdentityMemo(1 << 16)
 
 
 def _refused(event: Event) -> tuple[str, str] | None:
@@ -169,18 +159,14 @@ def _refused(event: Event) -> tuple[str, str] | None:
 
     Remembered per event: the answer is a function of the event alone (frozen, its data never
     changed in place), and every boot and shutdown asks it of every result of the whole log,
-    most of them the very events an earlier recovery had.  Each entry holds its event, so an
-    id is not reused while it is remembered."""
-    known = _REFUSED.get(id(event))
-    if known is not None and known[0] is event:
-        return known[1]
+    most of them the very events an earlier recovery had."""
+    return _REFUSED.remember((event,), None, _find_refused, event)
+
+
+def _find_refused(event: Event) -> tuple[str, str] | None:
     code = (event.data.get("error") or {}).get("code")
     block = event.data["message"]["content"][0]
     text = block["content"][0].get("text", "") if block.get("content") else ""
-    refused = None
     if code in _REFUSALS or (block.get("isError") and any(t in text for t in _DENIAL_TEXTS)):
-        refused = (event.data["message"]["source"]["callId"], code or text[:60])
-    if len(_REFUSED) >= 1 << 16:
-        _REFUSED.clear()
-    _REFUSED[id(event)] = (event, refused)
-    return refused
+        return (event.data["message"]["source"]["callId"], code or text[:60])
+    return None

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import operator
 import re
 from typing import Any
 
 from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.oracles.identity_memo import IdentityMemo
 
 NAME = "idempotent_retry_converges"
 
@@ -19,7 +19,7 @@ def logical_call(call_id: str) -> str:
 
 
 # (ids of the ledger's entries, which services are idempotent) -> (the entries, the findings)
-_FINDINGS: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[tuple[Any, ...]]]] = {}
+_FINDINGS: IdentityMemo[list[tuple[Any, ...]]] = IdentityMemo(1024)
 
 
 def check_idempotent_keys(obs: Judge) -> None:
@@ -28,18 +28,11 @@ def check_idempotent_keys(obs: Judge) -> None:
     The findings are remembered per ledger: judged after every step and boot, and explore's
     recoveries of one crash point start from copies of one ledger (the same entry objects).
     The key is complete: the entries themselves (frozen, so their service, op, call id, key
-    and ``applied`` never change; each memo entry holds them, so an id is not reused while
-    it is remembered) and each service's ``idempotent`` flag."""
+    and ``applied`` never change) and each service's ``idempotent`` flag."""
     obs.count(NAME)
     world = obs.sim.world
-    entries = tuple(world.ledger)
-    key = (tuple(map(id, entries)), tuple((name, service.idempotent) for name, service in world.services.items()))
-    known = _FINDINGS.get(key)
-    if known is None or len(known[0]) != len(entries) or not all(map(operator.is_, known[0], entries)):
-        if len(_FINDINGS) >= 1024:
-            _FINDINGS.clear()
-        known = _FINDINGS[key] = (entries, _findings(world))
-    for message, call, effects in known[1]:
+    flags = tuple((name, service.idempotent) for name, service in world.services.items())
+    for message, call, effects in _FINDINGS.remember(tuple(world.ledger), flags, _findings, world):
         fail(obs, NAME, message, call, *effects)
 
 

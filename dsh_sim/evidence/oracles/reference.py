@@ -17,7 +17,6 @@ a list of properties: any difference is a finding, whatever caused it.
 
 from __future__ import annotations
 
-import operator
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,6 +27,7 @@ from dsh_sim.evidence.oracles import agreement, spec_repair
 from dsh_sim.evidence.oracles.event_records import first_mismatch, records_of
 from dsh_sim.evidence.oracles.grammar import Grammar
 from dsh_sim.evidence.oracles.grammar import problems as grammar_problems
+from dsh_sim.evidence.oracles.identity_memo import IdentityMemo
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
 from dsh_sim.evidence.oracles.spec_records import SpecViolation
 
@@ -173,7 +173,7 @@ def compare(expected: Expected, refused: BaseException | None, stored: Sequence[
     return out
 
 
-_REPAIRED: dict[int, tuple[Expected, tuple[Any, ...], list[str]]] = {}  # id(expected) -> it, its tail, findings
+_REPAIRED: IdentityMemo[tuple[tuple[Any, ...], list[str]]] = IdentityMemo(1024)
 
 
 def repaired_tail(expected: Expected) -> tuple[tuple[Any, ...], list[str]]:
@@ -181,45 +181,31 @@ def repaired_tail(expected: Expected) -> tuple[tuple[Any, ...], list[str]]:
     turn/start, and the closers), and what the grammar finds in it, worded as the log-grammar
     invariant words it.  Remembered per expectation: the reference model hands out one per crash-image
     content, and explore recovers from one image in many states.  The findings depend on the
-    stored records and the closers alone (a fresh grammar, no run state), and each entry
-    holds its expectation, so an id is not reused while it is remembered."""
-    known = _REPAIRED.get(id(expected))
-    if known is not None and known[0] is expected:
-        return known[1], known[2]
+    stored records and the closers alone (a fresh grammar, no run state)."""
+    return _REPAIRED.remember((expected,), None, _repaired_tail, expected)
+
+
+def _repaired_tail(expected: Expected) -> tuple[tuple[Any, ...], list[str]]:
     grammar, start = Grammar.after(expected.stored)
     tail = (*expected.stored[start:], *expected.closers)
-    problems = grammar_problems(grammar, tail, closed=True, what="the repaired log")
-    if len(_REPAIRED) >= 1024:
-        _REPAIRED.clear()
-    _REPAIRED[id(expected)] = (expected, tail, problems)
-    return tail, problems
+    return tail, grammar_problems(grammar, tail, closed=True, what="the repaired log")
 
 
-_AGREED: dict[int, tuple[Expected, str, tuple[Any, ...], list[agreement.Disagreement]]] = {}  # id(expected) -> its verdict
+_AGREED: IdentityMemo[list[agreement.Disagreement]] = IdentityMemo(1024)
 
 
 def tail_disagreements(expected: Expected, ledger: Sequence[Any], workspace: str) -> list[agreement.Disagreement]:
     """The world agreement of :func:`repaired_tail` with ``ledger``, judged by a fresh tracker.
 
     That verdict is a function of the tail (of the expectation alone), of the ledger's
-    entries and of the workspace, so it is remembered with all three: the expectation, the
-    very entries (compared one by one, by identity) and the workspace.  Explore recovers from
-    one image in many states of a point, whose worlds share those entries (a world's snapshot
-    copies the ledger list, never an entry; entries are frozen and never changed in place).
-    Each entry holds its expectation and the entries, so no id is reused while remembered."""
+    entries and of the workspace, so it is remembered with all three: the expectation and the
+    very entries (by identity), and the workspace.  Explore recovers from one image in many
+    states of a point, whose worlds share those entries (a world's snapshot copies the ledger
+    list, never an entry; entries are frozen and never changed in place)."""
     entries = tuple(ledger)
-    known = _AGREED.get(id(expected))
-    if (
-        known is not None
-        and known[0] is expected
-        and known[1] == workspace
-        and len(known[2]) == len(entries)
-        and all(map(operator.is_, known[2], entries))
-    ):
-        return known[3]
+    return _AGREED.remember((expected, *entries), workspace, _disagreements, expected, entries, workspace)
+
+
+def _disagreements(expected: Expected, entries: tuple[Any, ...], workspace: str) -> list[agreement.Disagreement]:
     tail, _ = repaired_tail(expected)
-    found = agreement.check(tail, entries, workspace=workspace)
-    if len(_AGREED) >= 1024:
-        _AGREED.clear()
-    _AGREED[id(expected)] = (expected, workspace, entries, found)
-    return found
+    return agreement.check(tail, entries, workspace=workspace)
