@@ -126,7 +126,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--machine", choices=sorted(MACHINES), default="durability")
     parser.add_argument("--examples", type=int, default=40, help="Hypothesis examples (default 40)")
-    parser.add_argument("--steps", type=int, default=12, help="stateful_step_count: rules per example (default 12, as the fuzz profile)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=profiles.fuzz_settings().stateful_step_count,
+        help="stateful_step_count: rules per example (default: the fuzz profile's, as dsh-sim fuzz)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--trace",

@@ -4,7 +4,7 @@ Rule-steps per CPU-second is not what fuzzing is for: finding bugs is.  Longer e
 cost less Hypothesis and boot overhead per rule-step, but a bug may need a particular short
 sequence that long examples reach less often (or shrink from more slowly).  This script runs
 the fuzz driver itself (:func:`dsh_sim.drivers.fuzz.fuzz`, the ``fuzz`` settings profile
-with ``stateful_step_count`` replaced) against each ``--mutant`` for every ``--steps`` and
+with ``stateful_step_count`` replaced through its ``steps``) against each ``--mutant`` for every ``--steps`` and
 ``--seed``, and prints the CPU seconds (``time.process_time``) from the start of the run until
 the first violating example ended — before Hypothesis' shrinking, which is cut to a minimum
 here (``shrink_budget`` 0.5 s, no minimising, nothing saved).  A run that finds nothing within
@@ -22,18 +22,15 @@ import time
 from typing import Any
 
 from _bench import print_table, refuse
-from hypothesis import settings
 
 from dsh_sim.drivers import fuzz as fuzz_driver
-from dsh_sim.drivers import profiles
 from dsh_sim.drivers.constants import project_constants
 from dsh_sim.mutation.catalogue import MUTANTS
 
 
 def time_to_find(mutant: str, steps: int, seed: int, cap: float) -> dict[str, Any]:
     """One fuzz run; the CPU seconds and examples until its first violating example."""
-    base = profiles.fuzz_settings()
-    original_settings, original_class = profiles.fuzz_settings, fuzz_driver._machine_class
+    original_class = fuzz_driver._machine_class
     first: dict[str, Any] = {}
     started = time.process_time()
 
@@ -49,7 +46,6 @@ def time_to_find(mutant: str, steps: int, seed: int, cap: float) -> dict[str, An
         cls.teardown = timed_teardown
         return cls
 
-    profiles.fuzz_settings = lambda: settings(base, stateful_step_count=steps)  # type: ignore[assignment]
     fuzz_driver._machine_class = machine_class  # type: ignore[assignment]
     try:
         run = fuzz_driver.fuzz(
@@ -60,9 +56,10 @@ def time_to_find(mutant: str, steps: int, seed: int, cap: float) -> dict[str, An
             minimize_budget=0.0,
             shrink_budget=0.5,
             on_found=lambda scenario: "(not saved)",
+            steps=steps,
         )
     finally:
-        profiles.fuzz_settings, fuzz_driver._machine_class = original_settings, original_class
+        fuzz_driver._machine_class = original_class
     return {"found": run.found.invariant if run.found is not None else None, **first}
 
 

@@ -221,10 +221,14 @@ def fuzz(
     mutants: Sequence[str] = (),
     found_dir: str = "scenarios/found",
     progress: Callable[[FuzzRun], None] | None = None,
+    steps: int | None = None,
 ) -> FuzzRun:
-    """Fuzz a state machine for ``budget`` seconds; a violation is shrunk and saved."""
+    """Fuzz a state machine for ``budget`` seconds, in examples of at most ``steps`` rules
+    (default: the ``fuzz`` profile's); a violation is shrunk and saved."""
     if machine not in fuzz_driver.MACHINES:
         raise InputError(one_of(machine, fuzz_driver.MACHINES, "machine"))
+    if steps is not None and steps < 1:
+        raise InputError(f"fuzz: steps must be at least 1, got {steps}")
     _check_mutants(mutants)
     check_output_dir(found_dir, "found directory")
     with capture_runtime_logs():
@@ -237,6 +241,7 @@ def fuzz(
             out_dir=found_dir,
             active_mutants=tuple(mutants),
             progress=progress,
+            steps=steps,
         )
 
 

@@ -131,6 +131,7 @@ NUMERIC = [
     ("run", "--budget"),
     ("fuzz", "--budget"),
     ("fuzz", "--examples"),
+    ("fuzz", "--steps"),
     ("fuzz", "--seed"),
     ("run", "--workers"),
     ("explore", "--bound"),

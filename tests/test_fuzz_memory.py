@@ -35,10 +35,11 @@ def test_no_simulation_outlives_the_fuzz_run(tmp_path) -> None:  # type: ignore[
     """Hypothesis keeps every state-machine class it ran, and each class held its last
     instance (a whole simulation): a class per batch leaked one simulation per batch."""
     before = _live_simulations()
-    # as dsh_sim.api.fuzz runs it: the runtime's log records go to a collector that keeps their
-    # text.  Under pytest's log capture each record would be kept until the test ends, with its
-    # arguments — a failed background write logs its exception, whose traceback reaches the
-    # simulation — and a run whose examples fail more writes would count those as leaks.
+    # as dsh_sim.api.fuzz runs it.  pytest's log capture keeps every record until the test ends,
+    # from non-propagating loggers too (pytest 9 attaches its handler to them), so a record
+    # whose arguments held an exception — a failed background write's, whose traceback reaches
+    # the simulation — kept simulations alive: seven at 50 rules per example.  The runtime logs
+    # the error's text (tests/test_write_behind.py checks the record).
     with capture_runtime_logs():
         run = fuzz("durability", budget=600, examples=60, seed=3, out_dir=str(tmp_path))  # several batches
     assert run.batches >= 2

@@ -119,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", choices=MACHINES, default="durability")
     p.add_argument("--budget", type=_seconds, default=60.0, help="seconds (default 60)")
     p.add_argument("--examples", type=_count(1, MAX_COUNT), default=None, help="stop after this many examples")
+    p.add_argument("--steps", type=_count(1, MAX_COUNT), default=None, help="rules per example at most (default: the fuzz profile's, 50)")
     p.add_argument("--seed", type=seed, default=None, help="search seed (default: random, printed)")
     p.add_argument("--compression", choices=("zstd", "none"), default="zstd")
     p.add_argument("--no-checkpoint-policy", action="store_true", help="fuzz a runtime without the checkpoint policy mounted")

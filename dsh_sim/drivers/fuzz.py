@@ -77,6 +77,7 @@ class FuzzRun:
     seed: int
     examples: int = 0  # example executions, shrinking replays included
     steps: int = 0
+    rules_per_example: int = 0  # at most (Hypothesis' stateful_step_count)
     seconds: float = 0.0
     batches: int = 0
     found: Found | None = None
@@ -106,6 +107,7 @@ class FuzzRun:
                 "seed": self.seed,
                 "examples": self.examples,
                 "steps": self.steps,
+                "max_rules_per_example": self.rules_per_example,
                 "seconds": round(self.seconds, 3),
             },
             "case_tally": self.tally.to_json(),
@@ -190,16 +192,19 @@ def fuzz(
     minimize_budget: float = 30.0,
     shrink_budget: float = 10.0,
     on_found: Callable[[Scenario], str] | None = None,
+    steps: int | None = None,
 ) -> FuzzRun:
-    """Fuzz ``machine`` until ``budget`` seconds or ``examples`` examples; a violation is shrunk
-    and handed to ``on_found`` (default: saved under ``out_dir``), which returns its path."""
+    """Fuzz ``machine`` until ``budget`` seconds or ``examples`` examples of at most ``steps``
+    rules each (default: the ``fuzz`` profile's); a violation is shrunk and handed to
+    ``on_found`` (default: saved under ``out_dir``), which returns its path."""
     config = config or SimConfig()
     save = on_found if on_found is not None else (lambda scenario: save_found(scenario, out_dir))
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
     run = FuzzRun(machine, seed)
     started = run.started
     set_hypothesis_shrink_budget(shrink_budget)
-    base_settings = profiles.fuzz_settings()
+    base_settings = profiles.fuzz_settings(steps)
+    run.rules_per_example = base_settings.stateful_step_count
     cls = _machine_class(machine, config, run)
     factory = _factory(cls)
     try:

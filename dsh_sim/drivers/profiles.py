@@ -17,7 +17,11 @@ _COMMON: dict[str, Any] = {"deadline": None, "suppress_health_check": list(Healt
 settings.register_profile("dev", max_examples=30, stateful_step_count=15, **_COMMON)
 settings.register_profile("ci", max_examples=60, stateful_step_count=20, derandomize=True, database=None, print_blob=True, **_COMMON)
 settings.register_profile("soak", max_examples=2000, stateful_step_count=40, **_COMMON)
-settings.register_profile("fuzz", max_examples=25, stateful_step_count=12, database=None, phases=(Phase.generate, Phase.shrink), **_COMMON)
+# 50 rules per example: ``benchmarks/bench_fuzz_find.py`` measured the CPU time until the fuzz
+# driver finds each catalogue mutant at 12, 25 and 50 (and 50 finds them sooner: fewer boots,
+# stops and Hypothesis set-ups per rule, and longer histories before each crash); the choice
+# and its figures are in benchmarks/README.md.  ``dsh-sim fuzz --steps`` sets another count.
+settings.register_profile("fuzz", max_examples=25, stateful_step_count=50, database=None, phases=(Phase.generate, Phase.shrink), **_COMMON)
 
 
 def default_profile(fallback: str = "dev") -> str:
@@ -30,6 +34,8 @@ def load_default(fallback: str = "dev") -> str:
     return name
 
 
-def fuzz_settings() -> settings:
-    """The base settings of ``dsh-sim fuzz`` (batches get their own example counts)."""
-    return settings.get_profile("fuzz")
+def fuzz_settings(steps: int | None = None) -> settings:
+    """The base settings of ``dsh-sim fuzz`` (batches get their own example counts); ``steps``
+    replaces the profile's rules per example."""
+    profile = settings.get_profile("fuzz")
+    return profile if steps is None else settings(profile, stateful_step_count=steps)

@@ -130,10 +130,13 @@ class WriteBehind:
             self._deadline = None  # paused until the next event (or an explicit flush)
             if background and isinstance(err, Exception):
                 self.failures_reported += 1
+                # the error's text, not the error: a record that holds the exception holds its
+                # traceback, and with it every frame of the failed write, for as long as any
+                # handler keeps the record (a memory handler, a test's log capture)
                 log.warning(
                     'session-persistence: background write for session "%s" failed (buffered events retained): %s',
                     self.session_id,
-                    err,
+                    str(err),
                 )
                 return
             raise

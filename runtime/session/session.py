@@ -94,7 +94,7 @@ class Session:
             try:
                 listener(event)
             except Exception as err:  # the event is committed; an observer cannot undo it
-                log.warning("session/event listener threw: %s", err)
+                log.warning("session/event listener threw: %s", str(err))  # its text: see WriteBehind._write
         return event
 
     def open_turn(self) -> int | None:

@@ -36,6 +36,7 @@ def main(args: Any) -> int:
             args.machine,
             budget=args.budget,
             examples=args.examples,
+            steps=args.steps,
             seed=args.seed,
             config=config,
             mutants=args.mutant,
