@@ -158,3 +158,20 @@ def test_the_failure_sweep_of_the_first_replay_shard_is_clean_and_reports_violat
         found = work._failure_sweep(corpus, [], sink)
     assert found and {v["source"] for v in found} == {"sweep"}
     assert sink.files
+
+
+def test_the_fuzz_step_count_reaches_every_fuzz_shard_and_survives_the_round_trip(texts: dict[str, str]) -> None:
+    campaign = plan(options(examples=3, steps=7), texts, {})
+    shards = [t for t in campaign.tasks if isinstance(t, FuzzShard)]
+    assert shards and {t.steps for t in shards} == {7}
+    assert tasks_mod.from_json(json.loads(json.dumps(tasks_mod.to_json(campaign)))) == campaign
+
+
+def test_a_plan_saved_before_the_step_count_existed_loads_with_the_profile_default(texts: dict[str, str]) -> None:
+    saved = tasks_mod.to_json(plan(options(examples=3), texts, {}))
+    del saved["options"]["steps"]
+    for task in saved["tasks"]:
+        task.pop("steps", None)
+    again = tasks_mod.from_json(json.loads(json.dumps(saved)))
+    assert again.options.steps is None
+    assert {t.steps for t in again.tasks if isinstance(t, FuzzShard)} == {None}

@@ -98,6 +98,8 @@ def test_an_interrupted_run_resumes_with_only_its_unfinished_tasks(corpus_dir: P
 def test_resume_refuses_plan_flags_in_one_line(corpus_dir: Path) -> None:
     code, _, err = run_cli("run", "--resume", "latest", "--seed", "3")
     assert code == 2 and err.count("\n") == 1 and "--seed" in err
+    code, _, err = run_cli("run", "--resume", "latest", "--steps", "5")  # the plan fixed its fuzz shards' step count
+    assert code == 2 and err.count("\n") == 1 and "--steps" in err
     code, _, err = run_cli("run", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1")
     assert code == 2 and err.count("\n") == 1
 

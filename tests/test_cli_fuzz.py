@@ -134,6 +134,7 @@ NUMERIC = [
     ("fuzz", "--steps"),
     ("fuzz", "--seed"),
     ("run", "--workers"),
+    ("run", "--steps"),
     ("explore", "--bound"),
     # held-out probes: these were plain ``int`` (``--max-children -5``, ``--sample -3``, a seed
     # of 10**5000 digits) and reached mutmut or the corpus generator unchecked

@@ -7,7 +7,7 @@ corpus and the options alone: replay in chunks of :data:`REPLAY_CHUNK` scenarios
 name order — ``torn-zstd-*``, ``boundary-*`` — share most post-crash states), one kill task
 per durability mutant, and ``--fuzz-shards`` fuzz shards whose seeds are split from the
 campaign seed by name (:func:`split_seed`), so each shard is reproducible on its own with
-``dsh-sim fuzz --machine M --seed S --examples N``.
+``dsh-sim fuzz --machine M --seed S --examples N`` (and ``--steps`` if the campaign set it).
 
 Only the fuzz *time* budget uses the worker count: ``--budget`` is seconds of fuzzing per
 worker, so the fuzz phase lasts about as long on any cluster (the campaign's total is
@@ -76,7 +76,7 @@ def plan(options: Options, scenarios: dict[str, str], mutant_corpus: dict[str, s
         for machine in fuzz_machines(options.fuzz_shards):
             index = counters[machine] = counters.get(machine, -1) + 1
             name = f"fuzz-{machine}-{index}"
-            tasks.append(FuzzShard(name, machine, split_seed(options.seed, name), seconds, options.examples))
+            tasks.append(FuzzShard(name, machine, split_seed(options.seed, name), seconds, options.examples, options.steps))
     if "explore" not in options.skip:
         passing = [label for label in labels if loaded[label].passes_clean]
         for index, group in enumerate(chunks(passing, EXPLORE_SHARDS)):

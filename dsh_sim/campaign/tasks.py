@@ -40,13 +40,15 @@ class ExploreShard:
 
 @attrs.frozen
 class FuzzShard:
-    """Fuzz ``machine`` from ``seed`` for ``budget`` seconds or ``examples`` examples."""
+    """Fuzz ``machine`` from ``seed`` for ``budget`` seconds or ``examples`` examples, of at
+    most ``steps`` rules each (None: the fuzz profile's)."""
 
     id: str
     machine: str
     seed: int
     budget: float
     examples: int | None = None
+    steps: int | None = None
 
 
 @attrs.frozen
@@ -79,6 +81,7 @@ class Options:
     bound: int | None
     skip: tuple[str, ...] = ()
     rechecks: int = 2  # scenarios replayed again in two fresh processes (determinism)
+    steps: int | None = None  # rules per fuzz example (None: the fuzz profile's)
 
 
 @attrs.frozen

@@ -225,7 +225,7 @@ def _fuzz(task: FuzzShard, corpus: dict[str, str], ctx: Context, sink: _Sink) ->
         ctx.progress(run.examples, None, f"{run.examples} examples, {run.recoveries} recoveries, {run.seconds:.0f}/{task.budget:.0f}s")
         ctx.checkpoint()
 
-    run = fuzz(task.machine, budget=task.budget, examples=task.examples, seed=task.seed, progress=progress, on_found=sink)
+    run = fuzz(task.machine, budget=task.budget, examples=task.examples, seed=task.seed, progress=progress, on_found=sink, steps=task.steps)
     found = f"; VIOLATION {run.found.invariant} saved to {run.found.path}" if run.found else ""
     line = f"fuzzed {task.machine} [{task.id}]: seed {task.seed}, {run.examples} examples, {run.steps} steps in {run.seconds:.1f}s{found}"
     return run.document(meta("fuzz", task=task.id, budget=task.budget, examples_limit=task.examples)), [line]

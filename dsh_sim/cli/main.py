@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--examples", type=_count(1, MAX_COUNT), default=None, help="fuzz each shard for this many examples (reproducible counts)"
     )
+    p.add_argument(
+        "--steps", type=_count(1, MAX_COUNT), default=None, help="rules per fuzz example at most (default: the fuzz profile's, 50)"
+    )
     p.add_argument("--fuzz-shards", type=_count(1, 256), default=None, help="fuzz shards, 3 durability to 1 storage (default 4)")
     p.add_argument("--bound", type=_count(1, MAX_COUNT), default=None, help="explore: sample above this many states per point")
     p.add_argument("--skip", action="append", choices=PARTS, default=[], help="leave out a part of the campaign (repeatable)")

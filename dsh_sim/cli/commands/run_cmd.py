@@ -33,7 +33,7 @@ FOUND_DIR = "scenarios/found"  # where fuzz (its default) and explore save what 
 MUTANT_CORPUS = "scenarios/starter"  # what the mutant self-test replays
 DEFAULT_BUDGET = 60.0
 DEFAULT_FUZZ_SHARDS = 4
-PLAN_FLAGS = ("scenarios", "seed", "examples", "fuzz_shards", "bound", "budget", "skip", "rechecks")
+PLAN_FLAGS = ("scenarios", "seed", "examples", "steps", "fuzz_shards", "bound", "budget", "skip", "rechecks")
 DEFAULT_RECHECKS = 2
 
 
@@ -96,6 +96,7 @@ def main(args: Any) -> int:
             bound=args.bound,
             skip=tuple(sorted(set(args.skip))),
             rechecks=args.rechecks if args.rechecks is not None else DEFAULT_RECHECKS,
+            steps=args.steps,
         )
     request = Request(
         out=args.out,
