@@ -12,6 +12,7 @@ import pytest
 from dsh_sim import api
 from dsh_sim.drivers import profiles
 from dsh_sim.drivers.fuzz import fuzz
+from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.errors import InputError
 
@@ -62,3 +63,51 @@ def test_the_profile_count_is_the_default(tmp_path) -> None:  # type: ignore[no-
 def test_a_count_below_one_is_refused_in_one_line(tmp_path, steps: int) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match=r"^fuzz: steps must be at least 1, got -?\d+$"):
         api.fuzz(steps=steps, examples=1, found_dir=str(tmp_path))
+
+
+def test_the_command_line_passes_the_count_on_and_reports_it(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from dsh_sim.cli.main import main
+
+    results = tmp_path / "r.json"
+    code = main(
+        [
+            "fuzz",
+            "--steps",
+            "3",
+            "--examples",
+            "2",
+            "--seed",
+            "4",
+            "--found-dir",
+            str(tmp_path / "found"),
+            "--results",
+            str(results),
+            "--json",
+        ]
+    )
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["max_rules_per_example"] == 3
+    assert json.loads(results.read_text())["meta"]["max_rules_per_example"] == 3
+
+
+def test_the_help_names_the_profile_count() -> None:
+    from dsh_sim.cli.main import build_parser
+
+    fuzz_parser = build_parser()._subparsers._group_actions[0].choices["fuzz"]  # type: ignore[union-attr]
+    (steps,) = [a for a in fuzz_parser._actions if "--steps" in a.option_strings]
+    assert f", {profiles.fuzz_settings().stateful_step_count})" in (steps.help or "")
+
+
+def test_a_found_scenario_records_the_count(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dsh_sim.drivers.fuzz import scenario_from
+
+    class Instance:
+        seed = 9
+        steps = ()
+        sim = None
+
+    scenario = scenario_from("durability", Instance(), "eventually_durable", SimConfig(), (), 4, 7)
+    assert scenario.origin["max_rules_per_example"] == 7 and "at most 7 rules" in scenario.description

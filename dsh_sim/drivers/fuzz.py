@@ -1,7 +1,8 @@
 """``dsh-sim fuzz``: run a state machine under a time budget, save what it finds.
 
 Hypothesis runs in batches (each with its own seed, derived from ``--seed``) until the
-budget or the example count is used.  A seed and an example count give the same examples in
+budget or the example count is used.  The budget is looked at between batches, so a run ends
+up to one batch after it (25 examples: about 2 CPU-s at the profile's 50 rules per example).  A seed and an example count give the same examples in
 any process (:mod:`dsh_sim.drivers.constants`: Hypothesis' pool of source literals is fixed).  On a violation, Hypothesis shrinks (under a cap), the
 final minimal run's steps become a scenario, :mod:`dsh_sim.drivers.minimize` makes it 1-minimal,
 its trace digest is recorded, and it is saved under ``scenarios/found/`` named after the
@@ -165,17 +166,19 @@ def _factory(cls: type[SimulationMachine]) -> Callable[[], SimulationMachine]:
     return make
 
 
-def scenario_from(machine: str, instance: Any, invariant: str, config: SimConfig, active_mutants: tuple[str, ...], seed: int) -> Scenario:
+def scenario_from(
+    machine: str, instance: Any, invariant: str, config: SimConfig, active_mutants: tuple[str, ...], seed: int, rules: int
+) -> Scenario:
     return Scenario(
         name=f"found-{invariant}",
         seed=instance.seed,
         steps=tuple(instance.steps),
         config=instance.sim.config if instance.sim is not None else config,
         machine=machine,
-        description=f"found by dsh-sim fuzz (seed {seed}): {invariant}",
+        description=f"found by dsh-sim fuzz (seed {seed}, at most {rules} rules per example): {invariant}",
         expect=Expectation("violation", invariant),
         mutants=active_mutants,
-        origin={"found_by": "fuzz", "fuzz_seed": seed},
+        origin={"found_by": "fuzz", "fuzz_seed": seed, "max_rules_per_example": rules},
     )
 
 
@@ -233,7 +236,17 @@ def fuzz(
                     if instance is None or invariant is None:
                         raise
                     run.found = _save_found(
-                        machine, instance, invariant, str(err), config, active_mutants, seed, save, found_at, minimize_budget
+                        machine,
+                        instance,
+                        invariant,
+                        str(err),
+                        config,
+                        active_mutants,
+                        seed,
+                        save,
+                        found_at,
+                        minimize_budget,
+                        run.rules_per_example,
                     )
                     break
                 else:
@@ -243,7 +256,17 @@ def fuzz(
                         assert invariant is not None, "an unreported stop failed an invariant"
                         found_at = run.first_failure if run.first_failure is not None else time.perf_counter() - started
                         run.found = _save_found(
-                            machine, instance, invariant, message, config, active_mutants, seed, save, found_at, minimize_budget
+                            machine,
+                            instance,
+                            invariant,
+                            message,
+                            config,
+                            active_mutants,
+                            seed,
+                            save,
+                            found_at,
+                            minimize_budget,
+                            run.rules_per_example,
                         )
                         break
                 finally:
@@ -290,9 +313,10 @@ def _save_found(
     save: Callable[[Scenario], str],
     found_at: float,
     minimize_budget: float,
+    rules: int,
 ) -> Found:
     shrink_started = time.perf_counter()
-    scenario = scenario_from(machine, instance, invariant, config, active_mutants, seed)
+    scenario = scenario_from(machine, instance, invariant, config, active_mutants, seed, rules)
     small = minimize(scenario, invariant, budget=minimize_budget)
     result, _ = run_scenario(small.scenario)
     final = attrs.evolve(

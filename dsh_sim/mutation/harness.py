@@ -67,6 +67,9 @@ SWEEP_SET = faultsweep.SWEEP_SET  # the scenarios swept (see there)
 
 # (machine, examples, seed): an example budget, never wall time, so the run is reproducible.
 FUZZ_RUNS = (("durability", 8, 1), ("storage", 8, 1))
+# Rules per example of those runs: the count they were chosen and timed at (the fuzz profile's
+# until it moved to 50), so the mutation tool's test command costs and catches what it did.
+FUZZ_RULES_PER_EXAMPLE = 12
 
 
 # The reader differential (dsh_sim.drivers.readers): the logs of these scenarios and the
@@ -146,7 +149,16 @@ def check_sweep(scenario: Scenario) -> None:
 
 def check_fuzz(machine: str, examples: int, seed: int) -> None:
     with tempfile.TemporaryDirectory(prefix="dsh-mutation-fuzz-") as out_dir:
-        run = fuzz(machine, budget=float("inf"), examples=examples, seed=seed, out_dir=out_dir, minimize_budget=0.0, shrink_budget=1.0)
+        run = fuzz(
+            machine,
+            budget=float("inf"),
+            examples=examples,
+            seed=seed,
+            out_dir=out_dir,
+            minimize_budget=0.0,
+            shrink_budget=1.0,
+            steps=FUZZ_RULES_PER_EXAMPLE,
+        )
     if run.found is not None:
         raise MutantNoticed(f"fuzz {machine} seed {seed}: {run.found.invariant} after {run.examples} examples: {run.found.message}")
 

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
+from runtime.log_text import error_text
 from runtime.persistence import context
 from runtime.session.events import Event, is_owned
 from runtime.session.lossless import lossless_copy
@@ -130,13 +131,10 @@ class WriteBehind:
             self._deadline = None  # paused until the next event (or an explicit flush)
             if background and isinstance(err, Exception):
                 self.failures_reported += 1
-                # the error's text, not the error: a record that holds the exception holds its
-                # traceback, and with it every frame of the failed write, for as long as any
-                # handler keeps the record (a memory handler, a test's log capture)
-                log.warning(
+                log.warning(  # the error's text, not the error (see runtime.log_text)
                     'session-persistence: background write for session "%s" failed (buffered events retained): %s',
                     self.session_id,
-                    str(err),
+                    error_text(err),
                 )
                 return
             raise

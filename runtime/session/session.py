@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from runtime.log_text import error_text
 from runtime.ports.clock import Clock
 from runtime.session.events import EnvelopeError, Event, SurfaceOp, owned, validate_surface
 from runtime.session.lossless import lossless_copy
@@ -94,7 +95,7 @@ class Session:
             try:
                 listener(event)
             except Exception as err:  # the event is committed; an observer cannot undo it
-                log.warning("session/event listener threw: %s", str(err))  # its text: see WriteBehind._write
+                log.warning("session/event listener threw: %s", error_text(err))  # see runtime.log_text
         return event
 
     def open_turn(self) -> int | None:

@@ -61,6 +61,7 @@ def main(args: Any) -> int:
                 "seed": run.seed,
                 "examples": run.examples,
                 "steps": run.steps,
+                "max_rules_per_example": run.rules_per_example,
                 "seconds": round(run.seconds, 3),
                 "crash_recoveries": run.recoveries,
                 "against_dsh": against,
@@ -80,7 +81,7 @@ def main(args: Any) -> int:
         )
     else:
         print(
-            f"fuzz {run.machine}: seed {run.seed}, {run.examples} examples, {run.steps} steps, "
+            f"fuzz {run.machine}: seed {run.seed}, {run.examples} examples of at most {run.rules_per_example} rules, {run.steps} steps, "
             f"{run.recoveries} crash recoveries checked in {run.seconds:.1f}s"
         )
         if found is None:
