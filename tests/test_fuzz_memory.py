@@ -90,13 +90,13 @@ def test_finished_examples_are_collected_by_the_rules_they_ran(tmp_path, monkeyp
     """A full collection after every COLLECT_AFTER_RULES rules of finished examples, not only
     after each batch: at 50 rules per example a batch's dead simulations raised the process's
     peak (a 10-minute soak grew 17.6 MB after minute 1, against +1.3 MB at 12 rules)."""
-    from dsh_sim.drivers import fuzz as fuzz_driver
+    from dsh_sim.engine import collector
 
     collections: list[int] = []
     real = gc.collect
-    monkeypatch.setattr(fuzz_driver.gc, "collect", lambda *a: collections.append(1) or real(*a))
+    monkeypatch.setattr(gc, "collect", lambda *a: collections.append(1) or real(*a))
     with capture_runtime_logs():
         run = fuzz("durability", budget=600, examples=20, seed=5, out_dir=str(tmp_path))
-    assert run.batches == 1 and run.steps > 2 * fuzz_driver.COLLECT_AFTER_RULES
+    assert run.batches == 1 and run.steps > 2 * collector.COLLECT_AFTER_RULES
     # one after the batch, and at least one per COLLECT_AFTER_RULES rules before it
-    assert len(collections) >= 1 + run.steps // fuzz_driver.COLLECT_AFTER_RULES
+    assert len(collections) >= 1 + run.steps // collector.COLLECT_AFTER_RULES

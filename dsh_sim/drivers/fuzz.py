@@ -14,8 +14,8 @@ Memory stays flat for hours, for three more reasons (found with tracemalloc and 
 censuses over long runs; ``benchmarks/bench_soak.py`` measures it): the run uses one machine
 class, not one per batch (Hypothesis keeps every class it ran, and each held a simulation);
 the decode memos are emptied after every example (:func:`forget_decodes`); and a full
-collection runs after every batch, and after every :data:`COLLECT_AFTER_RULES` rules of
-finished examples (:class:`ExampleCollector`).  Under the raised collector thresholds of
+collection runs after every batch, and after every few hundred rules of finished examples
+(:class:`~dsh_sim.engine.collector.ExampleCollector`).  Under the raised collector thresholds of
 :class:`~dsh_sim.engine.collector.CollectorPolicy` each example's simulation — cyclic garbage
 — was promoted to the oldest generation and freed only by a rare full collection, so the
 process's size kept climbing to new peaks (180 MB after 1,500 examples, against 71 MB with a
@@ -45,7 +45,7 @@ from dsh_sim.drivers.machines.durability import DurabilityMachine
 from dsh_sim.drivers.machines.storage import StorageMachine
 from dsh_sim.drivers.minimize import minimize, set_hypothesis_shrink_budget
 from dsh_sim.drivers.replay import run_scenario
-from dsh_sim.engine.collector import CollectorPolicy
+from dsh_sim.engine.collector import CollectorPolicy, ExampleCollector
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.evidence import oracle
 from dsh_sim.evidence.invariants import recovery
@@ -126,7 +126,7 @@ def _machine_class(machine: str, config: SimConfig, run: FuzzRun) -> type[Simula
     class-level cache for the life of the process, and each class holds its ``last`` instance
     (a whole simulation).  A class per batch leaked a simulation every few seconds."""
     base = MACHINES[machine]
-    collector = ExampleCollector()
+    finished = ExampleCollector()
 
     def teardown(self: Any) -> None:
         sim = self.sim
@@ -145,37 +145,13 @@ def _machine_class(machine: str, config: SimConfig, run: FuzzRun) -> type[Simula
                 for name, n in sim.point_hits.items():
                     run.points[name] = run.points.get(name, 0) + n
             forget_decodes()
-            collector.after(len(self.steps))
+            finished.after(len(self.steps))
 
     namespace = {"config": config, "teardown": teardown, "last": None}
     # type() makes a subclass of base; its static type says only "type"
     cls = cast(type[SimulationMachine], type(f"{base.__name__}Fuzz", (base,), namespace))
     cls.keeps_unreported = True  # read and reset after every batch (see fuzz)
     return cls
-
-
-class ExampleCollector:
-    """A full collection after every :data:`COLLECT_AFTER_RULES` rules of finished examples.
-
-    A finished example's simulation is cyclic garbage, and under the raised thresholds of
-    :class:`~dsh_sim.engine.collector.CollectorPolicy` only a full collection frees it.  Once
-    per batch of 25 examples was enough at 12 rules per example; at 50 rules a batch's dead
-    simulations are four times larger, and the process's size kept reaching new peaks (a
-    10-minute soak: +17.6 MB after minute 1, peak 132 MB, though the live blocks stayed flat).
-    Counting rules keeps the collections as frequent, per rule, as they were.  The points are
-    fixed by the examples' lengths, never by time, so they cannot make two runs differ."""
-
-    def __init__(self) -> None:
-        self.rules = 0
-
-    def after(self, rules: int) -> None:
-        self.rules += rules
-        if self.rules >= COLLECT_AFTER_RULES:
-            self.rules = 0
-            gc.collect()
-
-
-COLLECT_AFTER_RULES = 25 * 12  # a batch of 25 examples of 12 rules, as issue 15 measured it
 
 
 def _factory(cls: type[SimulationMachine]) -> Callable[[], SimulationMachine]:
@@ -237,6 +213,14 @@ def fuzz(
     run.rules_per_example = base_settings.stateful_step_count
     cls = _machine_class(machine, config, run)
     factory = _factory(cls)
+
+    def found(instance: Any, invariant: str, message: str) -> Found:
+        """Shrink, minimise and save what ``instance`` found (timed from the run's start)."""
+        found_at = run.first_failure if run.first_failure is not None else time.perf_counter() - started
+        return _save_found(
+            machine, instance, invariant, message, config, active_mutants, seed, save, found_at, minimize_budget, run.rules_per_example
+        )
+
     try:
         with mutants.enabled(active_mutants), CollectorPolicy() as collector, fixed_constants():
             collector.freeze()  # what was imported and set up lives as long as the run: never traverse it
@@ -248,7 +232,6 @@ def fuzz(
                 hypothesis_seed((seed * 1_000_003 + run.batches) % 2**32)(factory)  # the batch's seed
                 cls.last = cls.unreported = None
                 run.batches += 1
-                found_at = None
                 try:
                     # Hypothesis' ReporterT takes object, but its base_report asserts every report is a str
                     with with_reporter(cast(Callable[[object], None], run.reports.append)):
@@ -257,44 +240,18 @@ def fuzz(
                 except HypothesisException:
                     raise
                 except Exception as err:  # the machine's invariant failed (or the harness broke)
-                    found_at = run.first_failure if run.first_failure is not None else time.perf_counter() - started
                     instance = cls.last
                     invariant = getattr(instance, "failure", None)
                     if instance is None or invariant is None:
                         raise
-                    run.found = _save_found(
-                        machine,
-                        instance,
-                        invariant,
-                        str(err),
-                        config,
-                        active_mutants,
-                        seed,
-                        save,
-                        found_at,
-                        minimize_budget,
-                        run.rules_per_example,
-                    )
+                    run.found = found(instance, invariant, str(err))
                     break
                 else:
                     if cls.unreported is not None:  # a failed stop Hypothesis discarded (see SimulationMachine.teardown)
                         instance, message = cls.unreported
                         invariant = instance.failure
                         assert invariant is not None, "an unreported stop failed an invariant"
-                        found_at = run.first_failure if run.first_failure is not None else time.perf_counter() - started
-                        run.found = _save_found(
-                            machine,
-                            instance,
-                            invariant,
-                            message,
-                            config,
-                            active_mutants,
-                            seed,
-                            save,
-                            found_at,
-                            minimize_budget,
-                            run.rules_per_example,
-                        )
+                        run.found = found(instance, invariant, message)
                         break
                 finally:
                     gc.collect()  # the batch's simulations (cyclic garbage) go now: see the module doc

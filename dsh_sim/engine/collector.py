@@ -7,7 +7,8 @@ default thresholds the collector kept re-traversing those long-lived objects: ab
 of explore's and fuzz's CPU.  Inside :class:`CollectorPolicy` the young generation collects
 less often and the older ones rarely; :meth:`CollectorPolicy.freeze` excludes everything
 alive at that moment (explore: the recording, once complete) from collections altogether.
-Cyclic garbage is still collected, in larger batches.
+Cyclic garbage is still collected, in larger batches; :class:`ExampleCollector` adds full
+collections at fixed points of a fuzz run, so finished examples do not pile up.
 
 The young generation's threshold is 20,000 objects, not 5,000: a fuzz example's simulation
 stays alive for the whole example (tens of thousands of objects), so with a small young
@@ -43,3 +44,27 @@ class CollectorPolicy:
         gc.set_threshold(*self._saved)
         if self._frozen:
             gc.unfreeze()
+
+
+COLLECT_AFTER_RULES = 25 * 12  # a batch of 25 examples of 12 rules, as issue 15 measured it
+
+
+class ExampleCollector:
+    """A full collection after every :data:`COLLECT_AFTER_RULES` rules of finished examples.
+
+    A finished example's simulation is cyclic garbage, and under the raised thresholds of
+    :class:`CollectorPolicy` only a full collection frees it.  Once per batch of 25 examples
+    (the fuzz driver's) was enough at 12 rules per example; at 50 rules a batch's dead
+    simulations are four times larger, and the process's size kept reaching new peaks (a
+    10-minute soak: +17.6 MB after minute 1, peak 132 MB, though the live blocks stayed flat).
+    Counting rules keeps the collections as frequent, per rule, as they were.  The points are
+    fixed by the examples' lengths, never by time, so they cannot make two runs differ."""
+
+    def __init__(self) -> None:
+        self.rules = 0
+
+    def after(self, rules: int) -> None:
+        self.rules += rules
+        if self.rules >= COLLECT_AFTER_RULES:
+            self.rules = 0
+            gc.collect()
