@@ -36,7 +36,7 @@ from dsh_sim.engine.faults import CrashSpec, FaultPlan, FaultRule, Firing
 from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE, Gate, Probe
 from dsh_sim.engine.history import FaultFired, History
 from dsh_sim.engine.lifetime import Lifetime
-from dsh_sim.engine.media import corrupt
+from dsh_sim.engine.media import as_written, corrupt
 from dsh_sim.engine.observer import Observer
 from dsh_sim.engine.points import POINTS
 from dsh_sim.engine.points import spec as point_spec
@@ -188,7 +188,7 @@ class Simulation:
         if trace.enabled:  # (a disabled trace records nothing: not even the call is made)
             trace.record("point", life.index, name, public)
         if name == "persist.batch.durable":
-            batch, before, after = tuple(details.get("_events", ())), self.history.acked_bytes, self.disk.read_path(self.config.log_path)
+            batch, before, after = tuple(details.get("_events", ())), self.history.acked_bytes, self._log_as_written()
             self.history.acknowledged(life.index, batch, after)
             for observer in self.observers:
                 observer.on_acknowledged(life, batch, before, after)
@@ -239,6 +239,11 @@ class Simulation:
             latency = config.io_latency + (config.fsync_latency if name in ("fs.fsync", "fs.fsync_dir") else 0.0)
             if latency:
                 await life.proc.sleep(latency)
+
+    def _log_as_written(self) -> bytes | None:
+        """The log's bytes as the runtime wrote them (see :func:`.media.as_written`)."""
+        log = self.config.log_path
+        return as_written(self.disk.read_path(log), self.history.corruptions, log)
 
     def corrupt(self, rule: FaultRule) -> None:
         """Media corruption: flip one stored byte (see :func:`.media.corrupt`)."""
@@ -356,7 +361,7 @@ class Simulation:
         self.history.committed_at_open(
             tuple(life.report.events),
             len(torn.recovered) if torn is not None else 0,
-            self.disk.read_path(self.config.log_path),
+            self._log_as_written(),
             torn.truncate_to if torn is not None else None,
         )
 

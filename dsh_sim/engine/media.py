@@ -9,6 +9,8 @@ cancel out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 from dsh_sim.adapters.simfs import Disk
@@ -26,6 +28,15 @@ def flip(data: bytes, offsets: list[int]) -> bytes:
         if offset < len(out):
             out[offset] ^= 0x40
     return bytes(out)
+
+
+def as_written(data: bytes | None, corruptions: Sequence[Corruption], path: str) -> bytes | None:
+    """``data`` (``path``'s bytes as read now) without the damage the medium holds: the bytes
+    the runtime wrote.  What a writer acknowledged or found committed is what it wrote — a flip
+    that a later flip of the same byte undoes must not enter it (the judges see the medium's
+    damage through ``corruptions``, from the first damaged offset on)."""
+    offsets = [c.offset for c in corruptions if c.path == path]
+    return flip(data, offsets) if offsets and data is not None else data
 
 
 def corrupt(disk: Disk, corruptions: list[Corruption], rule: FaultRule, config: SimConfig) -> None:
