@@ -164,6 +164,45 @@ def test_a_pipeline_that_refuses_everything_breaks_no_safety_rule_but_makes_no_p
     assert {v.invariant for v in result.violations} == {"turn_progress"}
 
 
+def _calls_prompt(steps_with_calls: int, config: dict | None = None) -> object:
+    """One quiet prompt whose model calls a read-only tool in ``steps_with_calls`` responses, then answers."""
+    responses = [
+        {"text": f"step {n}", "tool_calls": [{"id": f"c{n}", "name": "get_balance", "arguments": {"account": "bob"}}]}
+        for n in range(1, steps_with_calls + 1)
+    ] + [{"text": "done"}]
+    return parse(
+        {
+            "format": "dsh-sim-scenario",
+            "version": 1,
+            "name": "long-tool-turn",
+            "machine": "durability",
+            "seed": 1,
+            "config": config or {},
+            "steps": [{"op": "boot"}, {"op": "prompt", "args": {"responses": responses}}],
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "steps_with_calls,config,ends",
+    [(15, {}, "completed"), (16, {}, "error"), (3, {"max_steps": 3}, "error"), (2, {"max_steps": 3}, "completed")],
+)
+def test_a_turn_past_the_runtime_step_limit_ends_with_its_error(steps_with_calls, config, ends):
+    """The runtime ends a turn whose step ``max_steps`` still has calls (its step limit): the
+    progress oracle predicts that from the script instead of a completion it cannot reach."""
+    result, _ = run_scenario(_calls_prompt(steps_with_calls, config))
+    assert not result.violations, [v.describe() for v in result.violations]
+    assert result.outcomes[-1] == f"turn:{ends}"
+
+
+def test_a_runtime_that_overruns_its_step_limit_makes_the_wrong_progress():
+    scenario = _calls_prompt(4, {"max_steps": 3})
+    edit = Edit("runtime.agent.loop", "Agent.run_turn", "if step >= self.max_steps:", "if step > self.max_steps:")
+    with applied([edit]):
+        result, _ = run_scenario(scenario)
+    assert {v.invariant for v in result.violations} == {"turn_progress"}
+
+
 def test_a_write_behind_that_waits_too_long_is_late():
     """A window of a second instead of 200 ms: durability still holds at every barrier."""
     scenario = parse(

@@ -17,6 +17,7 @@ from dsh_sim.adapters.world_tools import TOOL_KINDS
 from dsh_sim.engine.bounds import each, integer, member, number, optional, text
 from dsh_sim.errors import FieldError
 from runtime.agent.approval import APPROVAL_POLICIES
+from runtime.agent.runtime import DEFAULT_MAX_STEPS
 from runtime.agent.sandbox import SANDBOX_MODES
 from runtime.persistence.layout import SessionPaths, encode_segment, generation_filename
 from runtime.persistence.log_format import COMPRESSIONS
@@ -73,6 +74,11 @@ class SimConfig:
     )
     max_parallel_tool_calls: int = attrs.field(
         metadata={"doc": "concurrency-safe calls run in parallel up to this"}, default=10, validator=integer(1, 64)
+    )
+    max_steps: int = attrs.field(
+        metadata={"doc": "the runtime's step limit: a turn whose step number max_steps still has tool calls ends with an error"},
+        default=DEFAULT_MAX_STEPS,
+        validator=integer(1, 64),
     )
     chunk_delay: float = attrs.field(
         metadata={"doc": "virtual seconds between model stream parts"}, default=0.01, validator=number(0.0, 60.0)

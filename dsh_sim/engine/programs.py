@@ -118,6 +118,7 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
         root=cfg.root,
         compression=cfg.compression,
         max_parallel_tool_calls=cfg.max_parallel_tool_calls,
+        max_steps=cfg.max_steps,
         system=cfg.system,
         checkpoint_policy=cfg.checkpoint_policy,
         approval_policy=cfg.approval_policy,

@@ -26,13 +26,15 @@ from runtime.session.session import Session
 from runtime.tools.registry import Tool, ToolRegistry
 from runtime.tools.scheduler import DEFAULT_MAX_PARALLEL_TOOL_CALLS, check_max_parallel
 
+DEFAULT_MAX_STEPS = 16
+
 
 @attrs.frozen
 class RuntimeConfig:
     root: str
     compression: str = "zstd"
     max_parallel_tool_calls: int = attrs.field(default=DEFAULT_MAX_PARALLEL_TOOL_CALLS)
-    max_steps: int = 16
+    max_steps: int = DEFAULT_MAX_STEPS  # a turn ends with an error after this many steps with tool calls
     system: str | None = None
     checkpoint_policy: bool = True
     approval_policy: str | None = "ask"  # None: no approval service mounted

@@ -317,13 +317,14 @@ def check_progress(obs: Judge, life: Lifetime, outcome: str, args: Any) -> None:
         approval_tools=config.approval_tools,
         sandbox_mode=_effective(events, "sandbox/mode", "mode", config.sandbox_mode),
         workspace=config.workspace,
+        max_steps=config.max_steps,
     )
     if predicted.blocked:
         return
     obs.count(PROGRESS)
     start = next((i for i in range(len(events) - 1, -1, -1) if events[i].type == "turn/start"), None)
-    if start is None or outcome != "turn:completed":
-        fail(obs, PROGRESS, f"a quiet turn did not complete: the step ended {outcome!r}")
+    if start is None or outcome != f"turn:{predicted.ends}":
+        fail(obs, PROGRESS, f"a quiet turn did not end {predicted.ends}: the step ended {outcome!r}")
         return
     for difference in progress.differences(predicted, events[start:]):
         fail(obs, PROGRESS, difference, None, f"turn {events[start].data.get('turn')}")

@@ -6,7 +6,8 @@ and no cancellation, the outcome of every scripted call is predicted from the sc
 as the spec describes the route (§5, §6, §7):
 
 * the model emits its responses in order; each response with tool calls is one step, and the
-  first response without calls ends the turn, which completes;
+  first response without calls ends the turn, which completes — unless step ``max_steps`` (the
+  runtime's step limit) still has calls: its calls run, and the turn then ends with an error;
 * a call to a tool that needs approval succeeds only when the session's policy is ``ask``
   and the next scripted answer is ``allowed-once`` (``never`` denies without asking; no
   approval service denies; an answer that fails or is not in the vocabulary denies);
@@ -35,6 +36,7 @@ _HANG = "hang"
 class Predicted:
     calls: tuple[tuple[str, str, bool], ...]  # (call id, tool, succeeds) in the model's order
     blocked: bool = False  # a scripted answer hangs: the turn cannot complete on its own
+    ends: str = "completed"  # how the turn ends: "error" when it reaches the step limit
 
 
 def predict(
@@ -45,10 +47,11 @@ def predict(
     approval_tools: Sequence[str],
     sandbox_mode: str,
     workspace: str,
+    max_steps: int,
 ) -> Predicted:
     answers = list(approvals)
     calls: list[tuple[str, str, bool]] = []
-    for response in responses:
+    for step, response in enumerate(responses, 1):
         if not response.tool_calls:
             break
         for call in response.tool_calls:
@@ -64,6 +67,8 @@ def predict(
                 calls.append((call.id, call.name, _shell_succeeds(call.arguments, sandbox_mode, workspace)))
             else:
                 calls.append((call.id, call.name, True))
+        if step >= max_steps:
+            return Predicted(tuple(calls), ends="error")
     return Predicted(tuple(calls))
 
 
@@ -99,8 +104,8 @@ def differences(predicted: Predicted, turn: Sequence[Any]) -> list[str]:
         elif event.type == "turn/end":
             reason = event.data["reason"]["kind"]
     out = []
-    if reason != "completed":
-        out.append(f"a quiet turn ended {reason!r}, not completed")
+    if reason != predicted.ends:
+        out.append(f"a quiet turn ended {reason!r}, not {predicted.ends}")
     expected_ids = [call_id for call_id, _, _ in predicted.calls]
     if blocks != expected_ids:
         out.append(f"the model's calls {expected_ids} appear in the log as {blocks}")
