@@ -304,5 +304,6 @@ def test_every_invariant_has_a_failing_demonstration():
         "post_execute_once",  # tests/test_tool_oracles.py: ABORTED not final, a scheduler that skips post-execute
         "points_truthful",  # tests/test_tool_oracles.py: a probe announcement without its call id, or naming another call
         "dsh_agrees",  # tests/test_dsh_against.py: a reader that drops a torn frame's records, caught by the real DSH
+        "no_hang",  # tests/test_hang.py: a graceful stop that retries a failing write forever; spins and deadlocks
     }
     assert shown == set(inv.INVARIANTS)

@@ -234,7 +234,7 @@ def fuzz(
                 run.batches += 1
                 try:
                     # Hypothesis' ReporterT takes object, but its base_report asserts every report is a str
-                    with with_reporter(cast(Callable[[object], None], run.reports.append)):
+                    with with_reporter(cast(Callable[[object], None], _Reports(run.reports, shrink_budget).add)):
                         # typed as taking a class; documented as "a class or a function"
                         run_state_machine_as_test(cast(Any, factory), settings=settings(base_settings, max_examples=batch))
                 except HypothesisException:
@@ -319,3 +319,19 @@ def _save_found(
         steps_after=small.steps_after,
         digest=result.digest,
     )
+
+
+@attrs.frozen
+class _Reports:
+    """Hypothesis' reports of a run, kept in :attr:`FuzzRun.reports` — its note that it gave
+    up shrinking says "five minutes", its own constant, which the driver lowers to its cap."""
+
+    kept: list[str]
+    shrink_budget: float
+
+    def add(self, text: str) -> None:
+        if "spent more than five minutes working to shrink" in text:
+            text = (
+                f"Hypothesis stopped shrinking at the fuzz driver's cap of {self.shrink_budget:g} s; dsh-sim's own 1-minimal pass followed"
+            )
+        self.kept.append(text)

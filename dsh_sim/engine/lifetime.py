@@ -12,6 +12,7 @@ import attrs
 
 from dsh_sim.adapters.simfs import ProcessView
 from dsh_sim.engine.crash import CrashRecord
+from dsh_sim.engine.hang import Hung
 from dsh_sim.engine.process import SimProcess
 from runtime.agent.runtime import Runtime
 
@@ -34,6 +35,7 @@ class Lifetime:
     handle: Any = None  # storage processes: the write handle
     opening: Any = None  # the application's cancel scope around its session open (a cancel fault during boot)
     step_error: BaseException | None = None  # what the last step raised to its caller (errors_documented)
+    hung: Hung | None = None  # a command hung the process (see engine.hang); the harness killed it
 
     def live_runtime(self) -> Runtime:
         """The runtime this process booted (set before its agent: a process with an agent has one)."""

@@ -34,6 +34,7 @@ from dsh_sim.engine.crash import CrashPoint, CrashRecord, Evidence, crash_phase
 from dsh_sim.engine.determinism import SimClock, SimIds, derive_seed, new_clock
 from dsh_sim.engine.faults import CrashSpec, FaultPlan, FaultRule, Firing
 from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE, Gate, Probe
+from dsh_sim.engine.hang import Hung
 from dsh_sim.engine.history import FaultFired, History
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.media import as_written, corrupt
@@ -369,7 +370,18 @@ class Simulation:
         """Account for a command's reply; a crash is known from our own record, not the exception.
 
         (Cleanup code of the dying process may raise something else on top of the crash.)
+        A command that hung its process (:mod:`.hang`) is a finding; the harness then kills
+        the process as an operator would, and the run goes on from that crash.
         """
+        if reply.state == "hung":
+            assert isinstance(reply.error, Hung)
+            life.hung = reply.error
+            self.trace.record("hung", life.index, reply.error.kind, reply.error.batches)
+            for observer in self.observers:
+                observer.on_hang(life, reply.error)
+            if life.crash is None:
+                self.crash_process(life, CrashSpec(kind="kill"), point=None)
+            reply = life.proc.kill()
         if reply.state == "exited":
             life.dead = True
             error = reply.error
@@ -431,5 +443,7 @@ class Simulation:
                 self.note_cancel(life)  # a turn in flight is torn down: its calls are cancelled
                 self._after(life, life.proc.stop())
                 life.dead = True
+                if life.hung is not None:
+                    continue  # killed, not stopped: nothing of a clean stop to judge
                 for observer in self.observers:
                     observer.on_shutdown(life, len(self.history.faults) > faults_before)

@@ -14,6 +14,7 @@ import attrs
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
+    from dsh_sim.engine.hang import Hung
     from dsh_sim.engine.lifetime import Lifetime
     from runtime.session.events import Event
 
@@ -58,6 +59,10 @@ class Observer:
 
     def on_second_writer(self, life: Lifetime) -> None:
         """A second writer ran against the primary and exited."""
+
+    def on_hang(self, life: Lifetime, hang: Hung) -> None:
+        """A command hung ``life``'s process (a spin or a deadlock, :mod:`.hang`); the harness
+        kills it next."""
 
     def on_flush_failed(self, life: Lifetime, error: BaseException) -> None:
         """An explicit flush of the live session raised ``error`` (the process lives on)."""

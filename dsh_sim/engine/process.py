@@ -22,34 +22,33 @@ A crash ends the run by raising :class:`SimulatedCrash` (a ``BaseException`` app
 code cannot swallow).  The disk image is fixed *before* the raise; the unwinding that
 follows runs ``finally`` blocks, whose filesystem calls the revoked view refuses.
 
-Several runs can be paused at once on one thread (a second writer boots while the primary
-waits), so each step installs its run's thread-local trio state and puts the host's back
-afterwards: between steps the host thread is not "inside" any run.
+Several runs can be paused at once on one thread, so each stretch of steps installs its run's
+thread-local trio state (:mod:`.run_locals`).  A command that hangs the process — a spin, a
+deadlock while stopping, a stall inside one batch — is replied to as ``"hung"``
+(:mod:`.hang`, :mod:`.watchdog`), and :meth:`SimProcess.kill` ends the run.
 """
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import math
-import sys
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
 import outcome
 import trio
 import trio.testing
-from sniffio import thread_local as sniffio_library
 
 from dsh_sim.adapters.simfs.disk import FidelityError
 from dsh_sim.engine.determinism import run_module, seed_scheduler
+from dsh_sim.engine.hang import CHECK_EVERY, KILL_ROUNDS, Hung, crash_tasks
 from dsh_sim.engine.instruments import fast_instruments
+from dsh_sim.engine.run_locals import RunLocals
 from dsh_sim.engine.sleepers import Sleepers
 from dsh_sim.engine.sleepers import sleep as timed_sleep
+from dsh_sim.engine.watchdog import WATCHDOG, Stalled
 
-HOST_TIMEOUT = 120.0  # real seconds one command may take before it is declared a hang
 DEFAULT_HORIZON = 600.0  # virtual seconds a command may run before it stops waiting
 _NO_IO: list[Any] = []  # what the host reports after every batch: no descriptor became ready
 _LIVE: set[SimProcess] = set()  # runs not finished: kept alive as a blocked thread kept its run
@@ -60,13 +59,9 @@ class SimulatedCrash(BaseException):
     """The simulated process died (kill or power loss)."""
 
 
-class HarnessHang(RuntimeError):
-    pass
-
-
 @attrs.frozen
 class Reply:
-    state: str  # "idle" (command done, process alive) | "exited" (the run is over)
+    state: str  # "idle" (command done, process alive) | "exited" (the run is over) | "hung" (see hang)
     done: bool = False  # the command's task finished
     value: Any = None
     error: BaseException | None = None  # the command task's exception, or the run's
@@ -113,8 +108,7 @@ class SimProcess:
         self._instruments = instruments or []
         self._runner: Any = None
         self._gen: Any = None  # trio's run loop, a generator of I/O timeouts
-        self._state: dict[str, Any] = {}  # this run's thread-local trio state between steps
-        self._hooks: Any = None  # this run's async-generator hooks between steps
+        self._locals = RunLocals()  # this run's thread-local trio state between steps
         self._parked: trio.lowlevel.Task | None = None  # the driver, waiting for a command
         self._sleepers = Sleepers()  # the harness's timed sleeps in this run (see sleepers)
         self._settle: _Settle | None = None
@@ -130,7 +124,7 @@ class SimProcess:
         seed_scheduler(self._seed)
         run = _RUN
         booted = _Task()
-        host = self._install()
+        host = self._locals.install()
         try:
             # an empty context: the tasks must not inherit whatever the host has set
             runner = contextvars.Context().run(run.setup_runner, self._clock, self._instruments, False, True)
@@ -139,7 +133,7 @@ class SimProcess:
             self._runner = runner
             self._gen = run.unrolled_run(runner, self._driver, (booted,), host_uses_signal_set_wakeup_fd=True)
         finally:
-            self._uninstall(host)
+            self._locals.uninstall(host)
         _LIVE.add(self)
         # the limit is read when the run starts: the clock does not move before the first batch
         self._settle = _Settle(lambda: self.ready or booted.done, self._clock.current_time() + DEFAULT_HORIZON, _IDLE, booted)
@@ -165,12 +159,32 @@ class SimProcess:
         assert self._parked is not None, "a live process waits for its next command"
         # the run is idle between commands: move the clock before stepping it (a step of an
         # idle run would let trio's autojump move it to trio's next deadline, past the limit)
-        with self._installed():
+        with self._locals.installed():
             reply = self._when_blocked()
         return reply if reply is not None else self._step(_NO_IO)
 
     def crash(self) -> Reply:
         return self._send("crash", None)
+
+    def kill(self) -> Reply:
+        """End a hung run (:mod:`dsh_sim.engine.hang`): every task of the program raises
+        :class:`SimulatedCrash` where it waits, and the run unwinds.  A run that still does not
+        end (its code swallows even that) is given up and kept, never collected: closing a
+        trio run from outside would clear whichever run's state is installed at the time."""
+        for _ in range(KILL_ROUNDS):
+            if self.exited:  # (a stall can end the run: the watchdog's exception unwound it)
+                return Reply("exited", error=self.exit_error)
+            self._parked = None  # the driver too is killed where it waits
+            with self._locals.installed():
+                crash_tasks(self._runner, SimulatedCrash, f"process {self.pid} hung and was killed by the harness")
+            reply = self._step(_NO_IO)
+            if reply.state == "exited":
+                return reply
+        if self.exited:
+            return Reply("exited", error=self.exit_error)
+        self.exited = True  # given up: kept in _LIVE, never stepped again
+        self.exit_error = Hung(self.pid, "spin", 0, self._clock.current_time())
+        return Reply("exited", error=self.exit_error)
 
     def stop(self) -> Reply:
         return self._send("stop", None)
@@ -191,39 +205,56 @@ class SimProcess:
         return self._step(_NO_IO)
 
     def _step(self, first: Any) -> Reply:
-        """Run scheduler batches until the command settles (see :class:`_Settle`) or the run ends."""
+        """Run scheduler batches until the command settles (see :class:`_Settle`), the run
+        ends, or the command hangs the process (:mod:`.hang`, :mod:`.watchdog`)."""
+        watch = WATCHDOG.arm()
+        host = self._locals.install()
+        reply: Reply | None = None
+        try:
+            try:
+                reply = self._batches(first)
+            finally:
+                WATCHDOG.disarm(watch)
+        except Stalled:  # the watchdog's exception met the host's own code, not the program's
+            pass
+        finally:
+            self._locals.uninstall(host)
+        if watch.fired or reply is None:
+            return Reply("hung", error=Hung(self.pid, "stall", 0, self._clock.current_time()))
+        return reply
+
+    def _batches(self, first: Any) -> Reply:
         send, gen, runner, batches = first, self._gen, self._runner, 0
         queue = runner.entry_queue
         sleeping = self._sleepers.heap
-        deadline = time.monotonic() + HOST_TIMEOUT
-        host = self._install()
-        try:
-            while True:
-                if sleeping:  # (an empty heap has no sleeper to wake: the common case)
-                    self._wake_due()
-                try:
-                    gen.send(send)
-                except StopIteration:
-                    return self._exited(runner.main_task_outcome)
-                except BaseException as err:  # trio itself failed: the end of this process
-                    return self._exited(outcome.Error(err))
-                send = _NO_IO
-                if queue.queue or queue.idempotent_queue:
-                    # trio's own callbacks (``run_sync_soon``: the run's shutdown uses one)
-                    # arrive through its wake-up socket: poll for real only when one is queued
-                    send = runner.io_manager.get_events(0)
-                elif not runner.runq:
-                    if self._parked is not None:
-                        reply = self._when_blocked()
-                        if reply is not None:
-                            return reply
-                    else:  # the driver is busy (unwinding a stop): trio's autojump
-                        self._sleep_on()
-                batches += 1
-                if batches % 10_000 == 0 and time.monotonic() > deadline:
-                    raise HarnessHang(f"simulated process {self.pid} did not hand back control within {HOST_TIMEOUT}s")
-        finally:
-            self._uninstall(host)
+        still = self._clock.current_time()  # virtual time at the last look (a spin keeps it)
+        while True:
+            if sleeping:  # (an empty heap has no sleeper to wake: the common case)
+                self._wake_due()
+            try:
+                gen.send(send)
+            except StopIteration:
+                return self._exited(runner.main_task_outcome)
+            except BaseException as err:  # trio itself failed: the end of this process
+                return self._exited(outcome.Error(err))
+            send = _NO_IO
+            if queue.queue or queue.idempotent_queue:
+                # trio's own callbacks (``run_sync_soon``: the run's shutdown uses one)
+                # arrive through its wake-up socket: poll for real only when one is queued
+                send = runner.io_manager.get_events(0)
+            elif not runner.runq:
+                if self._parked is not None:
+                    reply = self._when_blocked()
+                    if reply is not None:
+                        return reply
+                elif not self._sleep_on():  # the driver is busy (unwinding a stop): trio's autojump
+                    return Reply("hung", error=Hung(self.pid, "deadlock", batches, self._clock.current_time()))
+            batches += 1
+            if batches % CHECK_EVERY == 0:
+                now = self._clock.current_time()
+                if now == still:  # a whole window of batches at one instant
+                    return Reply("hung", error=Hung(self.pid, "spin", batches, now))
+                still = now
 
     def _when_blocked(self) -> Reply | None:
         """No task can run and the driver waits for a command: reply, or move the clock to the
@@ -259,15 +290,19 @@ class SimProcess:
         due = min(self._runner.deadlines.next_deadline(), self._sleepers.next_deadline())
         return float(due - self._clock.current_time())
 
-    def _sleep_on(self) -> None:
+    def _sleep_on(self) -> bool:
         """Everything is blocked while the driver is busy (e.g. unwinding a stop): move the
         clock to the first timer due — trio's or a harness sleep's
         (:mod:`dsh_sim.engine.sleepers`) — as trio's autojump would, and wake the sleepers
-        whose time has come."""
+        whose time has come.  False when there is no timer at all: nothing can ever wake a
+        task again (no command comes while the driver is busy) — a deadlock."""
         jump = self._to_next_deadline()
-        if 0 < jump < math.inf:
+        if jump == math.inf:
+            return False
+        if jump > 0:
             self._clock.jump(jump)
         self._wake_due()
+        return True
 
     def _wake_due(self) -> None:
         """Wake the harness sleepers whose time has come (what trio's expiry of their
@@ -286,38 +321,6 @@ class SimProcess:
         if isinstance(self.exit_error, KeyboardInterrupt):
             raise self.exit_error  # Ctrl-C belongs to the host, not to the simulated process
         return Reply("exited", error=self.exit_error)
-
-    @contextlib.contextmanager
-    def _installed(self) -> Iterator[None]:
-        """This run's thread-local trio state in place for one stretch of steps, then the host's."""
-        host = self._install()
-        try:
-            yield
-        finally:
-            self._uninstall(host)
-
-    def _install(self) -> tuple[dict[str, Any], Any, str | None]:
-        """Put this run's thread-local trio state in place; returns the host's, for
-        :meth:`_uninstall` (:meth:`start` and :meth:`_step` call the pair directly: one per
-        command)."""
-        local = _RUN.GLOBAL_RUN_CONTEXT.__dict__  # this thread's (a thread-local's)
-        host = dict(local), sys.get_asyncgen_hooks(), sniffio_library.name
-        local.clear()
-        local.update(self._state)
-        if self._hooks is not None:
-            sys.set_asyncgen_hooks(firstiter=self._hooks.firstiter, finalizer=self._hooks.finalizer)
-        sniffio_library.name = "trio"
-        return host
-
-    def _uninstall(self, host: tuple[dict[str, Any], Any, str | None]) -> None:
-        """Keep this run's thread-local trio state for its next step and put the host's back."""
-        local = _RUN.GLOBAL_RUN_CONTEXT.__dict__
-        host_state, host_hooks, host_library = host
-        self._state, self._hooks = dict(local), sys.get_asyncgen_hooks()
-        local.clear()
-        local.update(host_state)
-        sys.set_asyncgen_hooks(firstiter=host_hooks.firstiter, finalizer=host_hooks.finalizer)
-        sniffio_library.name = host_library
 
     # -- inside the run --------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from dsh_sim.evidence.oracles.schedule import Schedule, group_problems
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
+    from dsh_sim.engine.hang import Hung
     from dsh_sim.engine.history import Corruption, FaultFired, History
     from dsh_sim.engine.lifetime import Lifetime
     from dsh_sim.engine.machine import Simulation
@@ -201,6 +202,9 @@ class Checker(Observer):
                     case_from_recovery(self.sim, [v.invariant for v in self.violations], crash, life, self.source, self.torn_class)
                 )
 
+    def on_hang(self, life: Lifetime, hang: Hung) -> None:
+        inv.fail(self, inv.NO_HANG, str(hang), None, f"process {life.index}: {hang.kind} after {hang.batches} scheduler batches")
+
     def on_flush_failed(self, life: Lifetime, error: BaseException) -> None:
         inv.check_failed_append(self, life, error)
 
@@ -212,6 +216,7 @@ class Checker(Observer):
         oracles.check_reader_refused(self, error, quiet=quiet)
 
     def on_step(self, op: str, outcome: str, args: Any = None) -> None:
+        self.count(inv.NO_HANG)  # the step's command handed control back, or on_hang reported it
         self._stray_before_step = oracles.stray_names(self)
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
         current = self.sim.current

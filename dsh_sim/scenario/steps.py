@@ -41,6 +41,8 @@ from runtime.adapters.script_model import ScriptedResponse, ScriptedToolCall
 
 def _outcome(life: Lifetime, reply: Any) -> str:
     life.step_error = getattr(reply, "error", None) if reply is not None else None
+    if life.hung is not None:
+        return f"hung:{life.hung.kind}"
     if life.dead:
         crash = life.crash
         return f"crashed:{crash.point if crash else '?'}"
@@ -71,6 +73,8 @@ def op_boot(sim: Simulation, args: object) -> str:
     if sim.alive:
         raise StepNotApplicable("a process is already running")
     life = sim.boot()
+    if life.hung is not None:
+        return f"hung:{life.hung.kind}"
     if life.dead and life.crash is not None:
         return f"crashed:{life.crash.point}"
     if life.boot_error is not None:

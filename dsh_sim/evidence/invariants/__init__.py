@@ -12,7 +12,7 @@ failing on a bug it guards against.
 * :mod:`.storage` — writers, dead processes, migration, rollback, shutdown.
 """
 
-from dsh_sim.evidence.invariants.base import INVARIANTS, Violation, fail
+from dsh_sim.evidence.invariants.base import INVARIANTS, NO_HANG, Violation, fail
 from dsh_sim.evidence.invariants.calls import (
     check_approval_audit,
     check_fail_closed,
@@ -44,6 +44,7 @@ from dsh_sim.evidence.invariants.storage import (
 
 __all__ = [
     "INVARIANTS",
+    "NO_HANG",
     "SeededSource",
     "Violation",
     "check_acked",

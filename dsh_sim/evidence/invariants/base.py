@@ -50,8 +50,12 @@ INVARIANTS: dict[str, str] = {
     "format_conformance": "every byte the runtime writes passes an independent strict decoder of the spec's format: a checksummed frame per batch holding exactly its records, strict JSON, the envelope and v3 rules",
     "errors_documented": "what the runtime raises to its caller is one of its documented errors (the spec's typed persistence errors, an append whose rollback failed, an OSError an I/O fault passes through, with that fault's errno), never a TypeError, KeyError or other programming error; a storage flush whose own write failed raises",
     "dsh_agrees": "with --against dsh: the published DSH reader (list, read, inspect, load) reads every crash image the runtime recovers — projected to the v0 log DSH reads — as the runtime did: the same refusal class or the same prefix, closers and verdicts, unless a known DSH finding explains the difference",
+    "no_hang": "no command hangs the process — boot, a prompt, a flush, a graceful stop: it never spins (a whole window of 10,000 scheduler batches without virtual time moving: a failure retried at once forever, tasks waking each other) and never deadlocks while it stops (every task waiting with nothing left that could wake one); the harness then kills it, as an operator would",
     "migration_atomic": "migrating a v0 log never changes it, and a published v3 generation always holds the complete migrated log: old or new readable, never neither, never half a generation",
 }
+
+
+NO_HANG = "no_hang"
 
 
 @attrs.frozen

@@ -1,0 +1,86 @@
+"""The host's real-time watchdog: a process that hangs inside one scheduler batch.
+
+The schedule finds every hang that yields (:mod:`dsh_sim.engine.hang`).  A runtime can also
+hang without ever yielding — a failure that raises before its first checkpoint, retried in a
+``while`` loop — and then the host never gets control back to count anything: the loop runs
+in the host's own thread, inside ``gen.send``.  Only time can tell, so one daemon thread per
+host process watches the commands in flight; when one runs past :data:`STALL_SECONDS` of real
+time it raises :class:`Stalled` in the thread that steps it (``PyThreadState_SetAsyncExc``:
+the exception appears at the next bytecode the loop runs, wherever that is).
+
+A stall is a finding like a spin, with one difference: the moment it is found is the wall
+clock's, so a run that stalls ends with the same violation in every process but not always
+after the same number of loop iterations (the loop changes nothing the harness records: it
+calls no port that yields, so no filesystem or world operation, between the checkpoints).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+
+import attrs
+
+STALL_SECONDS = 10.0  # real seconds one command may run (the heaviest legitimate one takes ~1.5 s)
+POLL_SECONDS = 0.5  # how often the watchdog looks
+
+
+class Stalled(BaseException):
+    """Raised by the watchdog in a thread whose command stalled (``BaseException``: the
+    runtime's ``except Exception`` must not swallow it and loop on)."""
+
+
+@attrs.define(eq=False)
+class Watch:
+    thread: int
+    deadline: float
+    fired: bool = False
+
+
+class Watchdog:
+    def __init__(self, seconds: float = STALL_SECONDS) -> None:
+        self.seconds = seconds
+        self._lock = threading.Lock()
+        self._armed: dict[int, Watch] = {}
+        self._thread: threading.Thread | None = None
+
+    def arm(self) -> Watch:
+        """Watch the command this thread runs from now on (until :meth:`disarm`)."""
+        watch = Watch(threading.get_ident(), time.monotonic() + self.seconds)
+        self._armed[watch.thread] = watch
+        if self._thread is None:
+            self._start()
+        return watch
+
+    def disarm(self, watch: Watch) -> None:
+        """The command ended.  A stall the watchdog raised and the thread has not met yet is
+        withdrawn: it must not surface later, in the harness's own code."""
+        with self._lock:
+            self._armed.pop(watch.thread, None)
+            if watch.fired:
+                _raise_in(watch.thread, None)
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="dsh-sim-watchdog", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(POLL_SECONDS)
+            now = time.monotonic()
+            with self._lock:
+                for watch in list(self._armed.values()):
+                    if not watch.fired and now > watch.deadline:
+                        watch.fired = True
+                        _raise_in(watch.thread, Stalled)
+
+
+def _raise_in(thread: int, error: type[BaseException] | None) -> None:
+    """Raise ``error`` in ``thread`` at its next bytecode (``None``: withdraw a pending one)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(error) if error is not None else None)
+
+
+WATCHDOG = Watchdog()

@@ -1,0 +1,228 @@
+"""A command that hangs its process is a finding, found from the schedule (spin, deadlock) or
+by the host's watchdog (a stall inside one batch), and the harness kills the process.
+
+Engine-level programs hang in each way; then a careless edit of the runtime — a foreground
+flush failure logged and swallowed, so the graceful stop retries the same failing write
+forever — is named ``no_hang`` by replay and found by fuzz (before: a fuzz run that met it
+never returned)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import trio
+
+from dsh_sim import api
+from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.engine.determinism import new_clock
+from dsh_sim.engine.hang import CHECK_EVERY, Hung
+from dsh_sim.engine.process import SimProcess, SimulatedCrash
+from dsh_sim.engine.watchdog import WATCHDOG
+from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.scenario.files import parse
+
+
+@pytest.fixture
+def quick_watchdog(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """A watchdog of one real second (the shipped limit is ten: a heavy legitimate command takes ~1.5 s).
+
+    The stalled runtime below logs its swallowed failure on every turn of its loop, tens of
+    thousands of warnings a second, which pytest's log capture would keep: not this test's
+    subject, so the persistence logger keeps to errors while it runs."""
+    caplog.set_level(logging.ERROR, logger="dsh.persistence")
+    seconds, WATCHDOG.seconds = WATCHDOG.seconds, 1.0
+    try:
+        yield
+    finally:
+        WATCHDOG.seconds = seconds
+
+
+def _process(main: Any) -> SimProcess:
+    proc = SimProcess(1, main, clock=new_clock(), seed=7)
+    assert proc.start().state == "idle"
+    return proc
+
+
+def _killed(proc: SimProcess) -> None:
+    reply = proc.kill()
+    assert reply.state == "exited" and proc.exited
+    assert isinstance(reply.error, SimulatedCrash), reply.error
+
+
+async def _serve(proc: SimProcess) -> None:
+    proc.ready = True
+    await trio.sleep_forever()
+
+
+def test_a_command_that_spins_is_found_at_its_batch_and_killed():
+    unwound: list[str] = []
+
+    async def spin() -> None:
+        try:
+            while True:  # a failure retried at once, forever: every attempt yields, time stands still
+                with trio.CancelScope(shield=True):
+                    await trio.sleep(0)
+        finally:
+            unwound.append("spin")
+
+    proc = _process(_serve)
+    reply = proc.call(spin)
+    assert reply.state == "hung" and isinstance(reply.error, Hung)
+    assert (reply.error.kind, reply.error.batches) == ("spin", CHECK_EVERY)  # the first window at one instant
+    _killed(proc)
+    assert unwound == ["spin"]  # the kill reached it through its shield
+
+
+def test_a_spin_is_the_same_batch_in_every_run():
+    async def spin_after_work() -> None:
+        for _ in range(3):
+            await trio.sleep(0.5)
+        while True:
+            await trio.sleep(0)
+
+    first = _process(_serve).call(spin_after_work).error
+    second = _process(_serve).call(spin_after_work).error
+    assert isinstance(first, Hung) and isinstance(second, Hung)
+    assert (first.kind, first.batches, first.at) == (second.kind, second.batches, second.at) == ("spin", 2 * CHECK_EVERY, 1.5)
+
+
+def test_work_that_takes_virtual_time_is_not_a_spin():
+    async def busy() -> int:
+        steps = 0
+        for _ in range(3 * CHECK_EVERY):  # many batches, but time moves between them
+            await trio.sleep(0.001)
+            steps += 1
+        return steps
+
+    reply = _process(_serve).call(busy)
+    assert (reply.state, reply.done, reply.value) == ("idle", True, 3 * CHECK_EVERY)
+
+
+def test_a_stop_that_waits_for_nothing_is_a_deadlock():
+    async def main(proc: SimProcess) -> None:
+        proc.ready = True
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.Event().wait()  # nothing will ever set it
+
+    proc = _process(main)
+    reply = proc.stop()
+    assert reply.state == "hung" and isinstance(reply.error, Hung) and reply.error.kind == "deadlock"
+    _killed(proc)
+
+
+def test_a_stop_that_only_waits_for_a_timer_is_no_deadlock():
+    async def main(proc: SimProcess) -> None:
+        proc.ready = True
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(3600)  # a long drain, but one that ends
+
+    proc = _process(main)
+    reply = proc.stop()
+    assert reply.state == "exited" and reply.error is None
+
+
+def test_a_loop_that_never_yields_is_stopped_by_the_watchdog(quick_watchdog):
+    def forever() -> None:
+        while True:
+            try:
+                raise ValueError("the same failure again")  # before any checkpoint: no batch ever ends
+            except Exception:
+                pass
+
+    async def stall() -> None:
+        forever()
+
+    proc = _process(_serve)
+    reply = proc.call(stall)
+    assert reply.state == "hung" and isinstance(reply.error, Hung) and reply.error.kind == "stall"
+    proc.kill()
+    assert proc.exited
+
+
+def test_the_watchdog_leaves_a_command_that_returns_in_time(quick_watchdog):
+    async def quick() -> str:
+        await trio.sleep(0)
+        return "done"
+
+    proc = _process(_serve)
+    for _ in range(3):
+        assert proc.call(quick).value == "done"
+    assert proc.stop().state == "exited"
+
+
+# -- the runtime: a graceful stop that retries a failing write forever -------------------------
+
+SWALLOW_FOREGROUND_FAILURES = Edit(
+    "runtime.persistence.write_behind",
+    "WriteBehind._write",
+    "if background and isinstance(err, Exception):",
+    "if isinstance(err, Exception):",
+)
+
+STOP_RETRIES_FOREVER = {  # shrunk by dsh-sim fuzz (seed 1) from an example that met the edit
+    "format": "dsh-sim-scenario",
+    "version": 1,
+    "name": "stop-retries-a-failing-write",
+    "machine": "durability",
+    "seed": 0,
+    "steps": [
+        {"op": "boot"},
+        {"op": "crash_now", "args": {"kind": "power", "state": "random"}},
+        {
+            "op": "arm",
+            "args": {
+                "rule": {
+                    "point": "persist.batch.durable",
+                    "action": "crash",
+                    "hit": 3,
+                    "lifetime": 2,
+                    "crash": {"kind": "power", "state": "keep"},
+                }
+            },
+        },
+        {"op": "boot"},
+        {"op": "advance"},
+        {"op": "advance", "args": {"seconds": 0.05}},
+        {
+            "op": "prompt",
+            "args": {
+                "text": "pay please",
+                "responses": [
+                    {
+                        "text": "working",
+                        "tool_calls": [
+                            {"id": "c9", "name": "pay_legacy", "arguments": {"amount": 46, "to": "alice"}},
+                            {"id": "c10", "name": "write_note", "arguments": {"path": "/sim/workspace/notes.txt", "text": "b"}},
+                        ],
+                    }
+                ],
+                "approvals": ["raise", "allowed-once"],
+            },
+        },
+    ],
+}
+
+
+def test_replay_names_a_runtime_whose_stop_never_returns(quick_watchdog):
+    scenario = parse(STOP_RETRIES_FOREVER)
+    assert not run_scenario(scenario)[0].violations
+    with applied([SWALLOW_FOREGROUND_FAILURES]):
+        result, _ = run_scenario(scenario)
+    assert result.invariant == "no_hang", [v.describe() for v in result.violations]
+    assert result.outcomes[-1] == "hung:stall"
+
+
+def test_fuzz_finds_a_runtime_whose_stop_never_returns(quick_watchdog, tmp_path):
+    with applied([SWALLOW_FOREGROUND_FAILURES]):
+        run = api.fuzz("durability", budget=60, seed=1, found_dir=str(tmp_path))
+    assert run.found is not None and run.found.invariant == "no_hang", run.found
+    assert run.found.time_to_find < 30
