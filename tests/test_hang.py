@@ -18,7 +18,7 @@ import trio
 from dsh_sim import api
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.determinism import new_clock
-from dsh_sim.engine.hang import CHECK_EVERY, Hung
+from dsh_sim.engine.hang import CHECK_EVERY, STOP_GRACE, Hung
 from dsh_sim.engine.process import SimProcess, SimulatedCrash
 from dsh_sim.engine.watchdog import WATCHDOG
 from dsh_sim.mutation.patch import Edit, applied
@@ -46,8 +46,8 @@ def _process(main: Any) -> SimProcess:
     return proc
 
 
-def _killed(proc: SimProcess) -> None:
-    reply = proc.kill()
+def _killed(proc: SimProcess, hang: Hung) -> None:
+    reply = proc.kill(hang)
     assert reply.state == "exited" and proc.exited
     assert isinstance(reply.error, SimulatedCrash), reply.error
 
@@ -72,7 +72,7 @@ def test_a_command_that_spins_is_found_at_its_batch_and_killed():
     reply = proc.call(spin)
     assert reply.state == "hung" and isinstance(reply.error, Hung)
     assert (reply.error.kind, reply.error.batches) == ("spin", CHECK_EVERY)  # the first window at one instant
-    _killed(proc)
+    _killed(proc, reply.error)
     assert unwound == ["spin"]  # the kill reached it through its shield
 
 
@@ -113,7 +113,7 @@ def test_a_stop_that_waits_for_nothing_is_a_deadlock():
     proc = _process(main)
     reply = proc.stop()
     assert reply.state == "hung" and isinstance(reply.error, Hung) and reply.error.kind == "deadlock"
-    _killed(proc)
+    _killed(proc, reply.error)
 
 
 def test_a_stop_that_only_waits_for_a_timer_is_no_deadlock():
@@ -123,11 +123,71 @@ def test_a_stop_that_only_waits_for_a_timer_is_no_deadlock():
             await trio.sleep_forever()
         finally:
             with trio.CancelScope(shield=True):
-                await trio.sleep(3600)  # a long drain, but one that ends
+                await trio.sleep(300)  # a long drain, but one that ends within the grace
 
     proc = _process(main)
     reply = proc.stop()
     assert reply.state == "exited" and reply.error is None
+
+
+def test_a_stop_that_retries_forever_with_pauses_overruns_its_grace():
+    async def main(proc: SimProcess) -> None:
+        proc.ready = True
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                while True:  # a failing write retried after a pause: time moves, no spin
+                    await trio.sleep(1.0)
+
+    proc = _process(main)
+    reply = proc.stop()
+    assert reply.state == "hung" and isinstance(reply.error, Hung)
+    assert (reply.error.kind, reply.error.at) == ("overrun", STOP_GRACE + 1.0)
+    _killed(proc, reply.error)
+
+
+def _retrying_stop(config: dict[str, Any], faults: list[dict[str, Any]]) -> Any:
+    """A failing write at every attempt; the careless runtime's stop retries it forever."""
+    return parse(
+        {
+            "format": "dsh-sim-scenario",
+            "version": 1,
+            "name": "stop-retries-with-pauses",
+            "machine": "durability",
+            "seed": 5,
+            "config": config,
+            "steps": [
+                {"op": "boot"},
+                *({"op": "arm", "args": {"rule": rule}} for rule in faults),
+                {"op": "prompt", "args": {"responses": [{"text": "hi"}]}},
+            ],
+        }
+    )
+
+
+ALWAYS_FAILS = {"point": "fs.write", "action": "error", "times": 1_000_000}
+
+
+def test_replay_names_a_stop_that_retries_with_pauses_deterministically():
+    scenario = _retrying_stop({"io_latency": 10.0}, [ALWAYS_FAILS])
+    with applied([SWALLOW_FOREGROUND_FAILURES]):
+        first, _ = run_scenario(scenario)
+        second, _ = run_scenario(scenario)
+    assert first.invariant == "no_hang" and "still stopping after" in first.violations[0].message
+    assert (first.digest, first.outcomes) == (second.digest, second.outcomes)
+
+
+def test_a_stop_the_fault_plan_slowed_down_is_killed_without_a_finding():
+    """The same loop, but paced by injected delays: killed at the grace all the same, and not
+    blamed on the runtime (a stop with long injected delays may overrun it legitimately)."""
+    delays = {"point": "fs.write", "action": "delay", "delay": 10.0, "times": 1_000_000}
+    scenario = _retrying_stop({}, [delays, ALWAYS_FAILS])
+    with applied([SWALLOW_FOREGROUND_FAILURES]):
+        result, sim = run_scenario(scenario)
+    assert "no_hang" not in {v.invariant for v in result.violations}
+    life = sim.lifetimes[-1]
+    assert life.hung is not None and life.hung.kind == "overrun" and life.crash is not None  # killed
 
 
 def test_a_loop_that_never_yields_is_stopped_by_the_watchdog(quick_watchdog):
@@ -144,7 +204,7 @@ def test_a_loop_that_never_yields_is_stopped_by_the_watchdog(quick_watchdog):
     proc = _process(_serve)
     reply = proc.call(stall)
     assert reply.state == "hung" and isinstance(reply.error, Hung) and reply.error.kind == "stall"
-    proc.kill()
+    proc.kill(reply.error)
     assert proc.exited
 
 

@@ -4,7 +4,11 @@ A command the host gives a process (boot, a prompt, a flush, a graceful stop) en
 process hands control back.  A runtime can fail to: it *spins* — tasks keep running without
 virtual time moving (a failed write retried at once forever, two tasks waking each other) —
 or, while it stops, it *deadlocks* — every task waits and nothing is left that could wake one
-(no timer, no runnable task, no command to come: the driver itself is busy stopping).
+(no timer, no runnable task, no command to come: the driver itself is busy stopping) — or
+*overruns*: the stop still runs after :data:`STOP_GRACE` virtual seconds, its clock moving
+(a failing write retried after a pause, forever).  A prompt or an advance has its horizon;
+a stop had none.  An overrun where the fault plan's delays fired in that process is killed
+without a finding: the plan slowed it on purpose.
 
 Both are found from the schedule alone, never from the wall clock, so a hang is a finding
 like any other: the same seed hangs at the same scheduler batch in every process, and a
@@ -32,19 +36,25 @@ from dsh_sim.engine.watchdog import WATCHDOG
 # scheduler batches between two looks at the clock (and at the host's watchdog): a whole
 # window of them with virtual time standing still is a spin
 CHECK_EVERY = 10_000
-KILL_ROUNDS = 4  # times the harness kills a hung run before it gives the run up
+KILL_ROUNDS = 64  # most rounds of a kill (each reaches one more nested shielded cleanup)
+# virtual seconds a graceful stop may run, its clock moving, before it has overrun: the
+# operator's grace period (systemd gives 90 s before its kill); a stop that waits between
+# the attempts of a retry that never succeeds is neither a spin nor a deadlock
+STOP_GRACE = 600.0
 
 
 class Hung(Exception):
-    """A command hung its process: ``kind`` is ``"spin"``, ``"deadlock"`` or ``"stall"``
-    (:mod:`dsh_sim.engine.watchdog`)."""
+    """A command hung its process: ``kind`` is ``"spin"``, ``"deadlock"``, ``"overrun"`` (a
+    stop past :data:`STOP_GRACE`) or ``"stall"`` (:mod:`dsh_sim.engine.watchdog`)."""
 
     def __init__(self, pid: int, kind: str, batches: int, at: float) -> None:
         self.pid, self.kind, self.batches, self.at = pid, kind, batches, at
         if kind == "spin":
             what = f"spun {batches} scheduler batches without virtual time moving (at t={at:g}s)"
+        elif kind == "overrun":
+            what = f"was still stopping after {STOP_GRACE:g} virtual seconds, its clock moving ({batches} scheduler batches; at t={at:g}s)"
         elif kind == "stall":
-            what = f"stalled inside one scheduler batch: it ran {WATCHDOG.seconds:g} real seconds without yielding (at t={at:g}s)"
+            what = f"stalled: one command ran {WATCHDOG.seconds:g} real seconds (a loop that does not yield, or yields without end; at t={at:g}s)"
         else:
             what = f"deadlocked while stopping after {batches} scheduler batches: every task waits and nothing can wake one (at t={at:g}s)"
         super().__init__(f"process {pid} {what}")

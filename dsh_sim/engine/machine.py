@@ -374,14 +374,19 @@ class Simulation:
         the process as an operator would, and the run goes on from that crash.
         """
         if reply.state == "hung":
-            assert isinstance(reply.error, Hung)
-            life.hung = reply.error
-            self.trace.record("hung", life.index, reply.error.kind, reply.error.batches)
-            for observer in self.observers:
-                observer.on_hang(life, reply.error)
+            hang = reply.error
+            assert isinstance(hang, Hung)
+            life.hung = hang
+            self.trace.record("hung", life.index, hang.kind, hang.batches)
+            # a stop the fault plan slowed down on purpose may overrun its grace: killed all
+            # the same, as an operator would, but not the runtime's fault
+            delayed = any(f.action == "delay" and f.lifetime == life.index for f in self.history.faults)
+            if not (hang.kind == "overrun" and delayed):
+                for observer in self.observers:
+                    observer.on_hang(life, hang)
             if life.crash is None:
                 self.crash_process(life, CrashSpec(kind="kill"), point=None)
-            reply = life.proc.kill()
+            reply = life.proc.kill(hang)
         if reply.state == "exited":
             life.dead = True
             error = reply.error

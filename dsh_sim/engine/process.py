@@ -42,12 +42,12 @@ import trio.testing
 
 from dsh_sim.adapters.simfs.disk import FidelityError
 from dsh_sim.engine.determinism import run_module, seed_scheduler
-from dsh_sim.engine.hang import CHECK_EVERY, KILL_ROUNDS, Hung, crash_tasks
+from dsh_sim.engine.hang import CHECK_EVERY, KILL_ROUNDS, STOP_GRACE, Hung, crash_tasks
 from dsh_sim.engine.instruments import fast_instruments
 from dsh_sim.engine.run_locals import RunLocals
 from dsh_sim.engine.sleepers import Sleepers
 from dsh_sim.engine.sleepers import sleep as timed_sleep
-from dsh_sim.engine.watchdog import WATCHDOG, Stalled
+from dsh_sim.engine.watchdog import WATCHDOG, Stalled, Watch
 
 DEFAULT_HORIZON = 600.0  # virtual seconds a command may run before it stops waiting
 _NO_IO: list[Any] = []  # what the host reports after every batch: no descriptor became ready
@@ -166,24 +166,28 @@ class SimProcess:
     def crash(self) -> Reply:
         return self._send("crash", None)
 
-    def kill(self) -> Reply:
-        """End a hung run (:mod:`dsh_sim.engine.hang`): every task of the program raises
-        :class:`SimulatedCrash` where it waits, and the run unwinds.  A run that still does not
-        end (its code swallows even that) is given up and kept, never collected: closing a
-        trio run from outside would clear whichever run's state is installed at the time."""
+    def kill(self, hang: Hung) -> Reply:
+        """End a run that ``hang`` hung (:mod:`dsh_sim.engine.hang`): every task of the program
+        raises :class:`SimulatedCrash` where it waits, and the run unwinds — round after round
+        while a round still reaches a task (each nested shielded cleanup takes one).  A run
+        that a round no longer reaches, or one trio itself gave up, is given up and kept,
+        never collected: closing a trio run from outside would clear whichever run's state is
+        installed at the time."""
         for _ in range(KILL_ROUNDS):
             if self.exited:  # (a stall can end the run: the watchdog's exception unwound it)
                 return Reply("exited", error=self.exit_error)
             self._parked = None  # the driver too is killed where it waits
             with self._locals.installed():
-                crash_tasks(self._runner, SimulatedCrash, f"process {self.pid} hung and was killed by the harness")
+                reached = crash_tasks(self._runner, SimulatedCrash, f"process {self.pid} hung and was killed by the harness")
             reply = self._step(_NO_IO)
             if reply.state == "exited":
                 return reply
+            if not reached:
+                break
         if self.exited:
             return Reply("exited", error=self.exit_error)
         self.exited = True  # given up: kept in _LIVE, never stepped again
-        self.exit_error = Hung(self.pid, "spin", 0, self._clock.current_time())
+        self.exit_error = hang
         return Reply("exited", error=self.exit_error)
 
     def stop(self) -> Reply:
@@ -212,7 +216,7 @@ class SimProcess:
         reply: Reply | None = None
         try:
             try:
-                reply = self._batches(first)
+                reply = self._batches(first, watch)
             finally:
                 WATCHDOG.disarm(watch)
         except Stalled:  # the watchdog's exception met the host's own code, not the program's
@@ -223,11 +227,12 @@ class SimProcess:
             return Reply("hung", error=Hung(self.pid, "stall", 0, self._clock.current_time()))
         return reply
 
-    def _batches(self, first: Any) -> Reply:
+    def _batches(self, first: Any, watch: Watch) -> Reply:
         send, gen, runner, batches = first, self._gen, self._runner, 0
         queue = runner.entry_queue
         sleeping = self._sleepers.heap
-        still = self._clock.current_time()  # virtual time at the last look (a spin keeps it)
+        clock = self._clock
+        still = started = clock.current_time()  # virtual time at the last look (a spin keeps it)
         while True:
             if sleeping:  # (an empty heap has no sleeper to wake: the common case)
                 self._wake_due()
@@ -237,6 +242,8 @@ class SimProcess:
                 return self._exited(runner.main_task_outcome)
             except BaseException as err:  # trio itself failed: the end of this process
                 return self._exited(outcome.Error(err))
+            if watch.fired:  # the watchdog's stall: no further step before the harness kills it
+                return Reply("hung", error=Hung(self.pid, "stall", batches, clock.current_time()))
             send = _NO_IO
             if queue.queue or queue.idempotent_queue:
                 # trio's own callbacks (``run_sync_soon``: the run's shutdown uses one)
@@ -248,7 +255,9 @@ class SimProcess:
                     if reply is not None:
                         return reply
                 elif not self._sleep_on():  # the driver is busy (unwinding a stop): trio's autojump
-                    return Reply("hung", error=Hung(self.pid, "deadlock", batches, self._clock.current_time()))
+                    return Reply("hung", error=Hung(self.pid, "deadlock", batches, clock.current_time()))
+                elif clock.current_time() - started > STOP_GRACE:
+                    return Reply("hung", error=Hung(self.pid, "overrun", batches, clock.current_time()))
             batches += 1
             if batches % CHECK_EVERY == 0:
                 now = self._clock.current_time()

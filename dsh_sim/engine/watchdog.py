@@ -6,7 +6,10 @@ hang without ever yielding — a failure that raises before its first checkpoint
 in the host's own thread, inside ``gen.send``.  Only time can tell, so one daemon thread per
 host process watches the commands in flight; when one runs past :data:`STALL_SECONDS` of real
 time it raises :class:`Stalled` in the thread that steps it (``PyThreadState_SetAsyncExc``:
-the exception appears at the next bytecode the loop runs, wherever that is).
+the exception appears at the next bytecode the loop runs, wherever that is), again at every
+look until the command ends.  The host returns at the first batch boundary after it fired and
+kills the process; where the exception met trio's own code the run is broken, and it is
+given up rather than stepped again (:meth:`~dsh_sim.engine.process.SimProcess.kill`).
 
 A stall is a finding like a spin, with one difference: the moment it is found is the wall
 clock's, so a run that stalls ends with the same violation in every process but not always
@@ -73,8 +76,8 @@ class Watchdog:
             now = time.monotonic()
             with self._lock:
                 for watch in list(self._armed.values()):
-                    if not watch.fired and now > watch.deadline:
-                        watch.fired = True
+                    if now > watch.deadline:  # again at every look until disarmed: code that
+                        watch.fired = True  # swallows BaseException must not outlast it
                         _raise_in(watch.thread, Stalled)
 
 
