@@ -9,7 +9,7 @@ never returned)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -101,46 +101,44 @@ def test_work_that_takes_virtual_time_is_not_a_spin():
     assert (reply.state, reply.done, reply.value) == ("idle", True, 3 * CHECK_EVERY)
 
 
-def test_a_stop_that_waits_for_nothing_is_a_deadlock():
+def _stopping(cleanup: Callable[[], Awaitable[None]]) -> SimProcess:
+    """A booted process whose graceful stop runs ``cleanup``, shielded, on its way out."""
+
     async def main(proc: SimProcess) -> None:
         proc.ready = True
         try:
             await trio.sleep_forever()
         finally:
             with trio.CancelScope(shield=True):
-                await trio.Event().wait()  # nothing will ever set it
+                await cleanup()
 
-    proc = _process(main)
+    return _process(main)
+
+
+def test_a_stop_that_waits_for_nothing_is_a_deadlock():
+    async def wait_for_nothing() -> None:
+        await trio.Event().wait()  # nothing will ever set it
+
+    proc = _stopping(wait_for_nothing)
     reply = proc.stop()
     assert reply.state == "hung" and isinstance(reply.error, Hung) and reply.error.kind == "deadlock"
     _killed(proc, reply.error)
 
 
 def test_a_stop_that_only_waits_for_a_timer_is_no_deadlock():
-    async def main(proc: SimProcess) -> None:
-        proc.ready = True
-        try:
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.sleep(300)  # a long drain, but one that ends within the grace
+    async def drain() -> None:
+        await trio.sleep(300)  # a long drain, but one that ends within the grace
 
-    proc = _process(main)
-    reply = proc.stop()
+    reply = _stopping(drain).stop()
     assert reply.state == "exited" and reply.error is None
 
 
 def test_a_stop_that_retries_forever_with_pauses_overruns_its_grace():
-    async def main(proc: SimProcess) -> None:
-        proc.ready = True
-        try:
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                while True:  # a failing write retried after a pause: time moves, no spin
-                    await trio.sleep(1.0)
+    async def retry_forever() -> None:
+        while True:  # a failing write retried after a pause: time moves, no spin
+            await trio.sleep(1.0)
 
-    proc = _process(main)
+    proc = _stopping(retry_forever)
     reply = proc.stop()
     assert reply.state == "hung" and isinstance(reply.error, Hung)
     assert (reply.error.kind, reply.error.at) == ("overrun", STOP_GRACE + 1.0)

@@ -223,7 +223,7 @@ class SimProcess:
             pass
         finally:
             self._locals.uninstall(host)
-        if watch.fired or reply is None:
+        if reply is None or (watch.fired and reply.state != "hung"):  # (fired after the last batch)
             return Reply("hung", error=Hung(self.pid, "stall", 0, self._clock.current_time()))
         return reply
 
