@@ -199,11 +199,39 @@ def test_a_loop_that_never_yields_is_stopped_by_the_watchdog(quick_watchdog):
     async def stall() -> None:
         forever()
 
-    proc = _process(_serve)
+    cleaned: list[str] = []
+
+    async def main(proc: SimProcess) -> None:
+        try:
+            await _serve(proc)
+        finally:
+            cleaned.append("cleanup")
+
+    proc = _process(main)
     reply = proc.call(stall)
     assert reply.state == "hung" and isinstance(reply.error, Hung) and reply.error.kind == "stall"
-    proc.kill(reply.error)
-    assert proc.exited
+    assert cleaned == []  # the host stopped at the watchdog: no cleanup runs before the kill
+    _killed(proc, reply.error)
+    assert cleaned == ["cleanup"]
+
+
+def test_the_watchdog_outlasts_code_that_swallows_it(quick_watchdog):
+    swallowed: list[str] = []
+
+    async def stubborn() -> None:
+        while True:
+            try:
+                while True:
+                    pass
+            except BaseException:  # careless code: even the watchdog's exception, twice
+                if len(swallowed) == 2:
+                    raise
+                swallowed.append("Stalled")
+
+    proc = _process(_serve)
+    reply = proc.call(stubborn)
+    assert (reply.state, swallowed) == ("hung", ["Stalled", "Stalled"])
+    _killed(proc, reply.error)
 
 
 def test_the_watchdog_leaves_a_command_that_returns_in_time(quick_watchdog):
