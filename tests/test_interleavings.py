@@ -123,11 +123,37 @@ def test_a_paused_process_is_not_blamed_for_its_window(monkeypatch):
     assert violations(scenario) == {"write_behind_timely"}
 
 
-def test_a_failed_healing_truncation_is_not_a_failed_rollback(monkeypatch):
-    scenario = load(os.path.join(REGRESSIONS, "heal-truncate-fails-after-failed-rollback.json"))
+@pytest.mark.parametrize(
+    "name",
+    [
+        "heal-truncate-fails-after-failed-rollback",  # the heal itself fails
+        "heal-open-fails-after-failed-rollback",  # the flush fails before it reaches the heal
+        "publication-cleanup-unlink-fails",  # a first publication's name cannot be removed
+    ],
+)
+def test_what_a_failed_removal_left_is_not_a_failed_rollback(monkeypatch, name):
+    scenario = load(os.path.join(REGRESSIONS, f"{name}.json"))
     assert violations(scenario) == set()
-    monkeypatch.setattr(storage, "truncation_failed", lambda obs: False)
+    monkeypatch.setattr(storage, "left_by_failed_removal", lambda obs, log: False)
     assert "failed_append_rolled_back" in violations(scenario)
+
+
+def test_only_the_bytes_a_failed_removal_left_are_excused():
+    """The excuse is exact: one byte written since the removal failed, and the flush is judged."""
+    _, sim = run_scenario(load(os.path.join(REGRESSIONS, "heal-open-fails-after-failed-rollback.json")), keep_trace=False)
+    log = sim.disk.read_path(sim.config.log_path)
+    assert log is not None
+
+    class Judge:
+        history = attrs.evolve(sim.history, unhealed=log)
+        corruptions = sim.history.corruptions
+
+    Judge.sim = sim  # type: ignore[attr-defined]
+    assert storage.left_by_failed_removal(Judge, log)
+    assert not storage.left_by_failed_removal(Judge, log + b"x")
+    assert not storage.left_by_failed_removal(Judge, log[:-1])
+    Judge.history = attrs.evolve(sim.history, unhealed=None)
+    assert not storage.left_by_failed_removal(Judge, log)
 
 
 def test_bit_rot_that_reads_as_a_tear_protects_only_what_lies_before_it(monkeypatch):

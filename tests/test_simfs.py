@@ -21,6 +21,7 @@ from dsh_sim.adapters.simfs.crash import (
     PowerCut,
     TornCut,
     apply_power_cut,
+    misfit,
     state_count,
 )
 from dsh_sim.adapters.simfs.disk import apply_op
@@ -91,6 +92,36 @@ def test_crash_states_enumerate_prefixes_tears_and_entries():
         apply_power_cut(after, cut)
         contents.add(after.read_path("/d/f"))
     assert contents == {b"hello" + b" world"[:n] for n in range(7)}
+
+
+def test_a_cut_fits_only_the_state_it_describes():
+    """Every enumerated state fits; a cut naming operations or entries the disk does not have
+    now is refused with the reason, never applied (it would invent a state no crash leaves)."""
+    disk, view = fresh()
+
+    async def main():
+        fd = await view.open("/d/f", NEW)
+        await view.write(fd, b"hello")
+        await view.fsync(fd)
+        await view.ftruncate(fd, 2)
+        await view.write(fd, b" world")
+
+    run(main)
+    ino = disk.resolve("/d/f")
+    assert all(misfit(disk, cut) is None for cut in crash_states(disk))
+    assert all(misfit(disk, cut) is None for cut in crash_states(disk, "reorder"))
+    refused = {
+        "is not a file": PowerCut((TornCut(999),)),
+        "keeps 3": PowerCut((TornCut(ino, 3),)),
+        "a truncation, not a write": PowerCut((TornCut(ino, 0, 1),)),
+        "1 to 5 bytes of its 6-byte write, not 6": PowerCut((TornCut(ino, 1, 6),)),
+        "no unsynced operation after the 2 kept": PowerCut((TornCut(ino, 2, 1),)),
+        "not increasing indexes": PowerCut((TornCut(ino, subset=(1, 0)),)),
+        "has no unsynced entry 'g'": PowerCut((), ((disk.resolve("/d"), "g", True),)),
+    }
+    for reason, cut in refused.items():
+        problem = misfit(disk, cut)
+        assert problem is not None and reason in problem, (reason, problem)
 
 
 def test_fsync_failure_can_drop_dirty_pages_so_a_later_fsync_lies():

@@ -264,8 +264,8 @@ def test_a_migration_cancelled_after_it_published_removes_its_stage():
     unshielded = Edit(
         "runtime.persistence.publication",
         "publish",
-        "    with trio.CancelScope(shield=True):  # a stage left beside the published log is a second hard link to it\n        await unlink_quietly(fs, stage)",
-        "    await unlink_quietly(fs, stage)",
+        "    with trio.CancelScope(shield=True):\n        # Not best effort",
+        "    if True:\n        # Not best effort",
     )
     with applied([unshielded]):
         result, _ = run_scenario(scenario)
@@ -283,3 +283,68 @@ def test_a_flush_whose_own_write_failed_says_so():
     with applied([swallowed]):
         result = faultsweep.sweep(scenario, stop_on_violation=True)
     assert result.violations and "its own write failed" in result.violations[0].violation.message
+
+
+def test_a_stage_the_migration_cannot_remove_fails_the_open_with_its_own_error():
+    """Found by sweeping the whole corpus: a best-effort removal of the stage after the
+    publication left a second hard link, and the same open then refused its own log as unsafe."""
+    scenario = load(os.path.join(REGRESSIONS, "write-path-migration-stage-removal-fails.json"))
+    assert not run_scenario(scenario)[0].violations
+    best_effort = Edit(
+        "runtime.persistence.publication",
+        "publish",
+        "        try:\n            await fs.unlink(stage)\n        except FileNotFoundError:\n            pass\n",
+        "        await unlink_quietly(fs, stage)\n",
+    )
+    with applied([best_effort]):
+        result, _ = run_scenario(scenario)
+    assert any(v.invariant == "recovery_succeeds" and "2 hard links" in v.message for v in result.violations)
+
+
+PARALLEL_GROUP = os.path.join(REGRESSIONS, "tools-parallel-group-mixed-outcomes.json")
+SETTLED_AS_SUCCESS = Edit(
+    "runtime.persistence.write_behind", "_Barrier.settle", "        self._error = error\n", "        self._error = None\n"
+)
+
+
+def test_the_sweep_fails_a_flush_that_other_flushes_wait_on():
+    """A failed flush that settles its barrier as a success lets the parallel calls waiting on
+    it run their bodies before their tool/call is durable.  Only a failure of that very barrier
+    shows it, so every barrier is a position of its own."""
+    scenario = load(PARALLEL_GROUP)
+    assert faultsweep.sweep(scenario).violations == ()
+    with applied([SETTLED_AS_SUCCESS]):
+        result = faultsweep.sweep(scenario, stop_on_violation=True)
+    assert result.violations and result.violations[0].violation.invariant == "checkpoint_before_effect"
+    assert result.violations[0].position.sequence == "tools/execute"
+
+
+def test_barriers_swept_once_per_lifetime_miss_it(monkeypatch):
+    def once_per_lifetime(self):
+        sequence = "barrier" if self.sequence in faultsweep._BARRIERS else self.sequence
+        return (self.lifetime, self.point, self.path, sequence, self.caller)
+
+    monkeypatch.setattr(faultsweep.Position, "key", once_per_lifetime)
+    with applied([SETTLED_AS_SUCCESS]):
+        assert faultsweep.sweep(load(PARALLEL_GROUP), stop_on_violation=True).violations == ()
+
+
+def test_a_scenario_that_expects_a_violation_is_swept_for_new_ones():
+    """no-checkpoint-policy-unsafe breaks verdict_soundness and world_agreement on purpose: those
+    are not the sweep's findings, anything else would be."""
+    result = faultsweep.sweep(load(os.path.join(STARTER, "no-checkpoint-policy-unsafe.json")))
+    assert result.runs > 30 and result.violations == ()
+
+
+def test_a_recorded_power_cut_that_no_longer_fits_cannot_run_as_written():
+    """The sweep's extra write error leaves a truncation where the scenario recorded a tear of
+    a write: applying the cut would invent a state (it used to fail an assertion inside the
+    runtime's cleanup); now the step reports that it cannot run, and the sweep counts it."""
+    scenario = load(os.path.join(STARTER, "torn-none-before-newline.json"))
+    position = next(p for p in faultsweep.positions(scenario) if p.point == "fs.write" and p.hit == 9)
+    result, _ = run_scenario(faultsweep.variant(scenario, position, "error"))
+    assert result.not_applicable is not None
+    assert "is not a post-crash state of this disk" in result.not_applicable
+    assert "a truncation, not a write to tear" in result.not_applicable
+    swept = faultsweep.sweep(scenario)
+    assert 0 < swept.not_applicable < swept.runs and swept.violations == ()

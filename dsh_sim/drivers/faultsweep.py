@@ -12,13 +12,18 @@ remove every temp name it created, and leave a log the oracles accept.
    faultable filesystem point (:data:`SWEPT_POINTS`).  Announcements of the same point on
    the same file in the same durability sequence from the same runtime function are one
    *position* (the second append of a batch runs the same code as the first); the first of
-   each is swept.
+   each is swept.  Barriers (the checkpoints' flushes) are the exception: each one is its own
+   position, because the same code meets different company — a flush that the flushes of a
+   parallel tool group wait on fails all of them at once.
 2. Sweep: for every position and action (an ``error`` — ENOSPC for a write, EIO elsewhere —
    and, where a cleanup follows, a ``cancel``: of the running turn, or during boot of the
    application's session open), replay the scenario with one
    more fault rule striking exactly there, and judge the run with every invariant and oracle
    (``no_residue``: descriptors and stray names; ``eventually_durable``, the reference model,
-   ``errors_documented``...).  Each violation comes with the scenario that replays it.
+   ``errors_documented``...).  Each violation comes with the scenario that replays it.  A
+   scenario that expects a violation is judged by every invariant it holds without the fault.
+   A run where a later step cannot run after the fault (the boot it failed, a recorded crash
+   state it made impossible) ends at that step, judged up to there, and is counted apart.
 
 Cost: one replay per position and action — a few dozen replays of a small scenario.
 """
@@ -44,7 +49,7 @@ from runtime.persistence import context as durability
 
 SWEPT_POINTS = ("fs.open", "fs.write", "fs.fsync", "fs.fsync_dir", "fs.link", "fs.ftruncate", "fs.mkdir", "fs.unlink")
 _TOKEN = re.compile(r"\.[0-9a-f]{8,}\.")  # the random token of a temp or stage name
-# Barriers run one code path (the handle's append): swept once per lifetime, not per barrier.
+# Barriers (every one is a position of its own: see the module's docstring)
 _BARRIERS = {durability.PRE_STEP, durability.LLM_STREAM, durability.TOOLS_EXECUTE, durability.EXPLICIT_FLUSH}
 
 
@@ -52,12 +57,14 @@ _BARRIERS = {durability.PRE_STEP, durability.LLM_STREAM, durability.TOOLS_EXECUT
 # position of every durability sequence these scenarios run, judged by every invariant
 # (no_residue sees a descriptor or temp name a failure path left).  First publication in a
 # process that stops cleanly; make-durable at open and the torn-tail truncation (cancelled opens
-# meet the shielded cleanups); the rollback-heal of open_for_append; migration's stage.
+# meet the shielded cleanups); the rollback-heal of open_for_append; migration's stage; the
+# checkpoint flushes of a parallel tool group, where the flushes of later calls wait on the first.
 SWEEP_SET = (
     "write-path-publication-then-appends",
     "write-path-torn-tail-then-append",
     "write-path-rollback-fails-then-heal-then-close",
     "migration-link-not-yet-durable-then-append",
+    "tools-parallel-group-mixed-outcomes",
 )
 
 
@@ -73,8 +80,8 @@ class Position:
     caller: str  # the runtime function that made the call (the rollback's ftruncate is not the heal's)
 
     def key(self) -> tuple[Any, ...]:
-        sequence = "barrier" if self.sequence in _BARRIERS else self.sequence
-        return (self.lifetime, self.point, _TOKEN.sub(".*.", self.path), sequence, self.caller)
+        where = (self.lifetime, self.point, _TOKEN.sub(".*.", self.path), self.sequence, self.caller)
+        return (*where, self.hit) if self.sequence in _BARRIERS else where
 
     def describe(self) -> str:
         within = f" in {self.sequence}" if self.sequence else ""
@@ -96,6 +103,7 @@ class SweepResult:
     runs: int
     violations: tuple[SweepViolation, ...]
     seconds: float
+    not_applicable: int = 0  # runs that ended early: a step could not run after the fault (why: in their result)
 
 
 class _Counter(Observer):
@@ -158,10 +166,19 @@ def variant(scenario: Scenario, position: Position, action: str) -> Scenario:
         name=f"{scenario.name}-sweep-{action}-{position.point.removeprefix('fs.')}-{position.lifetime}-{position.hit}",
         description=f"failure-path sweep of {scenario.name}: {action} at {position.describe()}",
         fault_plan=(*scenario.fault_plan, rule_for(position, action)),
-        expect=Expectation(outcome="pass"),
+        expect=scenario.expect if scenario.expect.outcome == "violation" else Expectation(outcome="pass"),
         trace_digest=None,
         origin={"found_by": "faultsweep", "from": scenario.name},
     )
+
+
+def _expected_violations(scenario: Scenario) -> frozenset[str]:
+    """What a scenario that expects a violation shows without any extra fault (its unsafe
+    configuration may break more than the one invariant it names): not the sweep's finding."""
+    if scenario.expect.outcome != "violation":
+        return frozenset()
+    result, _ = run_scenario(scenario)
+    return frozenset(v.invariant for v in result.violations)
 
 
 def sweep(
@@ -174,16 +191,19 @@ def sweep(
     started = time.perf_counter()
     found: list[SweepViolation] = []
     places = positions(scenario)
-    runs = 0
+    expected = _expected_violations(scenario)
+    runs = not_applicable = 0
     for position in places:
         for action in actions_for(scenario, position):
             repro = variant(scenario, position, action)
             result, _ = run_scenario(repro)
             runs += 1
-            if result.violations:
+            not_applicable += result.not_applicable is not None
+            unexpected = [v for v in result.violations if v.invariant not in expected]
+            if unexpected:
                 if on_violation is not None:
                     on_violation(repro)
-                found.append(SweepViolation(position, action, result.violations[0], repro))
+                found.append(SweepViolation(position, action, unexpected[0], repro))
                 if stop_on_violation:
-                    return SweepResult(scenario.name, tuple(places), runs, tuple(found), time.perf_counter() - started)
-    return SweepResult(scenario.name, tuple(places), runs, tuple(found), time.perf_counter() - started)
+                    return SweepResult(scenario.name, tuple(places), runs, tuple(found), time.perf_counter() - started, not_applicable)
+    return SweepResult(scenario.name, tuple(places), runs, tuple(found), time.perf_counter() - started, not_applicable)

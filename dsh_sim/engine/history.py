@@ -61,10 +61,15 @@ class History:
     tool_marks: list[ToolMark] = attrs.field(factory=list)  # the tool pipeline's moments, in order
     seeded: SeededLog | None = None
     prior_crash: CrashRecord | None = None  # explore: the crash this simulation starts after
+    # the log (as written) when a truncation or removal failed: the bytes beyond the acknowledged
+    # ones it could not remove stay until an append heals them (cleared by an acknowledgement
+    # or an open)
+    unhealed: bytes | None = None
 
     def acknowledged(self, lifetime: int, events: tuple[Event, ...], log_bytes: bytes | None) -> None:
         """A batch was acknowledged as durable by process ``lifetime``."""
         self.writers.add(lifetime)
+        self.unhealed = None
         for event in events:
             self.acked[event.seq] = event
         if log_bytes is not None:
@@ -77,6 +82,7 @@ class History:
         acknowledgement; records recovered from a torn tail are committed only once
         re-appended, which is acknowledged in its turn.)
         """
+        self.unhealed = None  # what a failed truncation left is this process's committed log now
         for event in events[: len(events) - recovered]:
             self.acked.setdefault(event.seq, event)
         if log_bytes is not None and truncate_to is not None:

@@ -25,6 +25,7 @@ from dsh_sim.adapters.simfs.crash import (
     PowerCut,
     apply_power_cut,
     keep_all,
+    misfit,
     random_state,
     torn_last_write,
 )
@@ -53,6 +54,10 @@ from runtime.adapters.script_model import ScriptedResponse
 from runtime.persistence import context as durability
 from runtime.ports import Ports
 
+# where a failed operation leaves the log's unacknowledged bytes in place: a truncation (a
+# rollback's, or the heal before an append) or the removal of a first publication's name
+REMOVALS = frozenset({"fs.ftruncate", "fs.truncate", "fs.unlink"})
+
 
 class Simulation:
     def __init__(
@@ -73,6 +78,9 @@ class Simulation:
         self.seed = seed
         self.config = config or SimConfig()
         self.plan = plan or FaultPlan()
+        # why a crash could not leave the post-crash state its scenario recorded (the step that
+        # met it reports that it cannot run as written; see crash_process)
+        self.unfit: str | None = None
         self.trace = Trace(keep=keep_trace, enabled=trace)
         self.clock = new_clock()
         self.ids_rng = random.Random(derive_seed(seed, "ids"))
@@ -220,6 +228,8 @@ class Simulation:
                 self.corrupt(rule)
             else:
                 domain = firing
+                if name in REMOVALS:  # the failed removal leaves the log as it is now
+                    self.history.unhealed = self._log_as_written()
                 if rule.action == "tool_failure":  # the body is replaced by a raise (gates.Probe)
                     self.history.tool_marks.append(ToolMark("raised", life.index, str(public.get("call_id")), error=INJECTED_TOOL_FAILURE))
         if self.config.points_take_time:
@@ -268,6 +278,13 @@ class Simulation:
         """Fix the disk at the crash instant, revoke the dead views, record the evidence."""
         evidence = self.evidence(life)
         cut = self.power_cut(crash) if crash.kind == "power" else None
+        problem = misfit(self.disk, cut) if cut is not None and crash.state == "cut" else None
+        if problem is not None:
+            # a recorded state that no crash can leave here is never invented: the process dies
+            # as killed (the disk as it is), and the step reports that it cannot run as written
+            where = f"at {point}" if point is not None else "now"
+            self.unfit = f"the power cut {cut.describe() if cut else ''} {where} is not a post-crash state of this disk: {problem}"
+            crash, cut = CrashSpec(kind="kill"), None
         phase = crash_phase(self.disk, self.config.log_path, crash.kind, cut)
         if cut is not None:
             for other in self.lifetimes:

@@ -310,6 +310,8 @@ RUNNERS: dict[str, Callable[[Simulation, Any], str]] = {
 
 def apply(sim: Simulation, step: Step) -> str:
     outcome = RUNNERS[step.op](sim, step.args)
+    if sim.unfit is not None:
+        raise StepNotApplicable(sim.unfit)
     sim.trace.record("step", step.op, outcome)
     sim.notify("on_step", step.op, outcome, step.args)
     return outcome

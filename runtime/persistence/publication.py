@@ -136,8 +136,14 @@ async def publish(fs: FileSystem, ids: Ids, probe: Probe, verifier: Verifier, pr
                     await unlink_quietly(fs, target)
                 await unlink_quietly(fs, stage)
             raise
-    with trio.CancelScope(shield=True):  # a stage left beside the published log is a second hard link to it
-        await unlink_quietly(fs, stage)
+    with trio.CancelScope(shield=True):
+        # Not best effort: a stage left beside the published log is a second hard link to it,
+        # which the write open then refuses as unsafe.  Its failure is the open's own error
+        # (the next open removes the stage as a stale temp before it reads the log).
+        try:
+            await fs.unlink(stage)
+        except FileNotFoundError:
+            pass
 
 
 async def link_stage(fs: FileSystem, stage: str, target: str) -> None:

@@ -147,6 +147,43 @@ def torn_last_write(disk: Disk, ino: int | None, fraction: float) -> PowerCut:
     return PowerCut(tuple(files), cut.entries)
 
 
+def misfit(disk: Disk, cut: PowerCut) -> str | None:
+    """Why ``cut`` is not a post-crash state of the disk as it is now (``None`` when it is).
+
+    A cut recorded in a scenario names unsynced operations and directory entries of the state
+    it was recorded in; a hand-written one, or one replayed after a change of steps or faults,
+    may name others.  Applying it anyway would invent a state no crash can leave.
+    """
+    names = {(d, n) for d, n in _entry_choices(disk)}
+    for choice in cut.files:
+        node = disk.nodes.get(choice.ino)
+        if not isinstance(node, FileNode):
+            return f"ino {choice.ino} is not a file"
+        ops = node.pending
+        if not ops:
+            return f"file ino {choice.ino} has no unsynced operation"
+        if choice.subset is not None:
+            if list(choice.subset) != sorted(set(choice.subset)) or any(not 0 <= i < len(ops) for i in choice.subset):
+                return (
+                    f"file ino {choice.ino}: subset {list(choice.subset)} is not increasing indexes of its {len(ops)} unsynced operation(s)"
+                )
+            continue
+        if not 0 <= choice.keep_ops <= len(ops):
+            return f"file ino {choice.ino} has {len(ops)} unsynced operation(s), the cut keeps {choice.keep_ops}"
+        if choice.torn_bytes is not None:
+            if choice.keep_ops == len(ops):
+                return f"file ino {choice.ino}: no unsynced operation after the {choice.keep_ops} kept to tear"
+            op = ops[choice.keep_ops]
+            if not isinstance(op, WriteOp):
+                return f"file ino {choice.ino}: unsynced operation {choice.keep_ops} is a truncation, not a write to tear"
+            if not 0 < choice.torn_bytes < len(op.data):
+                return f"file ino {choice.ino}: a tear keeps 1 to {len(op.data) - 1} bytes of its {len(op.data)}-byte write, not {choice.torn_bytes}"
+    for d, name, _ in cut.entries:
+        if (d, name) not in names:
+            return f"directory ino {d} has no unsynced entry {name!r}"
+    return None
+
+
 def apply_power_cut(disk: Disk, cut: PowerCut) -> None:
     """Replace the disk's state by the post-crash state ``cut`` (unlisted: unsynced lost)."""
     chosen = {f.ino: f for f in cut.files}

@@ -18,6 +18,7 @@ def summary(result: SweepResult, saved: dict[int, str]) -> dict[str, Any]:
         "scenario": result.scenario,
         "positions": len(result.positions),
         "runs": result.runs,
+        "not_applicable": result.not_applicable,
         "violations": [
             {
                 "invariant": found.violation.invariant,
@@ -44,7 +45,10 @@ def main(args: Any) -> int:
         out.append(summary(result, saved))
         if not args.json:
             s = out[-1]
-            print(f"{path}: {s['runs']} runs over {s['positions']} positions in {s['seconds']}s; {len(s['violations'])} violation(s)")
+            apart = f" ({s['not_applicable']} ended early: a step could not run after the fault)" if s["not_applicable"] else ""
+            print(
+                f"{path}: {s['runs']} runs{apart} over {s['positions']} positions in {s['seconds']}s; {len(s['violations'])} violation(s)"
+            )
             for v in s["violations"]:
                 print(f"  VIOLATION {v['invariant']} after {v['action']} at {v['position']}")
                 print(f"    {v['message'].splitlines()[0]}")

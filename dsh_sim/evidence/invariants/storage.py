@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from dsh_sim.adapters.simfs.frames import layouts_safe
+from dsh_sim.engine.media import as_written
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracle import readable_records
 from dsh_sim.evidence.oracles.event_records import first_mismatch
@@ -191,31 +192,31 @@ def _difference(got: list[dict[str, Any]], want: tuple[dict[str, Any], ...], at:
     return [f"expected {show(want)}", f"found {show(got)}"]
 
 
-def truncation_failed(obs: Judge) -> bool:
-    """The failure is a truncation's: a rollback's, or the healing one before an append that
-    removes what an earlier failed rollback left.  Those bytes cannot be removed now; the
-    append did not run on top of them, and the next one heals the file first."""
-    return bool(obs.faults) and obs.faults[-1].point == "fs.ftruncate"
+def left_by_failed_removal(obs: Judge, log: bytes) -> bool:
+    """The log is, byte for byte, what a failed removal left: a rollback's truncation, the
+    healing one before an append (of what an earlier failed rollback left), or the unlink of a
+    first publication's name whose directory fsync failed.  Those bytes cannot be removed now;
+    this append added nothing on top of them (it failed at that removal, or before it wrote, as
+    when the descriptor's open failed), and the next one heals the file first.  Anything
+    written since the removal failed is judged."""
+    return obs.history.unhealed is not None and as_written(log, obs.corruptions, obs.sim.config.log_path) == obs.history.unhealed
 
 
 def check_failed_append(obs: Judge, life: Lifetime, error: BaseException) -> None:
     """After a flush failed: no record beyond the acknowledged ones may remain in the log.
 
-    Skipped when the rollback failed too (the runtime reports both errors, and its next
-    append heals the file first), when the failure is that healing truncation itself (the
-    bytes an earlier failed rollback left could not be removed yet: no append runs on top of
-    them), and when the fault struck the torn-tail rewrite (the torn bytes are a crash's, not
-    this append's).
+    Not a violation when the log is exactly what a failed removal left (the rollback failed
+    too, or an earlier failed rollback's bytes could not be healed yet: see
+    :func:`left_by_failed_removal`), and skipped when the fault struck the torn-tail
+    rewrite (the torn bytes are a crash's, not this append's).
     """
     if isinstance(error, BaseExceptionGroup):
         return
     if obs.faults and obs.faults[-1].durability_step == "torn-tail rewrite":
         return
-    if truncation_failed(obs):
-        return
     obs.count("failed_append_rolled_back")
     data = obs.sim.disk.read_path(obs.sim.config.log_path)
-    if data is None:
+    if data is None or left_by_failed_removal(obs, data):
         return
     readable = readable_records(data, obs.sim.config.compression)
     stored_at_open = len(life.report.events) if life.report is not None else 0  # committed before this process
