@@ -53,7 +53,7 @@ def _normal(record: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("name", ["boundary-2-3-pay", "torn-none-mid-line", "approval-never", "two-writers"])
 def test_projection_is_the_inverse_of_the_migration(name: str) -> None:
     scenario = api.load(os.path.join(STARTER, f"{name}.json"))
-    points, sim, _ = record(scenario)
+    points, sim, _, _ = record(scenario)
     compression, checked = sim.config.compression, 0
     for cp in points[:: max(1, len(points) // 12)] + points[-1:]:
         data = Disk.from_image(cp.image).read_path(sim.config.log_path)
@@ -82,7 +82,7 @@ def test_a_torn_raw_record_stays_one_torn_line() -> None:
     """An assistant message with a stream, whole but without its newline: in v0 only the message
     line stands for it, still without its newline (its chunks as whole lines would be kept)."""
     scenario = api.load(os.path.join(STARTER, "torn-none-before-newline.json"))
-    points, sim, _ = record(scenario)
+    points, sim, _, _ = record(scenario)
     data = Disk.from_image(points[-1].image).read_path(sim.config.log_path)
     assert data is not None
     lines = data.split(b"\n")

@@ -32,7 +32,7 @@ def test_exhaustive_under_the_prefix_model_and_clean_on_the_correct_runtime():
 
 
 def test_recovery_starts_from_the_recorded_state_not_a_replayed_prefix():
-    points, _, _ = record(scenario("boundary-2-3-pay"))
+    points, _, _, _ = record(scenario("boundary-2-3-pay"))
     result = explore(scenario("boundary-2-3-pay"))
     assert len(result.points) == len(points)
     distinct = sum(not s.shared for s in result.states)
@@ -95,7 +95,7 @@ def test_a_recovery_starts_from_the_post_crash_disk_of_its_state():
     from dsh_sim.adapters.simfs.disk import Disk
     from dsh_sim.drivers.explore import _CrashLayouts, post_crash_disk
 
-    points, recorded, _ = record(scenario("boundary-1-2-batch_pay"))
+    points, recorded, _, _ = record(scenario("boundary-1-2-batch_pay"))
     layouts = _CrashLayouts("both", "prefix", recorded.config.log_path)
     powered = 0
     for cp in points:
@@ -104,3 +104,23 @@ def test_a_recovery_starts_from_the_post_crash_disk_of_its_state():
             assert copy.image() == again.image() and (copy.next_ino, copy.ops, copy.locks) == (again.next_ino, again.ops, again.locks)
             powered += cut is not None
     assert powered
+
+
+def test_a_step_that_cannot_run_stops_the_recording_and_is_reported(tmp_path, capsys):
+    """Explore used to skip a step that cannot run and go on with the next ones, exploring a run
+    the scenario does not describe; now the recording stops there, like replay, and says so."""
+    import json
+
+    from dsh_sim.cli.main import main
+
+    with open(os.path.join(STARTER, "torn-none-before-newline.json")) as f:
+        document = json.load(f)
+    document["steps"][1]["args"]["rule"]["crash"]["cut"]["files"][0]["torn_bytes"] = 99999  # no such tear
+    path = tmp_path / "bad-cut.json"
+    path.write_text(json.dumps(document))
+    result = explore(load(str(path)))
+    assert result.not_applicable is not None and result.not_applicable.startswith("step 4 ")
+    assert "is not a post-crash state of this disk" in result.not_applicable
+    assert max(p.step_index for p in result.points) == 4  # nothing after the step that could not run
+    assert main(["explore", str(path), "--found-dir", str(tmp_path / "found")]) == 1
+    assert "NOT EXPLORED past step 4" in capsys.readouterr().out

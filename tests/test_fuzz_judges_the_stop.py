@@ -40,8 +40,9 @@ def _found(tmp_path, *edits: Edit, seed: int = 3, saved: list | None = None):  #
         return str(tmp_path / f"{scenario.name}.json")
 
     with capture_runtime_logs(), applied(list(edits)):
-        # 12 rules per example, the fuzz profile's count when these seeds were chosen: at seed 8 the
-        # only failing stop is in an example Hypothesis discards (the profile's 50 draws others)
+        # 12 rules per example, the fuzz profile's count when these seeds were chosen: at seed 24 the
+        # only failing stop is in an example Hypothesis discards (the profile's 50 draws others;
+        # seeds are re-chosen when the draw changes — at 6bebc92 it was seed 8)
         run = fuzz("durability", seed=seed, examples=150, budget=1e9, on_found=keep, minimize_budget=0.0, shrink_budget=2.0, steps=12)
     return run
 
@@ -64,11 +65,11 @@ def test_the_correct_stop_passes_the_same_examples(tmp_path) -> None:  # type: i
 
 
 def test_a_failed_stop_of_an_example_hypothesis_discards_is_found_and_replays(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """At seed 8 the only example of the 150 whose stop loses events is one Hypothesis ran out
+    """At seed 24 the only example of the 150 whose stop loses events is one Hypothesis ran out
     of data for: found through ``unreported``, saved, and its replay fails the same way."""
     saved: list = []
     with applied([AT_ONCE]):
-        run = _found(tmp_path, seed=8, saved=saved)
+        run = _found(tmp_path, seed=24, saved=saved)
         assert run.found is not None, "the failed stop of a discarded example went unreported"
         assert run.found.invariant == "eventually_durable", run.found.message
         (scenario,) = saved
@@ -77,7 +78,7 @@ def test_a_failed_stop_of_an_example_hypothesis_discards_is_found_and_replays(tm
 
 
 def test_the_same_examples_miss_it_when_the_discarded_stop_is_not_reported(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    run = _found(tmp_path, AT_ONCE, UNREPORTED_STOP, seed=8)
+    run = _found(tmp_path, AT_ONCE, UNREPORTED_STOP, seed=24)
     assert run.found is None, run.found.message if run.found else ""
 
 

@@ -12,7 +12,7 @@ import pytest
 from dsh_sim.adapters.observed import ToolMark
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.oracles import cancellation
-from dsh_sim.evidence.oracles.schedule import Schedule
+from dsh_sim.evidence.oracles.schedule import Schedule, runs_alone
 from dsh_sim.mutation.patch import Edit, applied
 from dsh_sim.scenario.files import load
 from runtime.tools import registry, scheduler
@@ -71,16 +71,50 @@ def marks(*spec: tuple) -> list[ToolMark]:
     return [ToolMark(kind, 1, call, turn, tool) for kind, call, turn, tool in spec]
 
 
+def SAFE_BALANCE(tool, arguments):
+    return tool == "get_balance"
+
+
+def test_a_call_runs_alone_unless_its_tool_says_exactly_true_for_its_arguments():
+    """The spec's rule over the world tools' own answers: arguments parsed as a call's are
+    (empty is {}, text that is not JSON stays text), a classifier that raises says no."""
+    assert not runs_alone("get_balance", '{"account": "bob"}')
+    assert runs_alone("get_balance", "{}")  # the classifier raises (no account)
+    assert runs_alone("get_balance", "")  # empty is {}: it raises too
+    assert runs_alone("get_balance", "bob")  # not JSON: the text itself, which it cannot index by name
+    assert runs_alone("get_balance", '{"account": 5}')  # says False
+    assert not runs_alone("lookup_payment", "")
+    assert runs_alone("pay", '{"to": "bob", "amount": 1}')
+    assert runs_alone("x", "{}", says=lambda tool, arguments: 1)  # truthy is not True
+
+
+def test_schedule_runs_a_call_alone_when_its_tools_classifier_raises(monkeypatch):
+    """Written apart from the harness: a registry that fails open when a tool's classifier
+    raises runs the call in the parallel group."""
+    assert caught("regressions/tools-classifier-raises-runs-alone.json") == {}
+
+    def fail_open(self, name, arguments):
+        tool = self._tools.get(name)
+        try:
+            return "parallel" if tool.is_concurrency_safe(arguments) is True else "exclusive"
+        except Exception:
+            return "parallel"
+
+    monkeypatch.setattr(registry.ToolRegistry, "execution_mode", fail_open)
+    found = caught("regressions/tools-classifier-raises-runs-alone.json")
+    assert any("the exclusive get_balance call c2" in m for m in found["tool_schedule"])
+
+
 def test_schedule_counts_bodies_against_the_limit():
-    schedule = Schedule(max_parallel=2, safe=frozenset({"get_balance"}))
+    schedule = Schedule(max_parallel=2, says=SAFE_BALANCE)
     run = marks(*[("call", f"c{i}", None, "get_balance") for i in range(3)], *[("body", f"c{i}", None, None) for i in range(3)])
     problems = schedule.feed(run)
     assert [p.call_id for p in problems] == ["c2"] and "over maxParallelToolCalls 2" in problems[0].message
-    assert Schedule(max_parallel=3, safe=frozenset({"get_balance"})).feed(run) == []
+    assert Schedule(max_parallel=3, says=SAFE_BALANCE).feed(run) == []
 
 
 def test_nested_bodies_do_not_count():
-    schedule = Schedule(max_parallel=1, safe=frozenset())
+    schedule = Schedule(max_parallel=1, says=lambda tool, arguments: False)
     run = marks(("call", "c1", None, "batch_pay"), ("body", "c1", None, None), ("body", "c1:nested:0", None, None))
     assert schedule.feed(run) == []
 

@@ -31,6 +31,7 @@ class ToolMark:
     call_id: str | None = None
     turn: int | None = None  # cancel: the turn it struck
     tool: str | None = None  # call: the tool it names
+    arguments: str | None = None  # call: its arguments as its tool/call records them (the model's text)
     # raised: what the body raised — its message, and the name and code a HarnessError carries
     error: tuple[str, str | None, str | None] | None = None
 

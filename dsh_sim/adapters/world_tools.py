@@ -41,6 +41,20 @@ SERVICES: dict[str, tuple[str, str]] = {
     "write_note": ("workspace", "write"),
 }
 CONCURRENCY_SAFE = frozenset({"get_balance", "lookup_payment"})
+
+
+def declared_concurrency_safe(name: str, arguments: Any) -> bool:
+    """A world tool's own answer to "may this call run beside others?" (``is_concurrency_safe``).
+
+    The read-only tools say yes; ``get_balance`` first looks at the account it would read, as a
+    tool whose answer depends on its arguments does, and — like a careless third-party
+    classifier — raises on arguments that have none (the runtime must then run the call alone).
+    """
+    if name == "get_balance":
+        return isinstance(arguments["account"], str)
+    return name in CONCURRENCY_SAFE
+
+
 # What each tool's arguments look like (the scenario reference and ``dsh-sim new`` show these).
 TOOL_EXAMPLES: dict[str, dict[str, Any]] = {
     "pay": {"to": "bob", "amount": 7},
@@ -83,7 +97,7 @@ class WorldTool:
         self.requires_approval = requires_approval
 
     def is_concurrency_safe(self, arguments: Any) -> bool:
-        return self._safe
+        return declared_concurrency_safe(self.name, arguments) if self._safe else False
 
     async def execute(self, ex: ToolExecution) -> ToolResult:
         args = ex.arguments if isinstance(ex.arguments, dict) else {}

@@ -84,7 +84,9 @@ def boundary_scenarios() -> list[Scenario]:
 
 def _torn_cuts(base: Scenario, point: str, occurrence: int) -> dict[str, PowerCut]:
     """Explicit power cuts, one per torn class, for the last unsynced write of the log at a point."""
-    points, _, _ = record(base)
+    points, _, _, stopped = record(base)
+    if stopped is not None:
+        raise LookupError(f"the base scenario {base.name} cannot run: {stopped}")
     log_path = base.sim_config().log_path
     cp = next(p for p in points if p.point == point and p.occurrence == occurrence and p.details.get("path") == log_path)
     disk = Disk.from_image(cp.image)

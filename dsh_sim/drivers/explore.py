@@ -96,6 +96,7 @@ class ExploreResult:
     record_violations: tuple[Violation, ...]
     cases: tuple[dict[str, Any], ...] = ()
     cells: dict[str, Any] = attrs.field(factory=dict)  # matrix -> row -> col -> {possible, explored}
+    not_applicable: str | None = None  # the recording stopped at a step that cannot run (why)
 
     @property
     def violations(self) -> list[tuple[StateResult, Violation]]:
@@ -257,17 +258,23 @@ def repro_scenario(scenario: Scenario, cp: CrashPoint, crash: CrashSpec, cut: Po
     )
 
 
-def record(scenario: Scenario) -> tuple[list[CrashPoint], Simulation, Checker]:
+def record(scenario: Scenario) -> tuple[list[CrashPoint], Simulation, Checker, str | None]:
+    """The recording run: its crash points, and why it stopped early (a step that cannot run,
+    as replay reports it; the steps after it are never explored, and never silently skipped)."""
     sim, checker = simulation_for(scenario)
     recorder = Recorder(sim)
     sim.observers.append(recorder)
+    stopped: str | None = None
     try:
         for index, step in enumerate(scenario.steps):
             recorder.step_index = index
-            run_steps(sim, [step])
+            _, cannot = run_steps(sim, [step])
+            if cannot is not None:
+                stopped = cannot.replace("step 0 ", f"step {index} ", 1)
+                break
     finally:
         sim.shutdown()
-    return recorder.points, sim, checker
+    return recorder.points, sim, checker, stopped
 
 
 def explore(
@@ -288,7 +295,7 @@ def explore(
     the place where a campaign may stop the exploration (it raises)."""
     started = time.perf_counter()
     with mutants.enabled(scenario.mutants), CollectorPolicy() as collector:
-        points, recorded, recorded_checker = record(scenario)
+        points, recorded, recorded_checker, stopped = record(scenario)
         collector.freeze()  # the recording lives as long as the exploration: never traverse it again
         rng = random.Random(derive_seed(scenario.seed, "explore-sample"))
         cache = {} if cache is None else cache
@@ -362,6 +369,7 @@ def explore(
         record_violations=tuple(recorded_checker.violations),
         cases=tuple(cases),
         cells=cells,
+        not_applicable=stopped,
     )
 
 

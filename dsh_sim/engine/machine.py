@@ -59,6 +59,15 @@ from runtime.ports import Ports
 REMOVALS = frozenset({"fs.ftruncate", "fs.truncate", "fs.unlink"})
 
 
+def _logged_arguments(life: Lifetime, details: dict[str, Any]) -> str | None:
+    """The arguments of the tool/call just appended (``details``: its seq), as the log has them."""
+    session = life.agent.session if life.agent is not None else None
+    events = session.events if session is not None else ()
+    seq = details.get("seq")
+    event = next((e for e in reversed(events) if e.seq == seq), None)
+    return event.data.get("arguments") if event is not None and event.type == "tool/call" else None
+
+
 class Simulation:
     def __init__(
         self,
@@ -202,7 +211,10 @@ class Simulation:
             for observer in self.observers:
                 observer.on_acknowledged(life, batch, before, after)
         if name == "tools.call.appended":
-            self.history.tool_marks.append(ToolMark("call", life.index, str(details.get("call_id")), tool=str(details.get("tool"))))
+            call = ToolMark(
+                "call", life.index, str(details.get("call_id")), tool=str(details.get("tool")), arguments=_logged_arguments(life, details)
+            )
+            self.history.tool_marks.append(call)
         elif name == "tools.execute.body":  # the runtime says the body runs next (before any fault fires here)
             self.history.tool_marks.append(ToolMark("dispatch", life.index, str(details.get("call_id"))))
         for observer in self.observers:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from dsh_sim.adapters.world_tools import CONCURRENCY_SAFE
 from dsh_sim.dsh import against as dsh_against
 from dsh_sim.engine.observer import Observer
 from dsh_sim.engine.points import POINTS, spec
@@ -42,7 +41,7 @@ class _Watch:
     grammar: Grammar
     tracker: agreement.Tracker
     fed: int  # events of the live log judged so far
-    blocks: list[tuple[str, str]] = attrs.field(factory=list)  # the open step's tool calls (id, tool)
+    blocks: list[tuple[str, str, str]] = attrs.field(factory=list)  # the open step's tool calls (id, tool, arguments)
 
 
 def _last_turn(events: Any) -> int:
@@ -72,7 +71,7 @@ class Checker(Observer):
         self._stray_at_boot: dict[int, set[str]] = {}
         self._stray_before_step: set[str] = set()  # (a failed boot is judged against what was there before it)
         self._paused_until = float("-inf")
-        self._schedule = Schedule(max_parallel=sim.config.max_parallel_tool_calls, safe=CONCURRENCY_SAFE)
+        self._schedule = Schedule(max_parallel=sim.config.max_parallel_tool_calls)
 
     @classmethod
     def attach(cls, sim: Simulation, **kw: Any) -> Checker:
@@ -274,14 +273,15 @@ class Checker(Observer):
         held = self.sim.config.perturb or any(f.point == "tools.call.appended" and f.lifetime == life.index for f in self.faults)
         for event in fresh:
             if event.type == "assistant/message":
-                watch.blocks = [(b["id"], b["name"]) for b in event.data["message"]["content"] if b.get("type") == "tool-call"]
+                content = event.data["message"]["content"]
+                watch.blocks = [(b["id"], b["name"], b.get("arguments", "")) for b in content if b.get("type") == "tool-call"]
             elif event.type == "step/end" and watch.blocks:
                 marks = self.history.tool_marks
                 cancelled = any(m.kind == "cancel" and m.lifetime == life.index and m.turn == event.data.get("turn") for m in marks)
                 if not held and not cancelled:
                     self.count(oracles.SCHEDULE)
                     limit = self.sim.config.max_parallel_tool_calls
-                    for problem in group_problems(watch.blocks, marks, life.index, max_parallel=limit, safe=CONCURRENCY_SAFE):
+                    for problem in group_problems(watch.blocks, marks, life.index, max_parallel=limit):
                         inv.fail(self, oracles.SCHEDULE, problem.message, problem.call_id)
                 watch.blocks = []
 

@@ -16,21 +16,23 @@ from dsh_sim.adapters.simfs.frames import MAGIC, FrameStructureError, layouts
 
 
 def zstd_cuts(data: bytes) -> dict[int, str]:
+    """Each element of a frame cut one byte short of its end — where a reader's length check
+    that is off by one is the only thing that tells a tear from a whole element — the frame
+    header also right after the magic, the checksum also before its first byte (a frame whose
+    content is whole), and the frame on its boundary."""
     cuts: dict[int, str] = {}
     for layout in layouts(data):
         s = layout.start
-        cuts.setdefault(s + 1, "magic")
+        cuts.setdefault(s + 3, "magic")
         cuts.setdefault(s + 4, "frame-header")
         cuts.setdefault(layout.header_end - 1, "frame-header")
         for block_start, payload_end in layout.blocks:
-            cuts.setdefault(block_start + 1, "block-header")
-            payload = block_start + 3
-            if payload_end > payload:
-                cuts.setdefault(payload + (payload_end - payload) // 2, "block")
+            cuts.setdefault(block_start + 2, "block-header")
+            if payload_end > block_start + 3:
                 cuts.setdefault(payload_end - 1, "block")
         if layout.checksum_start is not None:
             cuts.setdefault(layout.checksum_start, "checksum")
-            cuts.setdefault(layout.checksum_start + 2, "checksum")
+            cuts.setdefault(layout.checksum_start + 3, "checksum")
         cuts.setdefault(layout.end, "frame-boundary")
     return cuts
 

@@ -39,6 +39,7 @@ def summary(result: ExploreResult) -> dict[str, Any]:
             for s, v in result.violations
         ],
         "seconds": round(result.seconds, 3),
+        "not_applicable": result.not_applicable,
     }
 
 
@@ -90,7 +91,7 @@ def main(args: Any) -> int:
             write(doc, args.results if len(docs) == 1 else f"{base}-{index}{ext or '.json'}")
     if args.json:
         emit_json(out)
-    return EXIT_OK if not any(s["violations"] for s in out) else EXIT_VIOLATION
+    return EXIT_OK if not any(s["violations"] or s["not_applicable"] for s in out) else EXIT_VIOLATION
 
 
 def _print(args: Any, path: str, s: dict[str, Any]) -> None:
@@ -101,5 +102,7 @@ def _print(args: Any, path: str, s: dict[str, Any]) -> None:
         f"{path}: {s['explored']}/{s['possible']} crash states checked at {s['crash_points']} points{sampled}; "
         f"{s['recoveries_run']} distinct recoveries in {s['seconds']}s; {len(s['violations'])} violation(s)"
     )
+    if s["not_applicable"]:
+        print(f"  NOT EXPLORED past {s['not_applicable']} (the steps after it never ran)")
     for line in violation_lines(s):
         print(line)

@@ -35,7 +35,8 @@ _PEOPLE = st.sampled_from(["alice", "bob"])
 _ARGUMENTS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "pay": st.fixed_dictionaries({"to": _PEOPLE, "amount": st.integers(1, 50)}),
     "send_message": st.fixed_dictionaries({"to": _PEOPLE, "text": st.sampled_from(["hi", "done"])}),
-    "get_balance": st.fixed_dictionaries({"account": _PEOPLE}),
+    # one read in five has no account: get_balance's classifier raises on it, and the call must run alone
+    "get_balance": st.sampled_from([{"account": "alice"}, {"account": "bob"}, {"account": "alice"}, {"account": "bob"}, {}]),
     "write_note": st.fixed_dictionaries({"path": st.just(WORKSPACE_FILE), "text": st.sampled_from(["a", "b"])}),
     "batch_pay": st.fixed_dictionaries(
         {"payments": st.lists(st.fixed_dictionaries({"to": _PEOPLE, "amount": st.integers(1, 9)}), min_size=1, max_size=2)}

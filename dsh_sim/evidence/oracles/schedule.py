@@ -5,18 +5,39 @@
   no other call's body runs, and no other call starts or runs while its body does.
 
 The facts are the simulator's (:class:`~dsh_sim.adapters.observed.ToolMark`): when each call
-started (its ``tool/call``), when its body began and ended.  Which tool is concurrency-safe is
-the tool's own answer (the simulated tools say it whatever the arguments), never the
-runtime's classification.  Nested calls run inside their parent's body and are not counted.
+started (its ``tool/call``, with its arguments), when its body began and ended.  Whether a call
+is concurrency-safe is its tool's own answer for its arguments, read through the spec's rule
+(:func:`runs_alone`), never the runtime's classification.  Nested calls run inside their
+parent's body and are not counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
 from dsh_sim.adapters.observed import ToolMark
+from dsh_sim.adapters.world_tools import declared_concurrency_safe
+
+Classifier = Callable[[str, Any], bool]  # a tool's own answer: (tool, parsed arguments) -> safe
+
+
+def runs_alone(tool: str, arguments: str | None, says: Classifier = declared_concurrency_safe) -> bool:
+    """A call runs alone unless its tool says exactly ``True`` for its arguments (spec §5.1):
+    they are parsed as a call's arguments are (empty text is ``{}``, text that is not JSON stays
+    text), and a tool whose answer raises has said no."""
+    text = arguments or ""
+    try:
+        parsed: Any = json.loads(text) if text else {}
+    except ValueError:
+        parsed = text
+    try:
+        return says(tool, parsed) is not True
+    except Exception:
+        return True
 
 
 @attrs.frozen
@@ -28,15 +49,16 @@ class Problem:
 @attrs.define
 class _Process:
     tools: dict[str, str] = attrs.field(factory=dict)  # top-level call id -> tool
+    alone: dict[str, bool] = attrs.field(factory=dict)  # top-level call id -> it runs alone (exclusive)
     running: dict[str, str] = attrs.field(factory=dict)  # bodies in flight, in start order
 
 
 class Schedule:
     """Judges the marks incrementally: :meth:`feed` the run's mark list as it grows."""
 
-    def __init__(self, *, max_parallel: int, safe: frozenset[str]) -> None:
+    def __init__(self, *, max_parallel: int, says: Classifier = declared_concurrency_safe) -> None:
         self.max_parallel = max_parallel
-        self.safe = safe
+        self.says = says
         self._seen = 0
         self._processes: dict[int, _Process] = {}
 
@@ -47,9 +69,6 @@ class Schedule:
         self._seen = len(marks)
         return out
 
-    def _exclusive(self, tool: str) -> bool:
-        return tool not in self.safe
-
     def _one(self, mark: ToolMark) -> list[Problem]:
         proc = self._processes.setdefault(mark.lifetime, _Process())
         call = mark.call_id
@@ -57,6 +76,7 @@ class Schedule:
             return []
         if mark.kind == "call":
             proc.tools[call] = str(mark.tool)
+            proc.alone[call] = runs_alone(str(mark.tool), mark.arguments, self.says)
             return self._barrier(proc, call, "started")
         if call not in proc.tools:
             return []  # a nested call: part of its parent's body
@@ -79,10 +99,10 @@ class Schedule:
         if not others:
             return []
         tool = proc.tools[call]
-        blocking = [c for c, t in others.items() if self._exclusive(t)]
+        blocking = [c for c in others if proc.alone[c]]
         if blocking:
             return [Problem(call, f"{tool} call {call} {what} while the exclusive call {blocking[0]} ({others[blocking[0]]}) ran its body")]
-        if self._exclusive(tool):
+        if proc.alone[call]:
             return [
                 Problem(
                     call, f"the exclusive {tool} call {call} {what} while {sorted(others)} ran their bodies (an exclusive call runs alone)"
@@ -92,17 +112,22 @@ class Schedule:
 
 
 def group_problems(
-    blocks: Sequence[tuple[str, str]], marks: Sequence[ToolMark], lifetime: int, *, max_parallel: int, safe: frozenset[str]
+    blocks: Sequence[tuple[str, str, str]],
+    marks: Sequence[ToolMark],
+    lifetime: int,
+    *,
+    max_parallel: int,
+    says: Classifier = declared_concurrency_safe,
 ) -> list[Problem]:
     """Parallel siblings start together (§5.1, §8.9): in each run of consecutive
-    concurrency-safe calls of one step (``blocks``: the model's (call id, tool) in order), the
+    concurrency-safe calls of one step (``blocks``: the model's (call id, tool, arguments) in order), the
     first ``max_parallel`` all start before any of the run's bodies ends — starting a call waits
     for a pool slot, never for a sibling.  (Judged only where nothing else can hold a start back:
     every call of the run started, no cancellation, no perturbation — see the caller.)"""
     out: list[Problem] = []
     runs: list[list[str]] = [[]]
-    for call_id, tool in blocks:
-        if tool in safe:
+    for call_id, tool, arguments in blocks:
+        if not runs_alone(tool, arguments, says):
             runs[-1].append(call_id)
         elif runs[-1]:
             runs.append([])
