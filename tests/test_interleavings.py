@@ -138,6 +138,20 @@ def test_what_a_failed_removal_left_is_not_a_failed_rollback(monkeypatch, name):
     assert "failed_append_rolled_back" in violations(scenario)
 
 
+def test_a_failed_removal_of_another_file_excuses_nothing():
+    """Written apart from the harness: a first publication that removes its link only after the
+    directory fsync succeeded leaves it when that fsync fails.  The scenario's unlink fault then
+    strikes the temp name, not the log: the log's unacknowledged records are judged."""
+    link_flag_late = Edit(
+        "runtime.persistence.durable",
+        "publish_new_file",
+        "        await fs.link(temp, final)\n        linked = True\n        await fs.fsync_dir(posixpath.dirname(final))\n",
+        "        await fs.link(temp, final)\n        await fs.fsync_dir(posixpath.dirname(final))\n        linked = True\n",
+    )
+    with applied([link_flag_late]):
+        assert "failed_append_rolled_back" in violations(load(os.path.join(REGRESSIONS, "publication-cleanup-unlink-fails.json")))
+
+
 def test_only_the_bytes_a_failed_removal_left_are_excused():
     """The excuse is exact: one byte written since the removal failed, and the flush is judged."""
     _, sim = run_scenario(load(os.path.join(REGRESSIONS, "heal-open-fails-after-failed-rollback.json")), keep_trace=False)

@@ -329,11 +329,67 @@ def test_barriers_swept_once_per_lifetime_miss_it(monkeypatch):
         assert faultsweep.sweep(load(PARALLEL_GROUP), stop_on_violation=True).violations == ()
 
 
+UNSAFE = os.path.join(STARTER, "no-checkpoint-policy-unsafe.json")
+
+
 def test_a_scenario_that_expects_a_violation_is_swept_for_new_ones():
     """no-checkpoint-policy-unsafe breaks verdict_soundness and world_agreement on purpose: those
-    are not the sweep's findings, anything else would be."""
-    result = faultsweep.sweep(load(os.path.join(STARTER, "no-checkpoint-policy-unsafe.json")))
-    assert result.runs > 30 and result.violations == ()
+    violations (same message, same call) are not the sweep's findings; a new one of the same
+    invariant is (a result that loses its error info, written apart from the harness)."""
+    result = faultsweep.sweep(load(UNSAFE))
+    assert result.runs > 30 and result.violations == () and result.baseline == ()
+    error_dropped = Edit(
+        "runtime.tools.scheduler", "StepTools._commit", '        if info is not None:\n            data["error"] = info\n', ""
+    )
+    with applied([error_dropped]):
+        result = faultsweep.sweep(load(UNSAFE), stop_on_violation=True)
+    assert result.violations and "carries error None" in result.violations[0].violation.message
+
+
+def test_a_scenario_that_does_not_hold_is_reported_not_swept(tmp_path, capsys):
+    """A runtime whose repair misses the first turn no longer shows the scenario's expected
+    violation: comparing the faulted runs with that run would find nothing."""
+    from dsh_sim.cli.main import main
+
+    first_turn_missed = Edit(
+        "runtime.session.repair", "_open_turn_start", "range(len(events) - 1, -1, -1)", "range(len(events) - 1, 0, -1)"
+    )
+    with applied([first_turn_missed]):
+        result = faultsweep.sweep(load(UNSAFE))
+        assert result.baseline and "expected a violation of verdict_soundness" in result.baseline[0]
+        assert main(["sweep", UNSAFE, "--found-dir", str(tmp_path)]) == 1
+    assert "NOT SWEPT: the scenario itself does not hold" in capsys.readouterr().out
+
+
+def test_a_recorded_power_cut_met_by_the_final_stop_is_reported(tmp_path):
+    """The final stop of a run flushes and may meet a crash rule too: a cut that does not fit
+    there used to become a kill nobody reported (the scenario passed)."""
+    import json
+
+    document = {
+        "format": "dsh-sim-scenario",
+        "version": 1,
+        "name": "unfit-at-the-final-stop",
+        "machine": "storage",
+        "seed": 7,
+        "fault_plan": [
+            {
+                "point": "fs.fsync",
+                "action": "crash",
+                "hit": 1,
+                "lifetime": 1,
+                "crash": {"kind": "power", "state": "cut", "cut": {"files": [{"ino": 99, "keep_ops": 0}], "entries": []}},
+            }
+        ],
+        "steps": [{"op": "boot", "args": {}}, {"op": "append", "args": {"count": 2}}],
+        "expect": {"outcome": "pass"},
+    }
+    path = tmp_path / "unfit.json"
+    path.write_text(json.dumps(document))
+    result, _ = run_scenario(load(str(path)))
+    assert result.not_applicable is not None and "the final stop cannot run" in result.not_applicable
+    assert "ino 99 is not a file" in result.not_applicable
+    assert explore(load(str(path))).not_applicable == result.not_applicable
 
 
 def test_a_recorded_power_cut_that_no_longer_fits_cannot_run_as_written():

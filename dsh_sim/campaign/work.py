@@ -202,9 +202,10 @@ def _explore(task: ExploreShard, corpus: dict[str, str], ctx: Context, sink: _Si
         docs.append(explore_document(result, label, result.seconds))
         states += len(result.states)
         points += len(result.points)
+        stopped = f"; NOT EXPLORED past {result.not_applicable}" if result.not_applicable else ""
         lines.append(
             f"explored {label}: {sum(result.explored.values())}/{sum(result.possible.values())} states, "
-            f"{len(result.violations)} violation(s), {result.seconds:.1f}s"
+            f"{len(result.violations)} violation(s), {result.seconds:.1f}s{stopped}"
         )
         ctx.progress(index + 1, len(scenarios), label)
     shard_meta = meta(

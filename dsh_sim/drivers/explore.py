@@ -274,6 +274,8 @@ def record(scenario: Scenario) -> tuple[list[CrashPoint], Simulation, Checker, s
                 break
     finally:
         sim.shutdown()
+    if stopped is None and sim.unfit is not None:  # a recorded crash state met by the final stop
+        stopped = f"the final stop cannot run: {sim.unfit}"
     return recorder.points, sim, checker, stopped
 
 

@@ -21,7 +21,9 @@ remove every temp name it created, and leave a log the oracles accept.
    more fault rule striking exactly there, and judge the run with every invariant and oracle
    (``no_residue``: descriptors and stray names; ``eventually_durable``, the reference model,
    ``errors_documented``...).  Each violation comes with the scenario that replays it.  A
-   scenario that expects a violation is judged by every invariant it holds without the fault.
+   scenario that expects a violation is judged against its own run without the fault: a
+   violation it shows there (same invariant, message and call) is not a finding, any other is;
+   a scenario that does not hold as written is reported, not swept.
    A run where a later step cannot run after the fault (the boot it failed, a recorded crash
    state it made impossible) ends at that step, judged up to there, and is counted apart.
 
@@ -38,7 +40,7 @@ from typing import Any
 
 import attrs
 
-from dsh_sim.drivers.replay import run_scenario, run_steps, simulation_for
+from dsh_sim.drivers.replay import judge, run_scenario, run_steps, simulation_for
 from dsh_sim.engine.faults import FaultRule
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.observer import Observer
@@ -104,6 +106,7 @@ class SweepResult:
     violations: tuple[SweepViolation, ...]
     seconds: float
     not_applicable: int = 0  # runs that ended early: a step could not run after the fault (why: in their result)
+    baseline: tuple[str, ...] = ()  # the scenario itself does not hold (then nothing is swept)
 
 
 class _Counter(Observer):
@@ -172,13 +175,14 @@ def variant(scenario: Scenario, position: Position, action: str) -> Scenario:
     )
 
 
-def _expected_violations(scenario: Scenario) -> frozenset[str]:
-    """What a scenario that expects a violation shows without any extra fault (its unsafe
-    configuration may break more than the one invariant it names): not the sweep's finding."""
-    if scenario.expect.outcome != "violation":
-        return frozenset()
+def _baseline(scenario: Scenario) -> tuple[frozenset[tuple[str, str, str | None]], tuple[str, ...]]:
+    """The scenario without any extra fault: the violations it shows (a scenario that expects one
+    may break more than the invariant it names — the same violation, same message and call,
+    under a fault is not the sweep's finding; any other is), and its problems if it does not
+    hold as written (then there is nothing to compare the faulted runs with)."""
     result, _ = run_scenario(scenario)
-    return frozenset(v.invariant for v in result.violations)
+    shown = frozenset((v.invariant, v.message, v.call_id) for v in result.violations)
+    return shown, tuple(judge(scenario, result, check_digest=False))
 
 
 def sweep(
@@ -190,8 +194,10 @@ def sweep(
     """Replay ``scenario`` once per position and action with that fault added; every run judged."""
     started = time.perf_counter()
     found: list[SweepViolation] = []
+    expected, problems = _baseline(scenario)
+    if problems:
+        return SweepResult(scenario.name, (), 1, (), time.perf_counter() - started, baseline=problems)
     places = positions(scenario)
-    expected = _expected_violations(scenario)
     runs = not_applicable = 0
     for position in places:
         for action in actions_for(scenario, position):
@@ -199,7 +205,7 @@ def sweep(
             result, _ = run_scenario(repro)
             runs += 1
             not_applicable += result.not_applicable is not None
-            unexpected = [v for v in result.violations if v.invariant not in expected]
+            unexpected = [v for v in result.violations if (v.invariant, v.message, v.call_id) not in expected]
             if unexpected:
                 if on_violation is not None:
                     on_violation(repro)

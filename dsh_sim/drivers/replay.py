@@ -123,6 +123,8 @@ def run_scenario(scenario: Scenario, *, keep_trace: bool = False) -> tuple[RunRe
             outcomes, not_applicable = run_steps(sim, scenario.steps, checker=checker, until=until)
         finally:
             sim.shutdown()
+    if not_applicable is None and sim.unfit is not None:  # a recorded crash state met by the final stop
+        not_applicable = f"the final stop cannot run: {sim.unfit}"
     data = sim.disk.read_path(sim.config.log_path)
     session_sha256 = hashlib.sha256(data).hexdigest() if data is not None else None
     sim.trace.record("session-bytes", session_sha256)  # same digest ⇒ same session bytes

@@ -54,7 +54,7 @@ from runtime.adapters.script_model import ScriptedResponse
 from runtime.persistence import context as durability
 from runtime.ports import Ports
 
-# where a failed operation leaves the log's unacknowledged bytes in place: a truncation (a
+# where a failed operation on the log leaves its unacknowledged bytes in place: a truncation (a
 # rollback's, or the heal before an append) or the removal of a first publication's name
 REMOVALS = frozenset({"fs.ftruncate", "fs.truncate", "fs.unlink"})
 
@@ -240,8 +240,8 @@ class Simulation:
                 self.corrupt(rule)
             else:
                 domain = firing
-                if name in REMOVALS:  # the failed removal leaves the log as it is now
-                    self.history.unhealed = self._log_as_written()
+                if name in REMOVALS and public.get("path") == self.config.log_path:
+                    self.history.unhealed = self._log_as_written()  # the failed removal leaves the log as it is now
                 if rule.action == "tool_failure":  # the body is replaced by a raise (gates.Probe)
                     self.history.tool_marks.append(ToolMark("raised", life.index, str(public.get("call_id")), error=INJECTED_TOOL_FAILURE))
         if self.config.points_take_time:

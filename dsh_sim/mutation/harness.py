@@ -142,6 +142,8 @@ def sweep_set(scenarios: list[Scenario]) -> list[Scenario]:
 def check_sweep(scenario: Scenario) -> None:
     """Every failure path of the scenario's durability sequences leaves what the oracles accept."""
     result = sweep(scenario, stop_on_violation=True)
+    if result.baseline:
+        raise MutantNoticed(f"sweep {scenario.name}: the scenario itself does not hold: {result.baseline[0]}")
     if result.violations:
         found = result.violations[0]
         raise MutantNoticed(f"sweep {scenario.name}: {found.action} at {found.position.describe()}: {found.violation.describe()}")

@@ -19,6 +19,7 @@ def summary(result: SweepResult, saved: dict[int, str]) -> dict[str, Any]:
         "positions": len(result.positions),
         "runs": result.runs,
         "not_applicable": result.not_applicable,
+        "baseline": list(result.baseline),
         "violations": [
             {
                 "invariant": found.violation.invariant,
@@ -49,10 +50,12 @@ def main(args: Any) -> int:
             print(
                 f"{path}: {s['runs']} runs{apart} over {s['positions']} positions in {s['seconds']}s; {len(s['violations'])} violation(s)"
             )
+            for problem in s["baseline"]:
+                print(f"  NOT SWEPT: the scenario itself does not hold: {problem}")
             for v in s["violations"]:
                 print(f"  VIOLATION {v['invariant']} after {v['action']} at {v['position']}")
                 print(f"    {v['message'].splitlines()[0]}")
                 print(f"    replay: dsh-sim replay {v['scenario']}")
     if args.json:
         emit_json(out)
-    return EXIT_OK if not any(s["violations"] for s in out) else EXIT_VIOLATION
+    return EXIT_OK if not any(s["violations"] or s["baseline"] for s in out) else EXIT_VIOLATION
