@@ -23,6 +23,16 @@ PUBLICATION = os.path.join(REGRESSIONS, "write-path-publication-then-appends.jso
 DURABLE = "runtime.persistence.durable"
 
 
+def _holds_but_not_with(regression: str, edit: Edit, invariant: str, text: str) -> None:
+    """The regression holds on the runtime as shipped, and ``edit`` (the bug it guards against)
+    makes it violate ``invariant`` with ``text`` in the message."""
+    scenario = load(os.path.join(REGRESSIONS, f"{regression}.json"))
+    assert not run_scenario(scenario)[0].violations
+    with applied([edit]):
+        result, _ = run_scenario(scenario)
+    assert any(v.invariant == invariant and text in v.message for v in result.violations)
+
+
 def _invariants(result: faultsweep.SweepResult) -> set[str]:
     return {found.violation.invariant for found in result.violations}
 
@@ -259,17 +269,13 @@ def test_an_os_error_no_injected_fault_explains_is_a_bug():
 def test_a_migration_cancelled_after_it_published_removes_its_stage():
     """Found by the sweep: the stage's final removal was not shielded, so a cancelled open left a
     second hard link to the freshly published log."""
-    scenario = load(os.path.join(REGRESSIONS, "write-path-migration-cancelled-after-publication.json"))
-    assert not run_scenario(scenario)[0].violations
     unshielded = Edit(
         "runtime.persistence.publication",
         "publish",
         "    with trio.CancelScope(shield=True):\n        # Not best effort",
         "    if True:\n        # Not best effort",
     )
-    with applied([unshielded]):
-        result, _ = run_scenario(scenario)
-    assert any(v.invariant == "no_residue" and "session.migration." in v.message for v in result.violations)
+    _holds_but_not_with("write-path-migration-cancelled-after-publication", unshielded, "no_residue", "session.migration.")
 
 
 def test_a_flush_whose_own_write_failed_says_so():
@@ -288,17 +294,13 @@ def test_a_flush_whose_own_write_failed_says_so():
 def test_a_stage_the_migration_cannot_remove_fails_the_open_with_its_own_error():
     """Found by sweeping the whole corpus: a best-effort removal of the stage after the
     publication left a second hard link, and the same open then refused its own log as unsafe."""
-    scenario = load(os.path.join(REGRESSIONS, "write-path-migration-stage-removal-fails.json"))
-    assert not run_scenario(scenario)[0].violations
     best_effort = Edit(
         "runtime.persistence.publication",
         "publish",
         "        try:\n            await fs.unlink(stage)\n        except FileNotFoundError:\n            pass\n",
         "        await unlink_quietly(fs, stage)\n",
     )
-    with applied([best_effort]):
-        result, _ = run_scenario(scenario)
-    assert any(v.invariant == "recovery_succeeds" and "2 hard links" in v.message for v in result.violations)
+    _holds_but_not_with("write-path-migration-stage-removal-fails", best_effort, "recovery_succeeds", "2 hard links")
 
 
 PARALLEL_GROUP = os.path.join(REGRESSIONS, "tools-parallel-group-mixed-outcomes.json")

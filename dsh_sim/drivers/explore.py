@@ -27,7 +27,7 @@ from dsh_sim.adapters.simfs.crash import PowerCut, apply_power_cut, crash_states
 from dsh_sim.adapters.simfs.digest import NodeDigests
 from dsh_sim.adapters.simfs.disk import Disk, DiskImage, WriteOp
 from dsh_sim.adapters.simfs.torn import codec_cut_points, torn_class
-from dsh_sim.drivers.replay import run_steps, simulation_for
+from dsh_sim.drivers.replay import run_steps, simulation_for, unfit_at_stop
 from dsh_sim.dsh import against as dsh_against
 from dsh_sim.engine.collector import CollectorPolicy
 from dsh_sim.engine.crash import CrashPoint, crash_phase
@@ -268,14 +268,12 @@ def record(scenario: Scenario) -> tuple[list[CrashPoint], Simulation, Checker, s
     try:
         for index, step in enumerate(scenario.steps):
             recorder.step_index = index
-            _, cannot = run_steps(sim, [step])
-            if cannot is not None:
-                stopped = cannot.replace("step 0 ", f"step {index} ", 1)
+            _, stopped = run_steps(sim, [step], first=index)
+            if stopped is not None:
                 break
     finally:
         sim.shutdown()
-    if stopped is None and sim.unfit is not None:  # a recorded crash state met by the final stop
-        stopped = f"the final stop cannot run: {sim.unfit}"
+    stopped = stopped or unfit_at_stop(sim)
     return recorder.points, sim, checker, stopped
 
 

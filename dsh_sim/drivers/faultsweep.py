@@ -199,17 +199,16 @@ def sweep(
         return SweepResult(scenario.name, (), 1, (), time.perf_counter() - started, baseline=problems)
     places = positions(scenario)
     runs = not_applicable = 0
-    for position in places:
-        for action in actions_for(scenario, position):
-            repro = variant(scenario, position, action)
-            result, _ = run_scenario(repro)
-            runs += 1
-            not_applicable += result.not_applicable is not None
-            unexpected = [v for v in result.violations if (v.invariant, v.message, v.call_id) not in expected]
-            if unexpected:
-                if on_violation is not None:
-                    on_violation(repro)
-                found.append(SweepViolation(position, action, unexpected[0], repro))
-                if stop_on_violation:
-                    return SweepResult(scenario.name, tuple(places), runs, tuple(found), time.perf_counter() - started, not_applicable)
+    for position, action in ((p, a) for p in places for a in actions_for(scenario, p)):
+        repro = variant(scenario, position, action)
+        result, _ = run_scenario(repro)
+        runs += 1
+        not_applicable += result.not_applicable is not None
+        unexpected = [v for v in result.violations if (v.invariant, v.message, v.call_id) not in expected]
+        if unexpected:
+            if on_violation is not None:
+                on_violation(repro)
+            found.append(SweepViolation(position, action, unexpected[0], repro))
+            if stop_on_violation:
+                break
     return SweepResult(scenario.name, tuple(places), runs, tuple(found), time.perf_counter() - started, not_applicable)

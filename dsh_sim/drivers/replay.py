@@ -69,14 +69,15 @@ def simulation_for(
 
 
 def run_steps(
-    sim: Simulation, steps: Sequence[Step], *, checker: Checker | None = None, until: str | None = None
+    sim: Simulation, steps: Sequence[Step], *, checker: Checker | None = None, until: str | None = None, first: int = 0
 ) -> tuple[list[str], str | None]:
     """Apply ``steps`` in order; stop at the first violation ``checker`` reports (if given) —
     or, with ``until``, at the first violation of that invariant (a scenario that expects it
     may pass an earlier, stronger check on its way) — or at a step that cannot run (returned
-    as the second value, a sentence)."""
+    as the second value, a sentence naming the step by its index in the scenario: ``first`` is
+    the index of ``steps[0]``)."""
     outcomes: list[str] = []
-    for index, step in enumerate(steps):
+    for index, step in enumerate(steps, first):
         try:
             outcomes.append(apply(sim, step))
         except StepNotApplicable as err:
@@ -85,6 +86,12 @@ def run_steps(
         if stop:
             break
     return outcomes, None
+
+
+def unfit_at_stop(sim: Simulation) -> str | None:
+    """Why the run's final stop could not run as written: a crash rule it met recorded a power
+    cut that does not fit the disk (:attr:`Simulation.unfit`, set after the last step)."""
+    return f"the final stop cannot run: {sim.unfit}" if sim.unfit is not None else None
 
 
 def simulation_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
@@ -123,8 +130,7 @@ def run_scenario(scenario: Scenario, *, keep_trace: bool = False) -> tuple[RunRe
             outcomes, not_applicable = run_steps(sim, scenario.steps, checker=checker, until=until)
         finally:
             sim.shutdown()
-    if not_applicable is None and sim.unfit is not None:  # a recorded crash state met by the final stop
-        not_applicable = f"the final stop cannot run: {sim.unfit}"
+    not_applicable = not_applicable or unfit_at_stop(sim)
     data = sim.disk.read_path(sim.config.log_path)
     session_sha256 = hashlib.sha256(data).hexdigest() if data is not None else None
     sim.trace.record("session-bytes", session_sha256)  # same digest ⇒ same session bytes
