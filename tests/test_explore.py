@@ -124,3 +124,40 @@ def test_a_step_that_cannot_run_stops_the_recording_and_is_reported(tmp_path, ca
     assert max(p.step_index for p in result.points) == 4  # nothing after the step that could not run
     assert main(["explore", str(path), "--found-dir", str(tmp_path / "found")]) == 1
     assert "NOT EXPLORED past step 4" in capsys.readouterr().out
+
+
+def test_explore_tears_a_frame_one_byte_short_of_its_checksum():
+    """Written apart from the harness: a torn-frame scanner whose checksum length check is off by
+    one reads a frame missing its last checksum byte as whole (and refuses the log).  Only a tear
+    one byte short of an element's end tells; explore cuts every element there."""
+    from dsh_sim.mutation.patch import Edit, applied
+
+    off_by_one = Edit(
+        "runtime.persistence.zstd_frames", "_frame_at", "    if checksum:\n        if n - o < 4:", "    if checksum:\n        if n - o < 3:"
+    )
+    assert explore(scenario("torn-zstd-checksum")).violations == []
+    with applied([off_by_one]):
+        result = explore(scenario("torn-zstd-checksum"), stop_on_violation=True)
+    assert result.violations and result.violations[0][1].invariant in ("recovery_succeeds", "reference_model")
+
+
+@pytest.mark.parametrize("command", ["replay", "explore", "sweep"])
+@pytest.mark.parametrize("field, value", [("keep_ops", -1), ("ino", 0), ("torn_bytes", -3), ("subset", [0, -1])])
+def test_a_cut_no_disk_can_have_is_bad_input(tmp_path, capsys, command, field, value):
+    """One line naming the file and the field, exit 2, nothing written (a cut that could fit some
+    disk but not this one is the scenario's problem instead: it cannot run, see above)."""
+    import json
+
+    from dsh_sim.cli.main import main
+
+    with open(os.path.join(STARTER, "torn-none-before-newline.json")) as f:
+        document = json.load(f)
+    document["steps"][1]["args"]["rule"]["crash"]["cut"]["files"][0][field] = value
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document))
+    found = tmp_path / "found"
+    args = [command, str(path)] + ([] if command == "replay" else ["--found-dir", str(found)])
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and field in err[0]
+    assert not found.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]

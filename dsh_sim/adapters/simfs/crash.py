@@ -23,12 +23,19 @@ from dsh_sim.adapters.simfs.disk import Disk, FileNode, WriteOp, apply_op
 CutPoints = Callable[[WriteOp], Sequence[int]]  # torn lengths of one unsynced write worth a state
 
 
+def _indexes(name: str, value: tuple[int, ...] | None) -> None:
+    if value is not None and any(i < 0 for i in value):
+        raise ValueError(f"'{name}' must hold operation indexes >= 0: {list(value)}")
+
+
 @attrs.frozen
 class TornCut:
-    ino: int
-    keep_ops: int = 0  # prefix model: pending ops applied in full
-    torn_bytes: int | None = None  # bytes of the next op (a write) that also landed
-    subset: tuple[int, ...] | None = None  # reorder model: indexes of the ops that landed
+    ino: int = attrs.field(validator=attrs.validators.ge(1))
+    keep_ops: int = attrs.field(default=0, validator=attrs.validators.ge(0))  # prefix model: pending ops applied in full
+    # bytes of the next op (a write) that also landed
+    torn_bytes: int | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.ge(0)))
+    # reorder model: indexes of the ops that landed
+    subset: tuple[int, ...] | None = attrs.field(default=None, validator=lambda _, a, v: _indexes(a.name, v))
 
     def describe(self) -> str:
         if self.subset is not None:
