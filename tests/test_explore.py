@@ -9,6 +9,7 @@ import pytest
 
 from dsh_sim.drivers.explore import explore, record
 from dsh_sim.drivers.replay import judge, run_scenario
+from dsh_sim.evidence.results import explore_document
 from dsh_sim.scenario.files import load, save_found
 
 STARTER = os.path.join(os.path.dirname(__file__), "..", "scenarios", "starter")
@@ -124,6 +125,10 @@ def test_a_step_that_cannot_run_stops_the_recording_and_is_reported(tmp_path, ca
     assert max(p.step_index for p in result.points) == 4  # nothing after the step that could not run
     assert main(["explore", str(path), "--found-dir", str(tmp_path / "found")]) == 1
     assert "NOT EXPLORED past step 4" in capsys.readouterr().out
+    # and the results document says so too: a report or campaign that reads it sees the gap
+    document = explore_document(result, str(path), result.seconds)
+    gaps = [v for v in document["violations"] if v["source"] == "explore-record"]
+    assert [v["invariant"] for v in gaps] == ["expectation"] and "NOT EXPLORED past step 4" in gaps[0]["message"]
 
 
 def test_explore_tears_a_frame_one_byte_short_of_its_checksum():

@@ -305,5 +305,6 @@ def test_every_invariant_has_a_failing_demonstration():
         "points_truthful",  # tests/test_tool_oracles.py: a probe announcement without its call id, or naming another call
         "dsh_agrees",  # tests/test_dsh_against.py: a reader that drops a torn frame's records, caught by the real DSH
         "no_hang",  # tests/test_hang.py: a graceful stop that retries a failing write forever; spins and deadlocks
+        "approval_policy",  # tests/test_approval_policy.py: the first approval/policy read as the one in force
     }
     assert shown == set(inv.INVARIANTS)

@@ -30,3 +30,28 @@ def test_a_writer_that_skips_the_inode_check_lets_a_second_writer_in():
     with applied([NO_INODE_CHECK]):
         result, _ = run_scenario(load(str(SCENARIO)))
     assert "lock_exclusion" in {v.invariant for v in result.violations}
+
+
+# ``removed``: the stale-lock cleaner leaves the name free.  Written apart from the harness
+# (round 3): a lock file that vanished before the identity check taken as "nothing to compare".
+REMOVED = SCENARIO.with_name("lock-file-removed-while-locking.json")
+VANISHED_ACCEPTED = Edit(
+    "runtime.persistence.lease",
+    "acquire_lock",
+    "        if at_path is not None and (at_path.dev, at_path.ino) == (held.dev, held.ino):",
+    "        if at_path is None or (at_path.dev, at_path.ino) == (held.dev, held.ino):",
+)
+
+
+def test_a_removed_lock_file_is_noticed_by_the_shipped_writer():
+    result, sim = run_scenario(load(str(REMOVED)))
+    assert not result.violations and result.unfired == ()
+    assert sim.disk.resolve(sim.config.log_path.rsplit("/", 1)[0] + "/session.lock") is not None  # locked again at the path
+
+
+def test_a_writer_that_accepts_a_vanished_lock_file_lets_a_second_writer_in():
+    with applied([VANISHED_ACCEPTED]):
+        result, _ = run_scenario(load(str(REMOVED)))
+        replaced, _ = run_scenario(load(str(SCENARIO)))
+    assert "lock_exclusion" in {v.invariant for v in result.violations}
+    assert not replaced.violations  # the replaced file leaves a name at the path: only removal shows this slip

@@ -18,6 +18,9 @@ import time
 
 from dsh_sim.mutation.patch import Edit, StaleMutant, applied
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bugs_round3 import BUGS3
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 P = "runtime.persistence."
 S = "runtime.session."
@@ -335,6 +338,9 @@ BUGS: dict[str, list[Edit]] = {
         )
     ],
 }
+
+
+BUGS.update(BUGS3)  # round 3 (tools/bugs_round3.py)
 
 
 def methods(scenarios: list, *, explore_every: int, fuzz_examples: int) -> dict[str, collections.Counter]:

@@ -24,15 +24,17 @@ class AnswererFailure(RuntimeError):
 class SimAnswerer:
     name = "sim-answerer"
 
-    def __init__(self, answers: list[str], gate: DomainGate, failures: list[str] | None = None) -> None:
+    def __init__(self, answers: list[str], gate: DomainGate, failures: list[str] | None = None, consulted: list[str] | None = None) -> None:
         self._answers = answers  # shared with the simulation (survives lifetimes)
         self._gate = gate
         self.failures = failures if failures is not None else []  # calls whose answerer failed (ground truth)
+        self.consulted = consulted if consulted is not None else []  # request ids it was asked (ground truth)
 
     def apply(self, ctx: PluginContext) -> None:
         ctx.on("approval/request", self._answer)
 
     async def _answer(self, request: Any, next: Next) -> Any:
+        self.consulted.append(str(request.id))
         fault = await self._gate("approval.answer", {"tool": request.tool_name, "call_id": request.call_id})
         if fault is not None and fault.action == "answerer_failure":
             self.failures.append(str(request.call_id))

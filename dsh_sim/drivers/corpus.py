@@ -82,8 +82,10 @@ def boundary_scenarios() -> list[Scenario]:
     return out
 
 
-def _torn_cuts(base: Scenario, point: str, occurrence: int) -> dict[str, PowerCut]:
-    """Explicit power cuts, one per torn class, for the last unsynced write of the log at a point."""
+def _torn_cuts(base: Scenario, point: str, occurrence: int, *, last: bool = False) -> dict[str, PowerCut]:
+    """Explicit power cuts, one per torn class, for the last unsynced write of the log at a point:
+    the first cut of each class (``last``: the last one — in a frame of several blocks, the one
+    in its final block, after the others are whole)."""
     points, _, _, stopped = record(base)
     if stopped is not None:
         raise LookupError(f"the base scenario {base.name} cannot run: {stopped}")
@@ -94,14 +96,23 @@ def _torn_cuts(base: Scenario, point: str, occurrence: int) -> dict[str, PowerCu
     if log is None:
         raise LookupError(f"{log_path} is not on the disk at {point} #{occurrence}")
     node = disk.file(log)
-    last = max(i for i, op in enumerate(node.pending) if isinstance(op, WriteOp))
-    op = node.pending[last]
+    index = max(i for i, op in enumerate(node.pending) if isinstance(op, WriteOp))
+    op = node.pending[index]
     assert isinstance(op, WriteOp)
     cuts: dict[str, PowerCut] = {}
-    for cut, cls in sorted(classify(op.data).items()):
+    for cut, cls in sorted(classify(op.data).items(), reverse=last):
         if 0 < cut < len(op.data) and cls not in cuts:
-            cuts[cls] = PowerCut((TornCut(log, last, cut),))
+            cuts[cls] = PowerCut((TornCut(log, index, cut),))
     return cuts
+
+
+# What recovery does with each torn class's cut (checked against the recovery by the tests)
+_TORN_OUTCOME = {
+    "checksum": "with complete records; recovery truncates the torn frame and re-appends its records",
+    "mid-line": "the last line is cut short; recovery truncates it",
+    "before-newline": "the last line lacks only its newline; a raw torn tail recovers nothing, so recovery truncates it",
+    "line-boundary": "the cut falls between lines; there is no torn tail and every whole line stays",
+}
 
 
 def torn_scenarios() -> list[Scenario]:
@@ -119,17 +130,13 @@ def torn_scenarios() -> list[Scenario]:
                 "lifetime": 1,
                 "crash": {"kind": "power", "state": "cut", "cut": cut.to_json()},
             }
-            with_records = (
-                "with complete records"
-                if cls in ("checksum", "frame-boundary", "line-boundary", "before-newline")
-                else "without complete records"
-            )
+            what = _TORN_OUTCOME.get(cls, "without complete records; recovery truncates the torn frame")
             out.append(
                 _scenario(
                     name=f"torn-{compression}-{cls}",
                     seed=SEED,
                     config={"compression": compression},
-                    description=f"power loss tears the last unsynced {compression} batch ({cls}; {with_records}); recovery truncates and re-appends what is whole",
+                    description=f"power loss tears the last unsynced {compression} batch ({cls}): {what}",
                     steps=(BOOT, arm(rule)) + steps[1:] + (BOOT, prompt(text="after recovery")),
                 )
             )
@@ -141,8 +148,7 @@ def torn_scenarios() -> list[Scenario]:
         {"op": "flush", "args": {}},
     )
     base = _scenario(name="base", seed=SEED, steps=big, machine="storage")
-    cuts = _torn_cuts(base, "fs.fsync", 2)  # the big batch's append fsync
-    cut = cuts["block"]
+    cut = _torn_cuts(base, "fs.fsync", 2, last=True)["block"]  # the big batch's append fsync, torn in its second block
     rule = {
         "point": "fs.fsync",
         "action": "crash",

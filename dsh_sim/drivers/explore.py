@@ -268,8 +268,9 @@ def record(scenario: Scenario) -> tuple[list[CrashPoint], Simulation, Checker, s
     try:
         for index, step in enumerate(scenario.steps):
             recorder.step_index = index
-            _, stopped = run_steps(sim, [step], first=index)
-            if stopped is not None:
+            _, halt = run_steps(sim, [step], first=index)
+            if halt is not None:
+                stopped = halt.sentence()
                 break
     finally:
         sim.shutdown()

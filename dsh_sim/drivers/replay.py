@@ -38,6 +38,7 @@ class RunResult:
     stats: dict[str, Any]
     seconds: float
     cases: tuple[dict[str, Any], ...] = ()  # coverage: one per crash + recovery
+    bridge: tuple[int, Step] | None = None  # the step that would let the stopped one run, at its index
 
     @property
     def invariant(self) -> str | None:
@@ -68,20 +69,34 @@ def simulation_for(
     return sim, Checker.attach(sim, source=source)
 
 
+@attrs.frozen
+class Stopped:
+    """A run stopped at a step that cannot run: its index in the scenario, why, and the step
+    that would let it run (:attr:`StepNotApplicable.bridge`)."""
+
+    index: int
+    step: Step
+    why: str
+    bridge: Step | None
+
+    def sentence(self) -> str:
+        return f"step {self.index} ({describe_step(self.step)}) cannot run: {self.why}"
+
+
 def run_steps(
     sim: Simulation, steps: Sequence[Step], *, checker: Checker | None = None, until: str | None = None, first: int = 0
-) -> tuple[list[str], str | None]:
+) -> tuple[list[str], Stopped | None]:
     """Apply ``steps`` in order; stop at the first violation ``checker`` reports (if given) —
     or, with ``until``, at the first violation of that invariant (a scenario that expects it
     may pass an earlier, stronger check on its way) — or at a step that cannot run (returned
-    as the second value, a sentence naming the step by its index in the scenario: ``first`` is
-    the index of ``steps[0]``)."""
+    as the second value, naming the step by its index in the scenario: ``first`` is the index
+    of ``steps[0]``)."""
     outcomes: list[str] = []
     for index, step in enumerate(steps, first):
         try:
             outcomes.append(apply(sim, step))
         except StepNotApplicable as err:
-            return outcomes, f"step {index} ({describe_step(step)}) cannot run: {err}"
+            return outcomes, Stopped(index, step, str(err), err.bridge)
         stop = checker is not None and checker.violations and (until is None or any(v.invariant == until for v in checker.violations))
         if stop:
             break
@@ -127,10 +142,10 @@ def run_scenario(scenario: Scenario, *, keep_trace: bool = False) -> tuple[RunRe
     with mutants.enabled(scenario.mutants):
         try:
             until = scenario.expect.invariant if scenario.expect.outcome == "violation" else None
-            outcomes, not_applicable = run_steps(sim, scenario.steps, checker=checker, until=until)
+            outcomes, stopped = run_steps(sim, scenario.steps, checker=checker, until=until)
         finally:
             sim.shutdown()
-    not_applicable = not_applicable or unfit_at_stop(sim)
+    not_applicable = stopped.sentence() if stopped is not None else unfit_at_stop(sim)
     data = sim.disk.read_path(sim.config.log_path)
     session_sha256 = hashlib.sha256(data).hexdigest() if data is not None else None
     sim.trace.record("session-bytes", session_sha256)  # same digest ⇒ same session bytes
@@ -145,6 +160,7 @@ def run_scenario(scenario: Scenario, *, keep_trace: bool = False) -> tuple[RunRe
         stats=simulation_stats(sim, checker),
         seconds=time.perf_counter() - started,
         cases=tuple(checker.cases),
+        bridge=(stopped.index, stopped.bridge) if stopped is not None and stopped.bridge is not None else None,
     )
     return result, sim
 

@@ -67,8 +67,8 @@ class Gate:
         errno = ERRNOS[rule.errno]
         if rule.action == "fsync_fail":
             return FsFault("fsync_fail", errno, rule.drop_dirty)
-        if rule.action == "replaced":
-            return FsFault("replaced")
+        if rule.action in ("replaced", "removed"):
+            return FsFault(rule.action)
         return FsFault("error", errno)
 
     def after_fs(self, view: ProcessView, op: str, path: str, outcome: str) -> None:

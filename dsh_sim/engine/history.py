@@ -58,6 +58,7 @@ class History:
     corruptions: list[Corruption] = attrs.field(factory=list)
     writers: set[int] = attrs.field(factory=set)  # lifetimes that acknowledged appends
     answerer_failures: list[str] = attrs.field(factory=list)  # calls whose approval answerer failed
+    approval_consulted: list[str] = attrs.field(factory=list)  # approval request ids the simulated user was asked
     tool_marks: list[ToolMark] = attrs.field(factory=list)  # the tool pipeline's moments, in order
     seeded: SeededLog | None = None
     prior_crash: CrashRecord | None = None  # explore: the crash this simulation starts after
@@ -100,6 +101,7 @@ class History:
             acked_bytes=self.acked_bytes,
             corruptions=list(self.corruptions),
             answerer_failures=list(self.answerer_failures),
+            approval_consulted=list(self.approval_consulted),
             seeded=self.seeded,
         )
 

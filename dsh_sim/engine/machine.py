@@ -90,6 +90,9 @@ class Simulation:
         # why a crash could not leave the post-crash state its scenario recorded (the step that
         # met it reports that it cannot run as written; see crash_process)
         self.unfit: str | None = None
+        # the older runtime a ``source_append`` fault lets append to the historical source: set
+        # by the step that seeded it; returns why it cannot (None: it appended)
+        self.legacy_writer: Callable[[Simulation], str | None] | None = None
         self.trace = Trace(keep=keep_trace, enabled=trace)
         self.clock = new_clock()
         self.ids_rng = random.Random(derive_seed(seed, "ids"))
@@ -238,6 +241,8 @@ class Simulation:
                     life.opening.cancel()
             elif rule.action == "corrupt":
                 self.corrupt(rule)
+            elif rule.action == "source_append":
+                self._legacy_append()
             else:
                 domain = firing
                 if name in REMOVALS and public.get("path") == self.config.log_path:
@@ -247,6 +252,14 @@ class Simulation:
         if self.config.points_take_time:
             await self._take_time(life, name)
         return domain
+
+    def _legacy_append(self) -> None:
+        """A ``source_append`` fault: the legacy writer (set by the step that seeded the source)
+        appends to the historical generation; one that cannot is an unfit fault, reported by the
+        step like an unfit power cut."""
+        why = self.legacy_writer(self) if self.legacy_writer is not None else "no historical source was seeded (seed_v0)"
+        if why is not None and self.unfit is None:
+            self.unfit = f"source_append cannot run: {why}"
 
     async def _take_time(self, life: Lifetime, name: str) -> None:
         """What the configuration says a point costs (only called when
@@ -342,6 +355,7 @@ class Simulation:
             self.approval_answers,
             self.history.answerer_failures,
             self.history.tool_marks,
+            self.history.approval_consulted,
         )
 
     def boot(self, *, secondary: bool = False) -> Lifetime:

@@ -29,6 +29,9 @@ class PointSpec:
 
 
 _FS_ERR = ("error",)
+# an older runtime, still running, appends a turn to the historical source while it is migrated
+# (before publication only: the migration must notice and migrate the grown source)
+_SOURCE_APPEND = ("source_append",)
 _SPECS = [
     # filesystem port (announced by SimFS before each operation takes effect)
     PointSpec("fs.open", "fs", "open a file (create, exclusive, append)", _FS_ERR, ("path", "flags")),
@@ -44,7 +47,7 @@ _SPECS = [
     PointSpec("fs.fstat", "fs", "stat a descriptor", (), ("path",)),
     PointSpec("fs.listdir", "fs", "list a directory", (), ("path",)),
     PointSpec("fs.mkdir", "fs", "create a directory", _FS_ERR, ("path",)),
-    PointSpec("fs.flock", "fs", "take the writer lock (contention)", _FS_ERR + ("replaced",), ("path",)),
+    PointSpec("fs.flock", "fs", "take the writer lock (contention)", _FS_ERR + ("replaced", "removed"), ("path",)),
     # runtime (announced through the probe port)
     PointSpec("agent.turn.start", "runtime", "turn/start appended", (), ("turn",)),
     PointSpec("agent.pre_step", "runtime", "before the agent/pre-step waterfall (checkpoint A)", (), ("turn", "step")),
@@ -99,21 +102,21 @@ _SPECS = [
         "persist.migration.prepared",
         "runtime",
         "write open of a historical log: the source was read and migrated in memory",
-        (),
+        _SOURCE_APPEND,
         ("session_id", "source", "events"),
     ),
     PointSpec(
         "persist.migration.staged",
         "runtime",
         "the migrated generation was written to its temp file and fsynced",
-        (),
+        _SOURCE_APPEND,
         ("session_id", "path", "size"),
     ),
     PointSpec(
         "persist.migration.verified",
         "runtime",
         "the staged generation passed verification; the source identity is rechecked next",
-        (),
+        _SOURCE_APPEND,
         ("session_id", "path", "events"),
     ),
     PointSpec(

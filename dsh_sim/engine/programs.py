@@ -69,6 +69,7 @@ class Surroundings:
     approval_answers: list[str]
     answerer_failures: list[str]
     tool_marks: list[ToolMark]
+    approval_consulted: list[str]
 
 
 def _backend(env: Surroundings) -> JsonlBackend:
@@ -124,7 +125,7 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
         approval_policy=cfg.approval_policy,
     )
     plugins: list[Plugin] = [
-        SimAnswerer(env.approval_answers, gate.domain, env.answerer_failures),
+        SimAnswerer(env.approval_answers, gate.domain, env.answerer_failures, env.approval_consulted),
         SandboxService(SimSandboxProvider(), cfg.workspace, default_mode=cfg.sandbox_mode),
         PipelineWitness(env.tool_marks, life.index),
     ]

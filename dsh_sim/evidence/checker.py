@@ -23,6 +23,7 @@ from dsh_sim.evidence.invariants.closed import check_closed_handle
 from dsh_sim.evidence.invariants.errors import check_flush_reports, check_step_error
 from dsh_sim.evidence.invariants.points import check_announcement
 from dsh_sim.evidence.oracles import agreement
+from dsh_sim.evidence.oracles.approval_policy import PolicyWatch
 from dsh_sim.evidence.oracles.grammar import Grammar
 from dsh_sim.evidence.oracles.schedule import Schedule, group_problems
 
@@ -42,6 +43,7 @@ class _Watch:
     tracker: agreement.Tracker
     fed: int  # events of the live log judged so far
     blocks: list[tuple[str, str, str]] = attrs.field(factory=list)  # the open step's tool calls (id, tool, arguments)
+    policy: PolicyWatch | None = None  # the approval policy in force (None: no approval service)
 
 
 def _last_turn(events: Any) -> int:
@@ -183,7 +185,7 @@ class Checker(Observer):
             oracles.check_residue(self, life, faults_in_life=faulted, stray_at_boot=self._stray_before_step)
         previous = [other for other in self.sim.lifetimes if other.index < life.index]
         crash = next((other.crash for other in reversed(previous) if other.crash is not None), self.history.prior_crash)
-        inv.check_recovery(self, life, crash)
+        inv.check_recovery(self, life, crash, first=crash not in self.recovered_from)
         inv.check_idempotent_keys(self)
         if crash is not None and crash not in self.recovered_from and inv.io_fault_refused(self, life):
             # a boot an injected fault failed may have written before it gave up (a repair append
@@ -256,6 +258,8 @@ class Checker(Observer):
             grammar = Grammar()  # a resumed log is judged from its recovered (closed) end on
             grammar.count, grammar.last_turn = len(recovered), _last_turn(recovered)
             watch = self._live[life.index] = _Watch(grammar, agreement.Tracker(workspace=self.sim.config.workspace), len(recovered))
+            default = self.sim.config.approval_policy
+            watch.policy = PolicyWatch.after(recovered, default) if default is not None else None
         events = life.session.events
         fresh = tuple(events[watch.fed :])
         watch.fed = len(events)
@@ -265,6 +269,8 @@ class Checker(Observer):
             oracles.check_cancellation(self, fresh, life.index)
             oracles.check_result_shape(self, fresh, life.index)
             oracles.check_post_execute(self, fresh, life.index)
+            if watch.policy is not None:
+                oracles.check_approval_policy(self, fresh, watch.policy)
             self._judge_groups(life, watch, fresh)
 
     def _judge_groups(self, life: Lifetime, watch: _Watch, fresh: Any) -> None:

@@ -51,6 +51,9 @@ def explore_document(result: Any, scenario_path: str, seconds: float) -> dict[st
         {"invariant": v.invariant, "message": v.describe(), "scenario": scenario_path, "source": "explore-record"}
         for v in result.record_violations
     ]
+    if result.not_applicable:  # the steps after it were never explored: a gap, reported as replay reports it
+        message = f"NOT EXPLORED past {result.not_applicable} (the steps after it never ran)"
+        violations.append({"invariant": "expectation", "message": message, "scenario": scenario_path, "source": "explore-record"})
     checked: dict[str, int] = {}
     return {
         "meta": meta(

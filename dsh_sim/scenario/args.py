@@ -47,11 +47,21 @@ class ToolCall:
     arguments: Any = attrs.field(factory=dict, validator=_tool_arguments, metadata=doc("the tool's arguments, a JSON object"))
 
 
+FINISH_REASONS = ("max-tokens",)  # a scripted stream's finish besides the natural one
+
+
 @attrs.frozen
 class ModelResponse:
     text: str = attrs.field(default="", validator=text(100_000), metadata=doc("assistant text streamed before the calls"))
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), validator=at_most(MAX_ITEMS), metadata=doc("calls the model emits"))
     chunk_delay: float = attrs.field(default=0.0, validator=number(0.0, 60.0), metadata=doc("virtual seconds between stream parts"))
+    finish: str | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(member(FINISH_REASONS, "finish")),
+        metadata=doc(
+            "how the stream ends — null: naturally (tool-calls, or stop); max-tokens: cut off at the token limit (its calls are never owed)"
+        ),
+    )
 
 
 @attrs.frozen

@@ -42,6 +42,7 @@ ACTION_DOCS = {
     "error": "the filesystem operation fails with `errno`, before any byte lands",
     "fsync_fail": "fsync fails with `errno`; `drop_dirty` drops the dirty pages (Linux behaviour)",
     "replaced": "another process removes the file at the path and creates an empty one there before the lock is taken (a stale-lock cleaner)",
+    "removed": "another process removes the file at the path before the lock is taken, and leaves the name free (a stale-lock cleaner)",
     "request_lost": "the request never reaches the service",
     "duplicate": "the request is delivered twice",
     "timeout": "the call times out (after `delay`)",
@@ -50,6 +51,7 @@ ACTION_DOCS = {
     "answerer_failure": "the approval answerer fails",
     "sandbox_unavailable": "no sandbox backend: the command fails closed",
     "tool_failure": "the tool body raises",
+    "source_append": "an older runtime, still running, appends a turn to the historical source being migrated (needs `seed_v0` of a balanced, untorn log without notes)",
 }
 
 

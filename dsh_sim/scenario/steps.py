@@ -34,6 +34,7 @@ from dsh_sim.scenario.args import (
 )
 from dsh_sim.scenario.v0.describe import describe
 from dsh_sim.scenario.v0.expect import expected_migration
+from dsh_sim.scenario.v0.legacy import legacy_append
 from dsh_sim.scenario.v0.plan import build
 from dsh_sim.scenario.v0.render import render
 from runtime.adapters.script_model import ScriptedResponse, ScriptedToolCall
@@ -54,24 +55,37 @@ def _outcome(life: Lifetime, reply: Any) -> str:
 def _require_live(sim: Simulation) -> Lifetime:
     life = sim.current
     if life is None or life.dead or life.agent is None:
-        raise StepNotApplicable("no live process with an agent")
+        raise StepNotApplicable("no live process with an agent", None if sim.alive else RESTART)
     return life
 
 
 def _require_session(sim: Simulation) -> Lifetime:
     life = sim.current
     if life is None or life.dead or life.session is None:
-        raise StepNotApplicable("no live process with a session")
+        raise StepNotApplicable("no live process with a session", None if sim.alive else RESTART)
     return life
 
 
 class StepNotApplicable(Exception):
-    """The step cannot run in the current state (replay reports this loudly)."""
+    """The step cannot run in the current state (replay reports this loudly).
+
+    ``bridge``, where one exists, is the step that would let it run: a boot where the process
+    is gone (a fault killed it, or failed its boot), a kill where one outlived the crash its
+    scenario placed.  Replay never inserts it; the failure-path sweep does, to follow a run
+    whose course an injected fault changed on to its later boots and recoveries."""
+
+    def __init__(self, why: str, bridge: Step | None = None) -> None:
+        super().__init__(why)
+        self.bridge = bridge
+
+
+RESTART = Step("boot")  # the operator starts the application again
+KILL = Step("crash_now", CrashSpec())  # the process dies where it stands (kill -9, between steps)
 
 
 def op_boot(sim: Simulation, args: object) -> str:
     if sim.alive:
-        raise StepNotApplicable("a process is already running")
+        raise StepNotApplicable("a process is already running", KILL)
     life = sim.boot()
     if life.hung is not None:
         return f"hung:{life.hung.kind}"
@@ -90,7 +104,7 @@ def _arguments(call: ToolCall) -> str:
 def scripted(response: ModelResponse) -> ScriptedResponse:
     """What the scripted model streams for one response of a prompt."""
     calls = tuple(ScriptedToolCall(c.id, c.name, _arguments(c)) for c in response.tool_calls)
-    return ScriptedResponse(response.text, calls, float(response.chunk_delay))
+    return ScriptedResponse(response.text, calls, float(response.chunk_delay), response.finish)
 
 
 def op_prompt(sim: Simulation, args: PromptArgs) -> str:
@@ -285,6 +299,7 @@ def op_seed_v0(sim: Simulation, args: SeedV0Args) -> str:
     if source.damage is not None and expected.refused:
         sim.history.corruptions.append(Corruption(path, source.damage, complete_frame=True))
     sim.history.seeded = SeededLog(path, cfg.log_path, source.data, session)
+    sim.legacy_writer = legacy_append
     migrated: int | str = "refused" if expected.refused else len(expected.records)
     sim.trace.record("seed_v0", path, len(source.data), migrated)
     return f"seeded:v0:{'damaged' if expected.refused else expected.source_events}->{migrated}"

@@ -48,6 +48,7 @@ class ScriptedResponse:
     text: str = ""
     tool_calls: tuple[ScriptedToolCall, ...] = ()
     chunk_delay: float = 0.0
+    finish: str | None = None  # how the stream ends (None: "tool-calls" with calls, else "stop"; e.g. "max-tokens")
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> ScriptedResponse:
@@ -56,7 +57,7 @@ class ScriptedResponse:
             args = call.get("arguments", {})
             raw = args if isinstance(args, str) else json.dumps(args, separators=(",", ":"), sort_keys=True)
             calls.append(ScriptedToolCall(call["id"], call["name"], raw))
-        return cls(obj.get("text", ""), tuple(calls), float(obj.get("chunk_delay", 0.0)))
+        return cls(obj.get("text", ""), tuple(calls), float(obj.get("chunk_delay", 0.0)), obj.get("finish"))
 
     def parts(self) -> list[StreamPart]:
         out: list[StreamPart] = []
@@ -72,7 +73,7 @@ class ScriptedResponse:
             out.append(ToolCallDelta(index, call.id, None, call.arguments[half:]))
             index += 1
         out.append(Usage(input_tokens=10, output_tokens=max(1, len(self.text) // 4)))
-        out.append(Finish("tool-calls" if self.tool_calls else "stop"))
+        out.append(Finish(self.finish or ("tool-calls" if self.tool_calls else "stop")))
         return out
 
 

@@ -234,6 +234,19 @@ class Disk:
                 self.nodes[ino] = attrs.evolve(parent, entries=entries, durable=tuple(sorted(parent.durable + ((part, child),))))
             ino = child
 
+    def append_durable(self, path: str, data: bytes, now_ns: int) -> None:
+        """Another process (not simulated) appends ``data`` to a file and fsyncs it: a writer the
+        simulated processes share the disk with, such as an older runtime still logging to a
+        historical generation.  The file must have nothing unsynced (no simulated process is
+        writing it)."""
+        ino = self.resolve(path)
+        if ino is None:
+            raise FileNotFoundError(path)
+        node = self.file(ino)
+        assert not node.pending and node.volatile == node.durable, f"{path} has unsynced writes of a simulated process"
+        stamp = self.stamp(now_ns)
+        self.nodes[ino] = attrs.evolve(node, volatile=node.volatile + data, durable=node.durable + data, mtime_ns=stamp, ctime_ns=stamp)
+
     def write_file_durable(self, path: str, data: bytes) -> int:
         """Harness setup: a file whose bytes and directory entry are durable from the start.
 

@@ -45,7 +45,7 @@ def _require_mode(mode: object) -> None:
 class FsFault:
     """What the gate asks the view to do instead of (or around) the operation."""
 
-    kind: str  # "error" | "fsync_fail" | "replaced" (another process swapped the file at the path first)
+    kind: str  # "error" | "fsync_fail" | "replaced" | "removed" (another process swapped or removed the file at the path first)
     errno: int = errno.EIO
     drop_dirty: bool = False  # fsync_fail: pages marked clean, data never made durable
 
@@ -380,8 +380,8 @@ class ProcessView:
         path = entry.path if entry else "?"
         fault = await self._enter("flock", path)
         entry = self._fd(fd)
-        if fault is not None and fault.kind == "replaced":
-            self._replace_behind(path)
+        if fault is not None and fault.kind in ("replaced", "removed"):
+            self._replace_behind(path, recreate=fault.kind == "replaced")
         elif fault is not None:
             self._done("flock", path, f"errno:{fault.errno}")
             raise _err(fault.errno, path)
@@ -392,17 +392,20 @@ class ProcessView:
         self.disk.locks[entry.ino] = (self.pid, fd)
         self._done("flock", path)
 
-    def _replace_behind(self, path: str) -> None:
-        """Another process removed the file at ``path`` and created an empty one in its place
-        (a stale-lock cleaner): this descriptor now refers to a file no name reaches."""
+    def _replace_behind(self, path: str, *, recreate: bool) -> None:
+        """Another process removed the file at ``path`` (a stale-lock cleaner) and, with
+        ``recreate``, created an empty one in its place: this descriptor now refers to a file
+        no name reaches."""
         found = lookup(self.disk, path, follow=False)
         if found.ino is None or not isinstance(self.disk.nodes[found.ino], FileNode):
             return
-        ino = self.disk.new_ino()
-        stamp = self.disk.stamp(self._now_ns())
-        self.disk.nodes[ino] = FileNode(ino, mtime_ns=stamp, ctime_ns=stamp)
+        ino: int | None = None
+        if recreate:
+            ino = self.disk.new_ino()
+            stamp = self.disk.stamp(self._now_ns())
+            self.disk.nodes[ino] = FileNode(ino, mtime_ns=stamp, ctime_ns=stamp)
         self._set_entries(found.parent, found.name, ino)
-        self._done("flock", path, "replaced")
+        self._done("flock", path, "replaced" if recreate else "removed")
 
     async def close(self, fd: int) -> None:
         """Like the real adapter's close off the event loop (``trio.to_thread.run_sync``): a

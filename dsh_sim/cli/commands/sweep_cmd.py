@@ -19,6 +19,8 @@ def summary(result: SweepResult, saved: dict[int, str]) -> dict[str, Any]:
         "positions": len(result.positions),
         "runs": result.runs,
         "not_applicable": result.not_applicable,
+        "bridged": result.bridged,
+        "replays": result.replays,
         "baseline": list(result.baseline),
         "violations": [
             {
@@ -46,7 +48,9 @@ def main(args: Any) -> int:
         out.append(summary(result, saved))
         if not args.json:
             s = out[-1]
-            apart = f" ({s['not_applicable']} ended early: a step could not run after the fault)" if s["not_applicable"] else ""
+            bridged = f", {s['bridged']} went on past the fault through a restart or kill" if s["bridged"] else ""
+            early = f", {s['not_applicable']} ended early: a step could not run after the fault" if s["not_applicable"] else ""
+            apart = f" ({(bridged + early).removeprefix(', ')})" if bridged or early else ""
             print(
                 f"{path}: {s['runs']} runs{apart} over {s['positions']} positions in {s['seconds']}s; {len(s['violations'])} violation(s)"
             )

@@ -24,8 +24,10 @@ from dsh_sim.drivers.machines.base import SimulationMachine, is_alive, is_dead
 from dsh_sim.drivers.machines.strategies import FS_POINTS, crash_specs, io_faults, timings, window_write_faults
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.machine import Simulation
+from dsh_sim.engine.points import POINTS
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.scenario.args import Step
+from dsh_sim.scenario.v0.legacy import growth
 from dsh_sim.scenario.v0.strategy import seed_v0_args
 
 STORAGE_POINTS = FS_POINTS + ("persist.batch.durable", "session.flush")
@@ -43,6 +45,9 @@ MIGRATION_POINTS = (
     "fs.unlink",
 )
 boot_crashes = st.one_of(st.none(), st.tuples(st.sampled_from(MIGRATION_POINTS), st.integers(1, 2), crash_specs))
+# where an older runtime, still running, appends a turn to the source (before publication)
+SOURCE_APPEND_POINTS = tuple(p for p in MIGRATION_POINTS if POINTS[p].allows("source_append"))
+source_appends = st.one_of(st.none(), st.sampled_from(SOURCE_APPEND_POINTS))
 
 
 class StorageMachine(SimulationMachine):
@@ -59,8 +64,11 @@ class StorageMachine(SimulationMachine):
         origin=st.one_of(st.just("fresh"), seed_v0_args()),
         boot_crash=boot_crashes,
         timing=timings,
+        source_append=source_appends,
     )
-    def start(self, seed: int, compression: str, origin: str = "fresh", boot_crash: Any = None, timing: Any = None) -> None:
+    def start(
+        self, seed: int, compression: str, origin: str = "fresh", boot_crash: Any = None, timing: Any = None, source_append: Any = None
+    ) -> None:
         self.seed = seed
         cfg = attrs.evolve(type(self).config, compression=compression, approval_tools=(), **(timing or {}))
         self.sim = Simulation(seed, cfg, kind="storage", trace=self.record_trace)
@@ -70,6 +78,8 @@ class StorageMachine(SimulationMachine):
             if boot_crash is not None:
                 point, hit, crash = boot_crash
                 self.do(typed.arm({"point": point, "action": "crash", "hit": hit, "lifetime": 1, "crash": crash}))
+            if source_append is not None and not isinstance(growth(self.sim.history.seeded, compression), str):
+                self.do(typed.arm({"point": source_append, "action": "source_append", "hit": 1, "lifetime": 1}))
         self.do(Step("boot"))
 
     @precondition(is_alive)
@@ -132,6 +142,15 @@ class StorageMachine(SimulationMachine):
     def arm_crash(self, point: str, hit: int, crash: dict[str, Any]) -> None:
         lifetime = len(self._running().lifetimes)
         self.do(typed.arm({"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}))
+
+    @precondition(is_dead)
+    @rule(action=st.sampled_from(["replaced", "removed"]))
+    def arm_lock_race(self, action: str) -> None:
+        """The next boot's lock file is replaced or removed by another process (a stale-lock
+        cleaner) between its open and its flock: the writer must hold a lock its name reaches,
+        or a second writer (the rule after) gets one of its own."""
+        lifetime = len(self._running().lifetimes) + 1
+        self.do(typed.arm({"point": "fs.flock", "action": action, "hit": 1, "lifetime": lifetime}))
 
     @precondition(is_dead)
     @rule(point=st.sampled_from(STORAGE_POINTS + MIGRATION_POINTS[:4]), hit=st.integers(1, 2), crash=crash_specs)

@@ -67,6 +67,9 @@ _APPROVALS = st.lists(st.sampled_from(["allowed-once", "rejected", "unavailable"
 _PROMPT_TEXT = st.sampled_from(["go", "pay please"])
 
 
+_CUT_OFF = st.integers(0, 9).map(lambda n: n == 0)  # one answer with calls in ten (shrinks to not cut off)
+
+
 @st.composite
 def turn_script(draw: st.DrawFn, next_id: list[int]) -> dict[str, Any]:
     """A prompt with 1–3 model responses; tool calls get fresh, concrete call ids."""
@@ -79,7 +82,12 @@ def turn_script(draw: st.DrawFn, next_id: list[int]) -> dict[str, Any]:
             call_id = f"c{next_id[0]}"
             next_id[0] += 1
             calls.append({"id": call_id, "name": name, "arguments": draw(tool_arguments(name, earlier))})
-        responses.append({"text": draw(_RESPONSE_TEXT), "tool_calls": calls} if calls else {"text": "done"})
+        response: dict[str, Any] = {"text": draw(_RESPONSE_TEXT), "tool_calls": calls} if calls else {"text": "done"}
+        if calls:
+            cut_off: bool = draw(_CUT_OFF)
+            if cut_off:  # the token limit cuts the answer off mid-call: the turn ends there
+                response["finish"] = "max-tokens"
+        responses.append(response)
     approvals = draw(_APPROVALS)
     return {"text": draw(_PROMPT_TEXT), "responses": responses, "approvals": approvals}
 

@@ -24,6 +24,7 @@ INVARIANTS: dict[str, str] = {
     "idempotent_retry_converges": "a keyed request to an idempotent service has at most one applied effect, however often it is retried",
     "repair_idempotent": "repair of a repaired log adds nothing; resume continues the seqs with session/end-seed",
     "approval_audit": "approval/asked and approval/decided pair up by id in every turn that was not interrupted",
+    "approval_policy": "every approval decision follows the policy in force when it was asked (the last approval/policy before it, else the configured default): under never the user is not asked and the outcome is rejected (or cancelled); under ask a rejection comes only from the user",
     "approval_gate": "no body of a tool that needs approval runs without an allowed-once decision for that call",
     "fail_closed": "a call refused for cancellation, approval or an unavailable sandbox has no effect in the world",
     "corrupt_frame_refused": "a corrupted complete zstd frame makes recovery refuse the log, never silently repair it",

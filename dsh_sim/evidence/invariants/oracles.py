@@ -14,7 +14,7 @@ from dsh_sim.adapters.simfs.disk import FileNode
 from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.engine.determinism import EPOCH_MS
 from dsh_sim.evidence.invariants.base import Judge, fail
-from dsh_sim.evidence.oracles import agreement, cancellation, post_execute, reference, result_shape
+from dsh_sim.evidence.oracles import agreement, approval_policy, cancellation, post_execute, reference, result_shape
 from dsh_sim.evidence.oracles.grammar import Grammar
 from dsh_sim.evidence.oracles.grammar import problems as grammar_problems
 from dsh_sim.evidence.oracles.schedule import Schedule
@@ -153,6 +153,16 @@ def check_cancellation(obs: Judge, events: Sequence[Any], lifetime: int) -> None
     obs.count(CANCELLATION)
     for problem in cancellation.judge(events, obs.history.tool_marks, lifetime):
         fail(obs, CANCELLATION, problem.message, problem.call_id)
+
+
+APPROVAL_POLICY = "approval_policy"
+
+
+def check_approval_policy(obs: Judge, events: Sequence[Any], watch: approval_policy.PolicyWatch) -> None:
+    """Each new approval decision followed the policy in force when it was asked."""
+    obs.count(APPROVAL_POLICY)
+    for problem in watch.feed(events, obs.history.approval_consulted):
+        fail(obs, APPROVAL_POLICY, problem.message)
 
 
 POST = "post_execute_once"

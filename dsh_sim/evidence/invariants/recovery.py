@@ -49,7 +49,13 @@ def io_fault_refused(obs: Judge, life: Lifetime) -> bool:
     )
 
 
-def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> None:
+def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None, *, first: bool = True) -> None:
+    """Judge the boot of ``life`` after ``crash`` (the latest one).  ``first``: no boot since
+    the crash has opened the log, so the disk still holds the crash image's survivors; after
+    one has (a boot an injected fault failed, a process an I/O error ended), what it wrote or
+    truncated stands between the crash image and this recovery — a torn tail it truncated
+    before the re-append failed is gone, unacknowledged and legitimately — and maximality
+    against the crash image no longer applies."""
     sim = obs.sim
     check_migration_atomic(obs, life)
     error = life.boot_error
@@ -93,7 +99,7 @@ def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> Non
     check_acked(obs, live)
     if crash is not None:
         check_committed_bytes(obs, crash)
-        if not obs.corruptions:
+        if first and not obs.corruptions:
             check_recovery_maximal(obs, crash, stored)
     check_one_result_per_call(obs, on_disk if on_disk is not None else live, repaired=sim.kind == "agent")
     check_verdicts(obs, stored, closers)

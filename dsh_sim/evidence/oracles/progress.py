@@ -8,6 +8,8 @@ as the spec describes the route (§5, §6, §7):
 * the model emits its responses in order; each response with tool calls is one step, and the
   first response without calls ends the turn, which completes — unless step ``max_steps`` (the
   runtime's step limit) still has calls: its calls run, and the turn then ends with an error;
+  a response cut off at the token limit (``finish: max-tokens``) ends the turn ``max-tokens``,
+  and none of its calls appears (a cut-off message never owes tool calls);
 * a call to a tool that needs approval succeeds only when the session's policy is ``ask``
   and the next scripted answer is ``allowed-once`` (``never`` denies without asking; no
   approval service denies; an answer that fails or is not in the vocabulary denies);
@@ -36,7 +38,7 @@ _HANG = "hang"
 class Predicted:
     calls: tuple[tuple[str, str, bool], ...]  # (call id, tool, succeeds) in the model's order
     blocked: bool = False  # a scripted answer hangs: the turn cannot complete on its own
-    ends: str = "completed"  # how the turn ends: "error" when it reaches the step limit
+    ends: str = "completed"  # how the turn ends: "error" when it reaches the step limit, "max-tokens" when cut off
 
 
 def predict(
@@ -52,6 +54,8 @@ def predict(
     answers = list(approvals)
     calls: list[tuple[str, str, bool]] = []
     for step, response in enumerate(responses, 1):
+        if getattr(response, "finish", None) == "max-tokens":
+            return Predicted(tuple(calls), ends="max-tokens")  # cut off: its calls are never owed, the turn ends
         if not response.tool_calls:
             break
         for call in response.tool_calls:
