@@ -3,11 +3,12 @@ kill, on to the recovery after it — and judges that recovery for what it is.""
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from dsh_sim.drivers import faultsweep
 from dsh_sim.drivers.replay import run_scenario
-from dsh_sim.evidence import invariants as inv
+from dsh_sim.evidence.invariants import recovery
 from dsh_sim.scenario.args import Step
 from dsh_sim.scenario.files import load
 from dsh_sim.scenario.steps import KILL, RESTART
@@ -32,7 +33,7 @@ def test_a_boot_the_fault_failed_is_followed_by_a_restart_and_its_recovery(actio
     assert alone.not_applicable is not None and "no live process with an agent" in alone.not_applicable
     assert alone.stats["lifetimes"] == 2  # without the bridge, the recovery after the failure never runs
 
-    result, repro = faultsweep.bridged(faulted)
+    result, repro = faultsweep.run_bridged(faulted)
     assert result.not_applicable is None and result.violations == ()
     assert len(repro.steps) == len(faulted.steps) + 1 and repro.steps[6] == RESTART
     assert "bridged: boot before step 6" in repro.description
@@ -47,7 +48,7 @@ def test_a_process_that_outlives_its_scenarios_crash_is_killed_before_the_next_b
     faulted = faultsweep.variant(scenario, position, "error")
     alone, _ = run_scenario(faulted)
     assert alone.not_applicable is not None and "a process is already running" in alone.not_applicable
-    result, repro = faultsweep.bridged(faulted)
+    result, repro = faultsweep.run_bridged(faulted)
     assert KILL in repro.steps and result.not_applicable is None and result.violations == ()
     assert any(c["kind"] == "kill" and c["point"] is None for c in result.stats["crashes"])
 
@@ -63,22 +64,43 @@ def test_bridges_are_bounded(monkeypatch):
         return faultsweep.attrs.evolve(result, bridge=(0, Step("boot")), not_applicable="step 0 cannot run"), sim
 
     monkeypatch.setattr(faultsweep, "run_scenario", never_applicable)
-    result, repro = faultsweep.bridged(load(PAY))
+    result, repro = faultsweep.run_bridged(load(PAY))
     assert len(calls) == faultsweep.MAX_BRIDGES + 1 and result.not_applicable == "step 0 cannot run"
     assert len(repro.steps) == len(load(PAY).steps) + faultsweep.MAX_BRIDGES
 
 
-def test_maximality_is_judged_against_the_crash_image_only_at_the_first_recovery(monkeypatch):
+def test_maximality_is_judged_against_the_log_the_boot_opened(monkeypatch):
     """After a boot truncated a torn tail and failed to re-append it, the next recovery holds
     fewer records than the crash image did — the truncated, never acknowledged ones — and that
-    is no loss a recovery made.  Judged against the stale image it would be a violation."""
-    result, _ = faultsweep.bridged(_torn_tail_fault("cancel"))
-    assert result.violations == ()
-    real = inv.check_recovery
-    monkeypatch.setattr(inv, "check_recovery", lambda obs, life, crash, first=True: real(obs, life, crash, first=True))
-    stale, _ = faultsweep.bridged(_torn_tail_fault("cancel"))
+    is no loss a recovery made: it is judged against the log it opened.  Judged against the
+    stale crash image it would be a violation."""
+    result, _ = faultsweep.run_bridged(_torn_tail_fault("cancel"))
+    assert result.violations == () and result.stats["checked"]["recovery_maximal"] == 1  # the restart's recovery
+
+    def against_the_crash_image(obs, life, crash, stored):  # the rule before: the last crash's image
+        from dsh_sim.adapters.simfs.disk import Disk
+
+        life.log_at_boot = Disk.from_image(crash.image).read_path(obs.sim.config.log_path)
+        real(obs, life, crash, stored)
+
+    real = recovery.check_recovery_maximal
+    monkeypatch.setattr(recovery, "check_recovery_maximal", against_the_crash_image)
+    stale, _ = faultsweep.run_bridged(_torn_tail_fault("cancel"))
     assert [v.invariant for v in stale.violations] == ["recovery_maximal"]
     assert "medium holds 19 complete, contiguous records" in stale.violations[0].message
+
+
+def test_a_bridged_recovery_is_still_judged_for_records_it_drops():
+    """A boot the fault failed before it touched the log (the lock file's open), then a restart:
+    a reader that drops a torn frame's whole records is caught at the restart's recovery (a rule
+    that judged maximality only at the first recovery after a crash let it pass)."""
+    scenario = load(TORN)
+    lock = next(p for p in faultsweep.positions(scenario) if p.lifetime == 2 and p.point == "fs.open")
+    faulted = attrs.evolve(faultsweep.variant(scenario, lock, "error"), mutants=("read.drop_torn_recovered_records",))
+    clean, repro = faultsweep.run_bridged(attrs.evolve(faulted, mutants=()))
+    assert clean.violations == () and RESTART in repro.steps
+    result, _ = faultsweep.run_bridged(faulted)
+    assert "recovery_maximal" in {v.invariant for v in result.violations}
 
 
 def test_the_whole_sweep_of_a_scenario_goes_on_past_its_faults():

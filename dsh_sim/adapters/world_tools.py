@@ -5,7 +5,7 @@
 | ``pay`` | side effect, idempotency key (the call id) forwarded |
 | ``pay_legacy`` | side effect, service has no idempotency |
 | ``send_message`` | side effect, no idempotency, needs approval |
-| ``get_balance`` / ``lookup_payment`` | read-only, concurrency-safe |
+| ``get_balance`` / ``lookup_payment`` | read-only, concurrency-safe for the arguments they read (see :func:`declared_concurrency_safe`) |
 | ``write_note`` | file write into the simulated workspace |
 | ``batch_pay`` | nested dispatch of ``pay`` calls |
 """
@@ -43,15 +43,21 @@ SERVICES: dict[str, tuple[str, str]] = {
 CONCURRENCY_SAFE = frozenset({"get_balance", "lookup_payment"})
 
 
-def declared_concurrency_safe(name: str, arguments: Any) -> bool:
+def declared_concurrency_safe(name: str, arguments: Any) -> Any:
     """A world tool's own answer to "may this call run beside others?" (``is_concurrency_safe``).
 
     The read-only tools say yes; ``get_balance`` first looks at the account it would read, as a
     tool whose answer depends on its arguments does, and — like a careless third-party
     classifier — raises on arguments that have none (the runtime must then run the call alone).
+    ``lookup_payment`` says ``True`` for arguments it can read as a lookup (an object, even an
+    empty one: the spec parses empty arguments as ``{}``), and otherwise answers with what it was
+    given — raw text that is not JSON (truthy, yet not ``True``: the call runs alone) or
+    ``None`` — as a classifier written in a looser language might.
     """
     if name == "get_balance":
         return isinstance(arguments["account"], str)
+    if name == "lookup_payment":
+        return True if isinstance(arguments, dict) else arguments
     return name in CONCURRENCY_SAFE
 
 
@@ -96,7 +102,7 @@ class WorldTool:
         self._safe = concurrency_safe
         self.requires_approval = requires_approval
 
-    def is_concurrency_safe(self, arguments: Any) -> bool:
+    def is_concurrency_safe(self, arguments: Any) -> Any:  # (a third-party answer: not always a bool)
         return declared_concurrency_safe(self.name, arguments) if self._safe else False
 
     async def execute(self, ex: ToolExecution) -> ToolResult:

@@ -31,8 +31,10 @@ remove every temp name it created, and leave a log the oracles accept.
    it go on (:attr:`StepNotApplicable.bridge`: a boot — the operator restarts the
    application; or a kill between steps) and runs the variant again, up to
    :data:`MAX_BRIDGES` times; the repro of a finding carries its bridges.  A run that still
-   cannot go on (a recorded power cut the fault made impossible, a step with no bridge) ends
-   at that step, judged up to there, and is counted apart.
+   cannot go on ends at that step, judged up to there, and is counted apart: a recorded power
+   cut the fault made impossible, or a step no bridge helps (a second writer before any log is
+   published, a retry of unknown outcomes when the restart recovered none, a prompt while a
+   turn is blocked).
 
 Cost: one replay per position and action, and one more per bridge — a few dozen replays of a
 small scenario (the whole corpus: about 1.5 replays per faulted run).
@@ -115,7 +117,7 @@ class SweepResult:
     violations: tuple[SweepViolation, ...]
     seconds: float
     not_applicable: int = 0  # runs that ended early: a step could not run after the fault (why: in their result)
-    bridged: int = 0  # runs that went on past the fault through inserted steps (a restart, a kill)
+    bridged: int = 0  # runs that went on past the fault through inserted steps (a restart, a kill) to the end
     replays: int = 0  # scenario runs in all (a bridged run is run once per bridge, and once more)
     baseline: tuple[str, ...] = ()  # the scenario itself does not hold (then nothing is swept)
 
@@ -186,11 +188,11 @@ def variant(scenario: Scenario, position: Position, action: str) -> Scenario:
     )
 
 
-def bridged(repro: Scenario) -> tuple[RunResult, Scenario]:
+def run_bridged(faulted: Scenario) -> tuple[RunResult, Scenario]:
     """Run a variant; where a step cannot run after the fault but has a bridge, insert the
     bridge before it and run again (at most :data:`MAX_BRIDGES` times).  Returns the last run
     and the variant that made it (its repro: the bridges are steps of its own)."""
-    inserted: list[str] = []
+    repro, inserted = faulted, list[str]()
     while True:
         result, _ = run_scenario(repro)
         if result.bridge is None or len(inserted) == MAX_BRIDGES:
@@ -200,7 +202,7 @@ def bridged(repro: Scenario) -> tuple[RunResult, Scenario]:
         repro = attrs.evolve(
             repro,
             steps=(*repro.steps[:index], step, *repro.steps[index:]),
-            description=f"{repro.description.split('; bridged:')[0]}; bridged: {', '.join(inserted)}",
+            description=f"{faulted.description}; bridged: {', '.join(inserted)}",
         )
 
 
@@ -227,14 +229,14 @@ def sweep(
     if problems:
         return SweepResult(scenario.name, (), 1, (), time.perf_counter() - started, baseline=problems)
     places = positions(scenario)
-    runs = not_applicable = went_on = replays = 0
+    runs = not_applicable = bridged = replays = 0
     for position, action in ((p, a) for p in places for a in actions_for(scenario, p)):
         faulted = variant(scenario, position, action)
-        result, repro = bridged(faulted)
+        result, repro = run_bridged(faulted)
         runs += 1
         replays += 1 + len(repro.steps) - len(faulted.steps)
-        went_on += repro is not faulted
         not_applicable += result.not_applicable is not None
+        bridged += result.not_applicable is None and repro is not faulted
         unexpected = [v for v in result.violations if (v.invariant, v.message, v.call_id) not in expected]
         if unexpected:
             if on_violation is not None:
@@ -242,4 +244,4 @@ def sweep(
             found.append(SweepViolation(position, action, unexpected[0], repro))
             if stop_on_violation:
                 break
-    return SweepResult(scenario.name, tuple(places), runs, tuple(found), time.perf_counter() - started, not_applicable, went_on, replays)
+    return SweepResult(scenario.name, tuple(places), runs, tuple(found), time.perf_counter() - started, not_applicable, bridged, replays)

@@ -36,6 +36,7 @@ class Lifetime:
     opening: Any = None  # the application's cancel scope around its session open (a cancel fault during boot)
     step_error: BaseException | None = None  # what the last step raised to its caller (errors_documented)
     hung: Hung | None = None  # a command hung the process (see engine.hang); the harness killed it
+    log_at_boot: bytes | None = None  # the session log as this process found it when it started (recovery_maximal)
 
     def live_runtime(self) -> Runtime:
         """The runtime this process booted (set before its agent: a process with an agent has one)."""

@@ -378,6 +378,7 @@ class Simulation:
         proc = SimProcess(index, main, clock=self.clock, seed=derive_seed(self.seed, "sched", index), instruments=tracer)
         view = ProcessView(self.disk, index, None, now_ns=lambda: int(self.now() * 1e9))
         life = Lifetime(index, proc, view)
+        life.log_at_boot = self.disk.read_path(self.config.log_path)
         view.gate = Gate(self.point, self.trace, life)
         self.lifetimes.append(life)
         if not secondary:

@@ -185,7 +185,7 @@ class Checker(Observer):
             oracles.check_residue(self, life, faults_in_life=faulted, stray_at_boot=self._stray_before_step)
         previous = [other for other in self.sim.lifetimes if other.index < life.index]
         crash = next((other.crash for other in reversed(previous) if other.crash is not None), self.history.prior_crash)
-        inv.check_recovery(self, life, crash, first=crash not in self.recovered_from)
+        inv.check_recovery(self, life, crash)
         inv.check_idempotent_keys(self)
         if crash is not None and crash not in self.recovered_from and inv.io_fault_refused(self, life):
             # a boot an injected fault failed may have written before it gave up (a repair append

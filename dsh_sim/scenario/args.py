@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from dsh_sim.adapters.world_tools import TOOL_KINDS
-from dsh_sim.engine.bounds import at_most, each, integer, member, number, text
+from dsh_sim.engine.bounds import at_most, each, integer, member, number, optional, text
 from dsh_sim.engine.faults import CrashSpec, FaultRule
 from dsh_sim.engine.vocabulary import APPROVAL_ANSWERS, MACHINES
 from dsh_sim.errors import FieldError
@@ -57,7 +57,7 @@ class ModelResponse:
     chunk_delay: float = attrs.field(default=0.0, validator=number(0.0, 60.0), metadata=doc("virtual seconds between stream parts"))
     finish: str | None = attrs.field(
         default=None,
-        validator=attrs.validators.optional(member(FINISH_REASONS, "finish")),
+        validator=optional(member(FINISH_REASONS, "finish")),
         metadata=doc(
             "how the stream ends — null: naturally (tool-calls, or stop); max-tokens: cut off at the token limit (its calls are never owed)"
         ),

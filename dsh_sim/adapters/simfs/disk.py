@@ -237,13 +237,14 @@ class Disk:
     def append_durable(self, path: str, data: bytes, now_ns: int) -> None:
         """Another process (not simulated) appends ``data`` to a file and fsyncs it: a writer the
         simulated processes share the disk with, such as an older runtime still logging to a
-        historical generation.  The file must have nothing unsynced (no simulated process is
-        writing it)."""
+        historical generation.  A file a simulated process has unsynced changes on is refused
+        (``ValueError``): two writers of one file are not what this models."""
         ino = self.resolve(path)
         if ino is None:
             raise FileNotFoundError(path)
         node = self.file(ino)
-        assert not node.pending and node.volatile == node.durable, f"{path} has unsynced writes of a simulated process"
+        if node.pending or node.volatile != node.durable:
+            raise ValueError(f"{path} has unsynced changes of a simulated process")
         stamp = self.stamp(now_ns)
         self.nodes[ino] = attrs.evolve(node, volatile=node.volatile + data, durable=node.durable + data, mtime_ns=stamp, ctime_ns=stamp)
 

@@ -46,12 +46,18 @@ _ARGUMENTS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
 _ARGUMENTS["pay_legacy"] = _ARGUMENTS["pay"]
 
 
+# one lookup in five is raw text: empty (the spec parses it as {}: the call may run in parallel)
+# or not JSON (its classifier answers with the text, truthy but not True: the call runs alone)
+_RAW_LOOKUPS = st.sampled_from(["", "lookup c0"])
+
+
 @functools.lru_cache(maxsize=64)
-def _lookup_arguments(earlier_calls: tuple[str, ...]) -> st.SearchStrategy[dict[str, Any]]:
-    return st.fixed_dictionaries({"key": st.sampled_from(list(earlier_calls) or ["c0"])})
+def _lookup_arguments(earlier_calls: tuple[str, ...]) -> st.SearchStrategy[Any]:
+    by_key = st.fixed_dictionaries({"key": st.sampled_from(list(earlier_calls) or ["c0"])})
+    return st.integers(0, 4).flatmap(lambda n: _RAW_LOOKUPS if n == 4 else by_key)  # (shrinks toward a lookup by key)
 
 
-def tool_arguments(name: str, earlier_calls: list[str]) -> st.SearchStrategy[dict[str, Any]]:
+def tool_arguments(name: str, earlier_calls: list[str]) -> st.SearchStrategy[Any]:
     if name == "lookup_payment":
         return _lookup_arguments(tuple(earlier_calls))
     if name not in _ARGUMENTS:
@@ -67,7 +73,7 @@ _APPROVALS = st.lists(st.sampled_from(["allowed-once", "rejected", "unavailable"
 _PROMPT_TEXT = st.sampled_from(["go", "pay please"])
 
 
-_CUT_OFF = st.integers(0, 9).map(lambda n: n == 0)  # one answer with calls in ten (shrinks to not cut off)
+_CUT_OFF = st.integers(0, 9).map(lambda n: n == 9)  # one answer with calls in ten (shrinks toward 0: not cut off)
 
 
 @st.composite

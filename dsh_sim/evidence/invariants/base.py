@@ -31,7 +31,7 @@ INVARIANTS: dict[str, str] = {
     "recovery_succeeds": "a log that suffered only crashes (no media corruption) is always recoverable",
     "lock_exclusion": "a second writer is refused while the first holds the session",
     "fidelity": "no filesystem operation of a dead process takes effect (the disk is exactly the crash image)",
-    "recovery_maximal": "recovery keeps every complete, contiguous record an independent reader finds on the crash image",
+    "recovery_maximal": "recovery keeps every complete, contiguous record an independent reader finds in the log it opened after a crash (the crash image, or what a boot that failed since left of it)",
     "eventually_durable": "once injected faults stop, a graceful shutdown makes every event durable and the log reads back identically",
     "failed_append_rolled_back": "a failed append (whose rollback did not fail too) leaves no unacknowledged record in the log",
     "reference_model": "every recovery is exactly the reference model's: the events a spec reader recovers from the crash image (between everything acknowledged and everything written) and the spec's closers, event for event",

@@ -49,13 +49,8 @@ def io_fault_refused(obs: Judge, life: Lifetime) -> bool:
     )
 
 
-def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None, *, first: bool = True) -> None:
-    """Judge the boot of ``life`` after ``crash`` (the latest one).  ``first``: no boot since
-    the crash has opened the log, so the disk still holds the crash image's survivors; after
-    one has (a boot an injected fault failed, a process an I/O error ended), what it wrote or
-    truncated stands between the crash image and this recovery — a torn tail it truncated
-    before the re-append failed is gone, unacknowledged and legitimately — and maximality
-    against the crash image no longer applies."""
+def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> None:
+    """Judge the boot of ``life`` after ``crash`` (the latest one)."""
     sim = obs.sim
     check_migration_atomic(obs, life)
     error = life.boot_error
@@ -99,8 +94,8 @@ def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None, *, fir
     check_acked(obs, live)
     if crash is not None:
         check_committed_bytes(obs, crash)
-        if first and not obs.corruptions:
-            check_recovery_maximal(obs, crash, stored)
+        if not obs.corruptions:
+            check_recovery_maximal(obs, life, crash, stored)
     check_one_result_per_call(obs, on_disk if on_disk is not None else live, repaired=sim.kind == "agent")
     check_verdicts(obs, stored, closers)
     obs.count("repair_idempotent")
@@ -135,12 +130,16 @@ def read_back(obs: Judge) -> tuple[Any, ...] | None:
         return None
 
 
-def check_recovery_maximal(obs: Judge, crash: CrashRecord, stored: Sequence[Event]) -> None:
-    """Recovery kept every complete record an independent reader finds on the crash image."""
-    from dsh_sim.adapters.simfs.disk import Disk
+def check_recovery_maximal(obs: Judge, life: Lifetime, crash: CrashRecord, stored: Sequence[Event]) -> None:
+    """Recovery kept every complete record an independent reader finds in the log it opened.
+
+    The log as this process found it when it started (:attr:`Lifetime.log_at_boot`): right
+    after the crash that is the crash image's log; after a boot an injected fault failed, it is
+    what that boot left — a torn tail it truncated before its re-append failed is gone,
+    unacknowledged and legitimately, and what remains must all be kept."""
     from dsh_sim.evidence.oracle import readable_records
 
-    data = Disk.from_image(crash.image).read_path(obs.sim.config.log_path)
+    data = life.log_at_boot
     if data is None:
         return
     obs.count("recovery_maximal")

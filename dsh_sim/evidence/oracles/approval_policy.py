@@ -22,18 +22,13 @@ import attrs
 NEVER_OUTCOMES = ("rejected", "cancelled")
 
 
-@attrs.frozen
-class Problem:
-    request: str
-    message: str
-
-
 @attrs.define
 class PolicyWatch:
     """The policy in force along one process's log, and the questions still open."""
 
     policy: str
     open: dict[str, tuple[str, str | None]] = attrs.field(factory=dict)  # request id -> (policy when asked, call id)
+    judged: int = 0  # decisions judged so far (what the check counts)
 
     @classmethod
     def after(cls, events: Iterable[Any], default: str) -> PolicyWatch:
@@ -44,8 +39,9 @@ class PolicyWatch:
                 watch.policy = str(event.data["policy"])
         return watch
 
-    def feed(self, events: Iterable[Any], consulted: Collection[str]) -> list[Problem]:
-        problems: list[Problem] = []
+    def feed(self, events: Iterable[Any], consulted: Collection[str]) -> list[str]:
+        """Judge the decisions among ``events``; what is wrong with them, one sentence each."""
+        problems: list[str] = []
         for event in events:
             kind = event.type
             if kind == "approval/policy":
@@ -58,12 +54,13 @@ class PolicyWatch:
                 if asked is None:
                     continue  # (pairing is approval_audit's)
                 policy, call = asked
+                self.judged += 1
                 outcome = event.data.get("outcome")
                 where = f"approval {request}" + (f" of call {call}" if call else "")
                 if policy == "never" and request in consulted:
-                    problems.append(Problem(request, f"{where}: the user was asked although the policy in force was never"))
+                    problems.append(f"{where}: the user was asked although the policy in force was never")
                 elif policy == "never" and outcome not in NEVER_OUTCOMES:
-                    problems.append(Problem(request, f"{where}: decided {outcome!r} although the policy in force was never"))
+                    problems.append(f"{where}: decided {outcome!r} although the policy in force was never")
                 elif policy == "ask" and outcome == "rejected" and request not in consulted:
-                    problems.append(Problem(request, f"{where}: rejected without asking the user although the policy in force was ask"))
+                    problems.append(f"{where}: rejected without asking the user although the policy in force was ask")
         return problems

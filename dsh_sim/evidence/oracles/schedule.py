@@ -22,7 +22,7 @@ import attrs
 from dsh_sim.adapters.observed import ToolMark
 from dsh_sim.adapters.world_tools import declared_concurrency_safe
 
-Classifier = Callable[[str, Any], bool]  # a tool's own answer: (tool, parsed arguments) -> safe
+Classifier = Callable[[str, Any], Any]  # a tool's own answer: (tool, parsed arguments) -> exactly True when safe
 
 
 def runs_alone(tool: str, arguments: str | None, says: Classifier = declared_concurrency_safe) -> bool:

@@ -53,7 +53,10 @@ def legacy_append(sim: Simulation) -> str | None:
         return grew
     assert placed is not None
     after, data = grew
-    sim.disk.append_durable(placed.path, data[len(placed.data) :], int(sim.now() * 1e9))
+    try:
+        sim.disk.append_durable(placed.path, data[len(placed.data) :], int(sim.now() * 1e9))
+    except (FileNotFoundError, ValueError) as err:  # (the runtime removed or wrote the source: migration_atomic says so)
+        return f"the source cannot be appended to: {err}"
     sim.history.seeded = SeededLog(placed.path, placed.target, data, after)
     sim.trace.record("source-append", placed.path, len(data) - len(placed.data))
     return None

@@ -1,0 +1,64 @@
+"""A tool's classifier may answer in its own words: the runtime runs a call in parallel only when
+the answer is exactly ``True``, for the arguments parsed as the spec says (empty text is ``{}``;
+text that is not JSON stays text).  ``lookup_payment`` answers ``True`` for an object and echoes
+anything else, so the scheduler judge sees both slips the corpus could not show before."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from dsh_sim.adapters.world_tools import declared_concurrency_safe
+from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.evidence.oracles.schedule import runs_alone
+from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.scenario.files import load
+
+SCENARIO = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    "scenarios",
+    "regressions",
+    "tools-classifier-answers-in-its-own-words.json",
+)
+
+TRUTHY = Edit(
+    "runtime.tools.registry",
+    "ToolRegistry.execution_mode",
+    'return "parallel" if tool.is_concurrency_safe(arguments) is True else "exclusive"',
+    'return "parallel" if tool.is_concurrency_safe(arguments) else "exclusive"',
+)
+EMPTY_AS_NONE = Edit(
+    "runtime.tools.registry", "parse_arguments", '    if raw == "":\n        return {}\n', '    if raw == "":\n        return None\n'
+)
+
+
+def test_the_lookup_classifier_answers_with_what_it_got():
+    assert declared_concurrency_safe("lookup_payment", {"key": "c1"}) is True
+    assert declared_concurrency_safe("lookup_payment", {}) is True
+    assert declared_concurrency_safe("lookup_payment", "lookup c0") == "lookup c0"
+    assert (
+        runs_alone("lookup_payment", "lookup c0")
+        and not runs_alone("lookup_payment", "")
+        and not runs_alone("lookup_payment", '{"key":"c1"}')
+    )
+
+
+def test_the_shipped_scheduler_holds():
+    result, _ = run_scenario(load(SCENARIO))
+    assert result.violations == () and result.stats["checked"]["tool_schedule"] > 0
+
+
+@pytest.mark.parametrize(
+    ("slip", "said"),
+    [
+        (TRUTHY, "the exclusive lookup_payment call c2 ran its body while ['c1', 'c3'] ran their bodies"),
+        (EMPTY_AS_NONE, "the concurrency-safe calls ['c4', 'c5', 'c6'] run in parallel, but ['c5', 'c6'] started only after"),
+    ],
+    ids=["truthy-answer-runs-parallel", "empty-arguments-parsed-as-none"],
+)
+def test_each_slip_is_named_by_the_schedule_judge(slip, said):
+    with applied([slip]):
+        result, _ = run_scenario(load(SCENARIO))
+    assert [v.invariant for v in result.violations] == ["tool_schedule"]
+    assert said in result.violations[0].message
