@@ -7,7 +7,7 @@ import attrs
 import pytest
 
 from dsh_sim.drivers import faultsweep
-from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.drivers.replay import Stopped, run_scenario
 from dsh_sim.evidence.invariants import recovery
 from dsh_sim.scenario.args import Step
 from dsh_sim.scenario.files import load
@@ -61,7 +61,9 @@ def test_bridges_are_bounded(monkeypatch):
     def never_applicable(scenario):
         result, sim = real(scenario)
         calls.append(len(scenario.steps))
-        return faultsweep.attrs.evolve(result, bridge=(0, Step("boot")), not_applicable="step 0 cannot run"), sim
+        return faultsweep.attrs.evolve(
+            result, stopped=Stopped(0, Step("boot"), "why", Step("boot")), not_applicable="step 0 cannot run"
+        ), sim
 
     monkeypatch.setattr(faultsweep, "run_scenario", never_applicable)
     result, repro = faultsweep.run_bridged(load(PAY))

@@ -176,8 +176,7 @@ def _failure_sweep(corpus: list[Scenario], lines: list[str], sink: _Sink) -> lis
     for scenario in (s for s in corpus if s.name in faultsweep.SWEEP_SET):
         result = faultsweep.sweep(scenario, on_violation=sink)
         lines.append(
-            f"failure-path sweep {scenario.name}: {result.runs} runs ({result.bridged} went on past the fault through a restart or kill,"
-            f" {result.not_applicable} ended early), {len(result.violations)} violation(s), {result.seconds:.1f}s"
+            f"failure-path sweep {scenario.name}: {result.runs_text()}, {len(result.violations)} violation(s), {result.seconds:.1f}s"
         )
         for found in result.violations:
             message = f"{found.action} at {found.position.describe()}: {found.violation.describe()}"

@@ -121,6 +121,12 @@ class SweepResult:
     replays: int = 0  # scenario runs in all (a bridged run is run once per bridge, and once more)
     baseline: tuple[str, ...] = ()  # the scenario itself does not hold (then nothing is swept)
 
+    def runs_text(self) -> str:
+        """``N runs`` and, where any, how many went on past their fault and how many ended early."""
+        apart = [f"{self.bridged} went on past the fault through a restart or kill"] if self.bridged else []
+        apart += [f"{self.not_applicable} ended early: a step could not run after the fault"] if self.not_applicable else []
+        return f"{self.runs} runs" + (f" ({'; '.join(apart)})" if apart else "")
+
 
 class _Counter(Observer):
     def __init__(self, primary: Callable[[Lifetime], bool]) -> None:
@@ -195,9 +201,10 @@ def run_bridged(faulted: Scenario) -> tuple[RunResult, Scenario]:
     repro, inserted = faulted, list[str]()
     while True:
         result, _ = run_scenario(repro)
-        if result.bridge is None or len(inserted) == MAX_BRIDGES:
+        stopped = result.stopped
+        if stopped is None or stopped.bridge is None or len(inserted) == MAX_BRIDGES:
             return result, repro
-        index, step = result.bridge
+        index, step = stopped.index, stopped.bridge
         inserted.append(f"{step.op} before step {index}")
         repro = attrs.evolve(
             repro,

@@ -27,6 +27,20 @@ from dsh_sim.scenario.steps import StepNotApplicable, apply
 
 
 @attrs.frozen
+class Stopped:
+    """A run stopped at a step that cannot run: its index in the scenario, why, and the step
+    that would let it run (:attr:`StepNotApplicable.bridge`)."""
+
+    index: int
+    step: Step
+    why: str
+    bridge: Step | None
+
+    def sentence(self) -> str:
+        return f"step {self.index} ({describe_step(self.step)}) cannot run: {self.why}"
+
+
+@attrs.frozen
 class RunResult:
     name: str
     digest: str
@@ -38,7 +52,7 @@ class RunResult:
     stats: dict[str, Any]
     seconds: float
     cases: tuple[dict[str, Any], ...] = ()  # coverage: one per crash + recovery
-    bridge: tuple[int, Step] | None = None  # the step that would let the stopped one run, at its index
+    stopped: Stopped | None = None  # the step the run stopped at, unable to run (its sentence: not_applicable)
 
     @property
     def invariant(self) -> str | None:
@@ -67,20 +81,6 @@ def simulation_for(
         trace=trace,
     )
     return sim, Checker.attach(sim, source=source)
-
-
-@attrs.frozen
-class Stopped:
-    """A run stopped at a step that cannot run: its index in the scenario, why, and the step
-    that would let it run (:attr:`StepNotApplicable.bridge`)."""
-
-    index: int
-    step: Step
-    why: str
-    bridge: Step | None
-
-    def sentence(self) -> str:
-        return f"step {self.index} ({describe_step(self.step)}) cannot run: {self.why}"
 
 
 def run_steps(
@@ -160,7 +160,7 @@ def run_scenario(scenario: Scenario, *, keep_trace: bool = False) -> tuple[RunRe
         stats=simulation_stats(sim, checker),
         seconds=time.perf_counter() - started,
         cases=tuple(checker.cases),
-        bridge=(stopped.index, stopped.bridge) if stopped is not None and stopped.bridge is not None else None,
+        stopped=stopped,
     )
     return result, sim
 

@@ -48,12 +48,7 @@ def main(args: Any) -> int:
         out.append(summary(result, saved))
         if not args.json:
             s = out[-1]
-            bridged = f", {s['bridged']} went on past the fault through a restart or kill" if s["bridged"] else ""
-            early = f", {s['not_applicable']} ended early: a step could not run after the fault" if s["not_applicable"] else ""
-            apart = f" ({(bridged + early).removeprefix(', ')})" if bridged or early else ""
-            print(
-                f"{path}: {s['runs']} runs{apart} over {s['positions']} positions in {s['seconds']}s; {len(s['violations'])} violation(s)"
-            )
+            print(f"{path}: {result.runs_text()} over {s['positions']} positions in {s['seconds']}s; {len(s['violations'])} violation(s)")
             for problem in s["baseline"]:
                 print(f"  NOT SWEPT: the scenario itself does not hold: {problem}")
             for v in s["violations"]:

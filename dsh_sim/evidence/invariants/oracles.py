@@ -15,6 +15,7 @@ from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.engine.determinism import EPOCH_MS
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracles import agreement, approval_policy, cancellation, post_execute, reference, result_shape
+from dsh_sim.evidence.oracles.event_records import in_force
 from dsh_sim.evidence.oracles.grammar import Grammar
 from dsh_sim.evidence.oracles.grammar import problems as grammar_problems
 from dsh_sim.evidence.oracles.schedule import Schedule
@@ -310,14 +311,6 @@ TIMELY = "write_behind_timely"
 WINDOW = 0.200  # spec §3.5: the fixed write-behind window
 
 
-def _effective(events: Sequence[Event], kind: str, key: str, default: Any) -> Any:
-    """The last ``kind`` event's ``key`` (the session's current setting), else ``default``."""
-    for event in reversed(events):
-        if event.type == kind:
-            return event.data.get(key)
-    return default
-
-
 def check_progress(obs: Judge, life: Lifetime, outcome: str, args: Any) -> None:
     """After a quiet ``prompt`` step: the turn did what its script says (see :mod:`.progress`)."""
     from dsh_sim.evidence.oracles import progress
@@ -327,9 +320,9 @@ def check_progress(obs: Judge, life: Lifetime, outcome: str, args: Any) -> None:
     predicted = progress.predict(
         args.responses,
         args.approvals,
-        approval_policy=_effective(events, "approval/policy", "policy", config.approval_policy) if config.approval_policy else None,
+        approval_policy=in_force(events, "approval/policy", "policy", config.approval_policy) if config.approval_policy else None,
         approval_tools=config.approval_tools,
-        sandbox_mode=_effective(events, "sandbox/mode", "mode", config.sandbox_mode),
+        sandbox_mode=in_force(events, "sandbox/mode", "mode", config.sandbox_mode),
         workspace=config.workspace,
         max_steps=config.max_steps,
     )

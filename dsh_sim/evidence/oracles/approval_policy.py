@@ -14,10 +14,12 @@ lookup, and held against what the simulated user was asked (ground truth, record
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import attrs
+
+from dsh_sim.evidence.oracles.event_records import in_force
 
 NEVER_OUTCOMES = ("rejected", "cancelled")
 
@@ -31,13 +33,9 @@ class PolicyWatch:
     judged: int = 0  # decisions judged so far (what the check counts)
 
     @classmethod
-    def after(cls, events: Iterable[Any], default: str) -> PolicyWatch:
+    def after(cls, events: Sequence[Any], default: str) -> PolicyWatch:
         """Where a resumed log leaves off: its last ``approval/policy``, else ``default``."""
-        watch = cls(default)
-        for event in events:
-            if event.type == "approval/policy":
-                watch.policy = str(event.data["policy"])
-        return watch
+        return cls(str(in_force(events, "approval/policy", "policy", default)))
 
     def feed(self, events: Iterable[Any], consulted: Collection[str]) -> list[str]:
         """Judge the decisions among ``events``; what is wrong with them, one sentence each."""

@@ -108,3 +108,12 @@ def clear() -> None:
     _MEMO.clear()
     _EQUAL.clear()
     _LAST.clear()
+
+
+def in_force(events: Sequence[Event], kind: str, key: str, default: Any) -> Any:
+    """A session setting as its log has it: the last ``kind`` event's ``key`` (``approval/policy``
+    and ``sandbox/mode`` change by appending one; the newest wins), else ``default``."""
+    for event in reversed(events):
+        if event.type == kind:
+            return event.data.get(key)
+    return default
