@@ -28,6 +28,13 @@ TRUTHY = Edit(
     'return "parallel" if tool.is_concurrency_safe(arguments) is True else "exclusive"',
     'return "parallel" if tool.is_concurrency_safe(arguments) else "exclusive"',
 )
+# a careless colleague's edit: only the error a missing argument raises means "run alone"
+KEYERROR_ONLY = Edit(
+    "runtime.tools.registry",
+    "ToolRegistry.execution_mode",
+    '        except Exception:\n            return "exclusive"',
+    '        except KeyError:\n            return "exclusive"',
+)
 EMPTY_AS_NONE = Edit(
     "runtime.tools.registry", "parse_arguments", '    if raw == "":\n        return {}\n', '    if raw == "":\n        return None\n'
 )
@@ -37,6 +44,8 @@ def test_the_lookup_classifier_answers_with_what_it_got():
     assert declared_concurrency_safe("lookup_payment", {"key": "c1"}) is True
     assert declared_concurrency_safe("lookup_payment", {}) is True
     assert declared_concurrency_safe("lookup_payment", "lookup c0") == "lookup c0"
+    with pytest.raises(TypeError):
+        declared_concurrency_safe("get_balance", "balance of bob")
     assert (
         runs_alone("lookup_payment", "lookup c0")
         and not runs_alone("lookup_payment", "")
@@ -62,3 +71,10 @@ def test_each_slip_is_named_by_the_schedule_judge(slip, said):
         result, _ = run_scenario(load(SCENARIO))
     assert [v.invariant for v in result.violations] == ["tool_schedule"]
     assert said in result.violations[0].message
+
+
+def test_a_registry_that_runs_alone_only_on_a_key_error_fails_the_turn():
+    """get_balance's classifier, handed raw text, raises a TypeError: the call must still run alone."""
+    with applied([KEYERROR_ONLY]):
+        result, _ = run_scenario(load(SCENARIO))
+    assert {"turn_progress", "log_grammar"} <= {v.invariant for v in result.violations}
