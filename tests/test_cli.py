@@ -117,6 +117,27 @@ def test_a_missing_scenario_path_is_one_line(tmp_path: Any, capsys: pytest.Captu
     one_line_refusal(err, missing)
 
 
+@pytest.mark.parametrize(
+    ("argv", "prefix", "problem"),
+    [
+        (["nosuchcmd"], "dsh-sim: ", "invalid choice: 'nosuchcmd'"),
+        ([], "dsh-sim: ", "required: COMMAND"),
+        (["replay"], "dsh-sim replay: ", "required: FILE"),
+        (["replay", "x.json", "--bogus"], "dsh-sim: ", "unrecognized arguments: --bogus"),
+    ],
+)
+def test_a_usage_error_is_one_line_naming_the_command_once(
+    capsys: pytest.CaptureFixture[str], argv: list[str], prefix: str, problem: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exited.value.code == EXIT_USAGE and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(prefix) and problem in lines[0], err
+    assert "dsh-sim: dsh-sim" not in err and "usage:" not in err
+
+
 # -- replay judgement: each check fails on a scenario broken on purpose --------------------
 
 

@@ -85,7 +85,7 @@ def test_the_same_examples_miss_it_when_the_discarded_stop_is_not_reported(tmp_p
 
 def test_a_machine_run_outside_the_driver_keeps_no_unreported_simulation() -> None:
     """Run directly (as the machine tests run it), nobody reads ``unreported``: the class must
-    not keep a discarded example's simulation for the rest of the process.  At seed 5 the
+    not keep a discarded example's simulation for the rest of the process.  At seed 10 the
     only failing stop of 150 examples of 12 rules is in a discarded one (a class that kept it
     would hold it)."""
     from hypothesis import Phase, settings
@@ -102,7 +102,7 @@ def test_a_machine_run_outside_the_driver_keeps_no_unreported_simulation() -> No
         keeps_unreported = True
 
     for cls in (Direct, Keeping):
-        cls._hypothesis_internal_use_seed = 5  # type: ignore[attr-defined]
+        cls._hypothesis_internal_use_seed = 10  # type: ignore[attr-defined]
         with capture_runtime_logs(), applied([AT_ONCE]), fixed_constants():
             run_state_machine_as_test(cls, settings=settings(profiles.fuzz_settings(12), max_examples=150, phases=(Phase.generate,)))
     assert Keeping.unreported is not None  # the discarded failing stop is there

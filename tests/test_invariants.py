@@ -306,5 +306,8 @@ def test_every_invariant_has_a_failing_demonstration():
         "dsh_agrees",  # tests/test_dsh_against.py: a reader that drops a torn frame's records, caught by the real DSH
         "no_hang",  # tests/test_hang.py: a graceful stop that retries a failing write forever; spins and deadlocks
         "approval_policy",  # tests/test_approval_policy.py: the first approval/policy read as the one in force
+        "lossless_refused",  # tests/test_edge_values.py: a write-side check that stores -0, one that refuses subnormals
+        "links_not_followed",  # tests/test_planted_links.py: a runtime that opens session files without O_NOFOLLOW
+        "file_effects_durable",  # tests/test_file_tools.py: write_file reporting success before the directory or file sync
     }
     assert shown == set(inv.INVARIANTS)

@@ -15,22 +15,22 @@ def test_stray_names_follow_every_part_of_their_memo_key(monkeypatch: pytest.Mon
     """stray_names is remembered per (entries, lock name, parser): a new entry, another
     parser, another lock name each give a fresh answer."""
     from dsh_sim.adapters.simfs.disk import DirNode
-    from dsh_sim.evidence.invariants import oracles
+    from dsh_sim.evidence.invariants import residue
     from runtime.persistence import layout
 
     log = layout.generation_filename(3, "zstd")
     listing = {"entries": ((layout.LOCK_FILENAME, 2), (log, 3))}
-    disk = SimpleNamespace(resolve=lambda path: 1, dir=lambda ino: DirNode(1, listing["entries"]))
+    disk = SimpleNamespace(resolve=lambda path: 1, is_dir=lambda ino: True, dir=lambda ino: DirNode(1, listing["entries"]))
     obs = SimpleNamespace(sim=SimpleNamespace(disk=disk, config=SimpleNamespace(log_path=f"/root/s/{log}")))
-    assert oracles.stray_names(obs) == set()
-    assert oracles.stray_names(obs) == set()  # (remembered)
+    assert residue.stray_names(obs) == set()
+    assert residue.stray_names(obs) == set()  # (remembered)
     listing["entries"] = ((layout.LOCK_FILENAME, 2), (log, 3), ("x.tmp", 4))
-    assert oracles.stray_names(obs) == {"x.tmp"}
+    assert residue.stray_names(obs) == {"x.tmp"}
     monkeypatch.setattr(layout, "parse_generation_filename", lambda name: None)  # no name is a generation now
-    assert oracles.stray_names(obs) == {"x.tmp", log}
+    assert residue.stray_names(obs) == {"x.tmp", log}
     lock = layout.LOCK_FILENAME
     monkeypatch.setattr(layout, "LOCK_FILENAME", "other.lock")  # the old lock file is a stray name now
-    assert oracles.stray_names(obs) == {"x.tmp", log, lock}
+    assert residue.stray_names(obs) == {"x.tmp", log, lock}
 
 
 def _kinds_reference(events, kinds):

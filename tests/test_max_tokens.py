@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
+from dsh_sim.drivers import corpus
+from dsh_sim.drivers.machines.strategies import aimable_calls, aimed_crash_rule
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.oracles.progress import predict
 from dsh_sim.mutation.patch import Edit, applied
@@ -49,5 +53,34 @@ def test_a_cut_off_answer_owes_no_calls_and_the_misspelt_finish_is_caught():
     assert not any(e.type == "tool/call" and e.data["callId"] == "c1" for e in sim.lifetimes[0].session.events)
     with applied(MISSPELT):
         broken, _ = run_scenario(load(CUT_OFF))
-    assert [v.invariant for v in broken.violations] == ["turn_progress"]
+    assert [v.invariant for v in broken.violations] == ["turn_progress", "log_grammar"]  # (the grammar reads the finish from the log)
     assert "did not end max-tokens" in broken.violations[0].message
+    assert "cut off at the token limit carries tool calls" in broken.violations[1].message
+
+
+def _run_aimed(script: dict, step: int, call_id: str, boundary: str) -> int:
+    """Crashes that happened when a crash aimed at ``boundary`` of ``call_id`` was armed before ``script``."""
+    rule = aimed_crash_rule(script, step, call_id, boundary, {"kind": "kill"}, 1)
+    scenario = corpus._scenario(name="aimed", seed=1, steps=(corpus.BOOT, corpus.arm(rule), {"op": "prompt", "args": script}))
+    result, _ = run_scenario(scenario)
+    return len(result.stats["crashes"])
+
+
+@pytest.mark.parametrize("boundary", ["1→2", "2→3", "3→4", "after 4"])
+def test_the_fuzz_aims_crashes_only_at_calls_the_turn_carries_out(boundary):
+    """Calls of an answer cut off at the token limit, or of any answer after it, never run: a
+    crash aimed at them never fires (a wasted draw), so the fuzz does not aim there."""
+    pay = {"name": "pay", "arguments": {"to": "bob", "amount": 1}}
+    script = {
+        "text": "go",
+        "responses": [
+            {"text": "a", "tool_calls": [{"id": "c1", **pay}]},
+            {"text": "b", "tool_calls": [{"id": "c2", **pay}], "finish": "max-tokens"},
+            {"text": "c", "tool_calls": [{"id": "c3", **pay}]},
+        ],
+        "approvals": [],
+    }
+    assert aimable_calls(script) == [(1, "c1")]
+    assert _run_aimed(script, 1, "c1", boundary) == 1
+    assert _run_aimed(script, 2, "c2", boundary) == 0  # (what the fuzz drew before)
+    assert _run_aimed(script, 3, "c3", boundary) == 0

@@ -239,3 +239,30 @@ def test_storage_machine_runs_from_v0_logs() -> None:
         ),
     )
     assert seen["v0"] > 0 and seen["checked"] >= seen["v0"]
+
+
+def test_a_seeded_v0_session_migrates_and_resumes_and_a_header_that_forgets_it_is_caught() -> None:
+    """A forked v0 session (seedLength) publishes ``isSeeded``; a header reader that drops the
+    field (round 4 of bugs written apart from the harness) was found by one fuzz draw only —
+    this regression finds it on every replay."""
+    import os
+
+    from dsh_sim.drivers.replay import run_scenario
+    from dsh_sim.engine.logs import capture_runtime_logs
+    from dsh_sim.mutation.patch import Edit, applied
+    from dsh_sim.scenario.files import load
+
+    path = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        "scenarios",
+        "regressions",
+        "v0-seeded-session-migrates-and-resumes.json",
+    )
+    result, sim = run_scenario(load(path))
+    assert result.violations == () and result.not_applicable is None
+    published = read_recoverable(sim.disk.read_path(sim.config.log_path) or b"", sim.config.compression)
+    assert published.header is not None and published.header.get("isSeeded") is True
+    drops = Edit("runtime.persistence.header", "parse_header", '        is_seeded=record["isSeeded"],\n', "")
+    with capture_runtime_logs(), applied([drops]):
+        result, _ = run_scenario(load(path))
+    assert [v.invariant for v in result.violations][:1] == ["recovery_succeeds"], result.violations

@@ -20,6 +20,7 @@ from dsh_sim.mutation.patch import Edit, StaleMutant, applied
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bugs_round3 import BUGS3
+from bugs_round4 import BUGS4
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 P = "runtime.persistence."
@@ -341,6 +342,7 @@ BUGS: dict[str, list[Edit]] = {
 
 
 BUGS.update(BUGS3)  # round 3 (tools/bugs_round3.py)
+BUGS.update(BUGS4)  # round 4 (tools/bugs_round4.py)
 
 
 def methods(scenarios: list, *, explore_every: int, fuzz_examples: int) -> dict[str, collections.Counter]:

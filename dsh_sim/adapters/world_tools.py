@@ -28,6 +28,7 @@ TOOL_KINDS: dict[str, str] = {
     "write_note": "workspace-write",
     "batch_pay": "nested",
     "shell": "sandboxed",
+    "write_file": "runtime-file",  # the runtime's own tool (runtime/tools/files.py) on the simulated disk: config file_tools
 }
 
 # Each world tool's service and operation: the contract the tools implement and the world
@@ -71,6 +72,7 @@ TOOL_EXAMPLES: dict[str, dict[str, Any]] = {
     "write_note": {"path": "/sim/workspace/notes.txt", "text": "a"},
     "batch_pay": {"payments": [{"to": "bob", "amount": 1}, {"to": "alice", "amount": 2}]},
     "shell": {"argv": ["write", "out.txt", "x"]},
+    "write_file": {"path": "report.txt", "content": "hello"},
 }
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage block), exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"dsh-sim: {self.prog}: {one_line(message)} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def _seconds(text: str) -> float:

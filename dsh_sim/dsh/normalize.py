@@ -57,8 +57,21 @@ def refusal_class(text: str) -> str:
 
 
 def canonical(record: Any) -> str:
-    """Key-order-free JSON of one event (JavaScript and Python agree on everything else)."""
-    return json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    """Key-order-free JSON of one event, numbers as JavaScript holds them (JavaScript and
+    Python agree on everything else)."""
+    return json.dumps(_js_numbers(record), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _js_numbers(value: Any) -> Any:
+    """A JavaScript number has no integer/float distinction: ``0.0`` and ``0`` are one value
+    (``JSON.stringify(0.0)`` is ``"0"``), so an integral float compares as the integer."""
+    if type(value) is float and value.is_integer() and abs(value) <= 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _js_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_js_numbers(item) for item in value]
+    return value
 
 
 @attrs.frozen

@@ -118,6 +118,14 @@ class SimConfig:
             "(as redaction or summarising would); post_execute_once then holds every result to it"
         },
     )
+    file_tools: bool = attrs.field(
+        default=False,
+        metadata={
+            "doc": "mount the runtime's own write_file tool (runtime/tools/files.py) over the process's view of the simulated "
+            "disk, confined to the workspace: its writes are filesystem operations (named points, crash model) and "
+            "file_effects_durable holds every success the recovered log reports to the medium"
+        },
+    )
     approval_tools: tuple[str, ...] = attrs.field(
         metadata={"doc": "tools that need an approval"}, default=("send_message",), validator=each(member(TOOL_KINDS, "tool"))
     )

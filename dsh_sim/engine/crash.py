@@ -118,7 +118,7 @@ def crash_phase(disk: Disk, log_path: str, kind: str, cut: PowerCut | None) -> s
     if kind == "kill":
         return "kill"
     ino = disk.resolve(log_path)
-    if ino is None:
+    if ino is None or not disk.is_file(ino):  # (not there, or a link planted in its place)
         unpublished = any(name.startswith("session.") for d in disk.iter_dirs() for name in d.unsynced_names())
         return "power:before-publication" if unpublished else "power:no-log"
     parent = disk.resolve(log_path.rsplit("/", 1)[0])

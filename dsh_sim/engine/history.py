@@ -49,6 +49,17 @@ class SeededLog:
     description: object = None
 
 
+@attrs.frozen
+class PlantedLink:
+    """A symbolic link a foreign actor planted where a session path goes, and what its target
+    held then (each name under it, relative, with its bytes; ``None`` for a directory)."""
+
+    path: str
+    target: str
+    contents: tuple[tuple[str, bytes | None], ...]
+    displaced: str | None = None  # where the file that was at ``path`` was moved aside
+
+
 @attrs.define
 class History:
     acked: dict[int, Event] = attrs.field(factory=dict)
@@ -61,6 +72,7 @@ class History:
     approval_consulted: list[str] = attrs.field(factory=list)  # approval request ids the simulated user was asked
     tool_marks: list[ToolMark] = attrs.field(factory=list)  # the tool pipeline's moments, in order
     seeded: SeededLog | None = None
+    planted: list[PlantedLink] = attrs.field(factory=list)  # links planted at session paths (plant_link)
     prior_crash: CrashRecord | None = None  # explore: the crash this simulation starts after
     # the log (as written) when a truncation or removal failed: the bytes beyond the acknowledged
     # ones it could not remove stay until an append heals them (cleared by an acknowledgement
@@ -103,6 +115,7 @@ class History:
             answerer_failures=list(self.answerer_failures),
             approval_consulted=list(self.approval_consulted),
             seeded=self.seeded,
+            planted=list(self.planted),
         )
 
     def describe_faults(self) -> list[list[Any]]:

@@ -30,18 +30,17 @@ from dsh_sim.adapters.simfs.crash import (
     torn_last_write,
 )
 from dsh_sim.adapters.world import World
-from dsh_sim.engine.config import PERTURB_MAX, SimConfig
+from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.crash import CrashPoint, CrashRecord, Evidence, crash_phase
 from dsh_sim.engine.determinism import SimClock, SimIds, derive_seed, new_clock
+from dsh_sim.engine.dispatch import announce
 from dsh_sim.engine.faults import CrashSpec, FaultPlan, FaultRule, Firing
-from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE, Gate, Probe
+from dsh_sim.engine.gates import Gate, Probe
 from dsh_sim.engine.hang import Hung
-from dsh_sim.engine.history import FaultFired, History
+from dsh_sim.engine.history import History
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.media import as_written, corrupt
 from dsh_sim.engine.observer import Observer
-from dsh_sim.engine.points import POINTS
-from dsh_sim.engine.points import spec as point_spec
 from dsh_sim.engine.process import Reply, SimProcess, SimulatedCrash
 from dsh_sim.engine.programs import (
     Surroundings,
@@ -51,21 +50,7 @@ from dsh_sim.engine.programs import (
 )
 from dsh_sim.engine.trace import TaskTracer, Trace
 from runtime.adapters.script_model import ScriptedResponse
-from runtime.persistence import context as durability
 from runtime.ports import Ports
-
-# where a failed operation on the log leaves its unacknowledged bytes in place: a truncation (a
-# rollback's, or the heal before an append) or the removal of a first publication's name
-REMOVALS = frozenset({"fs.ftruncate", "fs.truncate", "fs.unlink"})
-
-
-def _logged_arguments(life: Lifetime, details: dict[str, Any]) -> str | None:
-    """The arguments of the tool/call just appended (``details``: its seq), as the log has them."""
-    session = life.agent.session if life.agent is not None else None
-    events = session.events if session is not None else ()
-    seq = details.get("seq")
-    event = next((e for e in reversed(events) if e.seq == seq), None)
-    return event.data.get("arguments") if event is not None and event.type == "tool/call" else None
 
 
 class Simulation:
@@ -191,92 +176,11 @@ class Simulation:
     # -- named points ----------------------------------------------------------------------
 
     async def point(self, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
-        """Announce a named point; apply crash/delay/cancel/corrupt; return a domain fault."""
-        if name not in POINTS:
-            point_spec(name)  # raises on an undeclared point
-        public = details  # private details (``_events``) stay out of traces and fault matching
-        for key in details:
-            if key.startswith("_"):
-                public = {k: v for k, v in details.items() if not k.startswith("_")}
-                break
-        if not life.view.alive:
-            # cleanup code of a dead process unwinding: not a point a crash could strike, not
-            # counted, no fault fires (its filesystem calls are refused anyway)
-            self.trace.record("dead-point", life.index, name)
-            return None
-        self.point_hits[name] = self.point_hits.get(name, 0) + 1
-        trace = self.trace
-        if trace.enabled:  # (a disabled trace records nothing: not even the call is made)
-            trace.record("point", life.index, name, public)
-        if name == "persist.batch.durable":
-            batch, before, after = tuple(details.get("_events", ())), self.history.acked_bytes, self._log_as_written()
-            self.history.acknowledged(life.index, batch, after)
-            for observer in self.observers:
-                observer.on_acknowledged(life, batch, before, after)
-        if name == "tools.call.appended":
-            call = ToolMark(
-                "call", life.index, str(details.get("call_id")), tool=str(details.get("tool")), arguments=_logged_arguments(life, details)
-            )
-            self.history.tool_marks.append(call)
-        elif name == "tools.execute.body":  # the runtime says the body runs next (before any fault fires here)
-            self.history.tool_marks.append(ToolMark("dispatch", life.index, str(details.get("call_id"))))
-        for observer in self.observers:
-            observer.on_point(life, name, details)
-        domain: Firing | None = None
-        plan = self.plan
-        for firing in plan.hit(name, public, life.index) if name in plan.points else ():
-            rule = firing.rule
-            self.trace.record("fault", life.index, name, firing.index, rule.action)
-            self.history.faults.append(FaultFired(life.index, name, rule.action, firing.index, durability.current().step, self.now()))
-            if rule.action == "crash":
-                assert rule.crash is not None
-                self.crash_process(life, rule.crash, point=name, details=public)
-                raise SimulatedCrash(f"{rule.crash.label()} at {name}")
-            if rule.action == "delay":
-                await trio.sleep(rule.delay)
-            elif rule.action == "cancel":
-                if life.agent is not None:
-                    self.cancel_turn(life)
-                elif life.opening is not None:  # during boot: the application abandons its open
-                    life.opening.cancel()
-            elif rule.action == "corrupt":
-                self.corrupt(rule)
-            elif rule.action == "source_append":
-                self._legacy_append()
-            else:
-                domain = firing
-                if name in REMOVALS and public.get("path") == self.config.log_path:
-                    self.history.unhealed = self._log_as_written()  # the failed removal leaves the log as it is now
-                if rule.action == "tool_failure":  # the body is replaced by a raise (gates.Probe)
-                    self.history.tool_marks.append(ToolMark("raised", life.index, str(public.get("call_id")), error=INJECTED_TOOL_FAILURE))
-        if self.config.points_take_time:
-            await self._take_time(life, name)
-        return domain
+        """Announce a named point; apply crash/delay/cancel/corrupt; return a domain fault
+        (see :func:`.dispatch.announce`)."""
+        return await announce(self, life, name, details)
 
-    def _legacy_append(self) -> None:
-        """A ``source_append`` fault: the legacy writer (set by the step that seeded the source)
-        appends to the historical generation; one that cannot is an unfit fault, reported by the
-        step like an unfit power cut."""
-        why = self.legacy_writer(self) if self.legacy_writer is not None else "no historical source was seeded (seed_v0)"
-        if why is not None and self.unfit is None:
-            self.unfit = f"source_append cannot run: {why}"
-
-    async def _take_time(self, life: Lifetime, name: str) -> None:
-        """What the configuration says a point costs (only called when
-        :attr:`SimConfig.points_take_time`): a filesystem operation's latency (the
-        operation runs after it, so a barrier, an append or a crash can meet it in flight), and
-        the seeded perturbation that lets other tasks go first."""
-        config = self.config
-        if config.perturb and self.perturb_rng.random() < config.perturb:
-            pause = self.perturb_rng.choice((0.0, self.perturb_rng.uniform(0.0, PERTURB_MAX)))
-            self.trace.record("perturb", life.index, name, pause)
-            await life.proc.sleep(pause)  # 0: a bare yield, the other runnable tasks go first
-        if (config.io_latency or config.fsync_latency) and name.startswith("fs."):
-            latency = config.io_latency + (config.fsync_latency if name in ("fs.fsync", "fs.fsync_dir") else 0.0)
-            if latency:
-                await life.proc.sleep(latency)
-
-    def _log_as_written(self) -> bytes | None:
+    def log_as_written(self) -> bytes | None:
         """The log's bytes as the runtime wrote them (see :func:`.media.as_written`)."""
         log = self.config.log_path
         return as_written(self.disk.read_path(log), self.history.corruptions, log)
@@ -406,7 +310,7 @@ class Simulation:
         self.history.committed_at_open(
             tuple(life.report.events),
             len(torn.recovered) if torn is not None else 0,
-            self._log_as_written(),
+            self.log_as_written(),
             torn.truncate_to if torn is not None else None,
         )
 

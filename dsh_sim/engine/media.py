@@ -44,7 +44,7 @@ def corrupt(disk: Disk, corruptions: list[Corruption], rule: FaultRule, config: 
     ``corruptions`` (the history's list, updated in place)."""
     path = rule.corrupt_path or config.log_path
     ino = disk.resolve(path)
-    if ino is None:
+    if ino is None or not disk.is_file(ino):  # (not there, or a link planted in its place)
         return
     node = disk.file(ino)
     if not node.durable:

@@ -34,7 +34,7 @@ _FS_ERR = ("error",)
 _SOURCE_APPEND = ("source_append",)
 _SPECS = [
     # filesystem port (announced by SimFS before each operation takes effect)
-    PointSpec("fs.open", "fs", "open a file (create, exclusive, append)", _FS_ERR, ("path", "flags")),
+    PointSpec("fs.open", "fs", "open a file (create, exclusive, append)", _FS_ERR + ("linked",), ("path", "flags")),
     PointSpec("fs.read", "fs", "read from a descriptor", _FS_ERR, ("path",)),
     PointSpec("fs.write", "fs", "write bytes (EIO/ENOSPC before any byte lands)", _FS_ERR, ("path", "size")),
     PointSpec("fs.fsync", "fs", "fsync a file (failure keeps or drops the dirty data)", _FS_ERR + ("fsync_fail",), ("path",)),

@@ -33,6 +33,7 @@ from runtime.persistence.publication import inline_verifier
 from runtime.persistence.store import open_store
 from runtime.ports import Ports
 from runtime.session.session import Session
+from runtime.tools.files import WriteFileTool
 from runtime.tools.shell import ShellTool
 
 if TYPE_CHECKING:
@@ -113,6 +114,10 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
     cfg, ports, gate = env.config, env.ports, env.gate
     tools = world_tools(env.world, gate.domain, env.now, life.index, approval_tools=cfg.approval_tools)
     tools.append(ShellTool(SimRunner(env.world, gate.domain, env.now, life.index), cfg.workspace, ports.probe))
+    if cfg.file_tools:  # the runtime's own tool, on the process's view of the simulated disk
+        writer = WriteFileTool(ports.fs, cfg.workspace)
+        writer.requires_approval = "write_file" in cfg.approval_tools
+        tools.append(writer)
     tools = observed(tools, env.tool_marks, life.index)
     model = SimModel(env.model_queue, gate.domain, chunk_delay=cfg.chunk_delay, sleep=life.proc.sleep)
     runtime_config = RuntimeConfig(

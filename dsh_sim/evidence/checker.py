@@ -18,9 +18,11 @@ from dsh_sim.engine.observer import Observer
 from dsh_sim.engine.points import POINTS, spec
 from dsh_sim.evidence import invariants as inv
 from dsh_sim.evidence.coverage import case_from_recovery
-from dsh_sim.evidence.invariants import oracles
+from dsh_sim.evidence.invariants import oracles, pace, residue
 from dsh_sim.evidence.invariants.closed import check_closed_handle
 from dsh_sim.evidence.invariants.errors import check_flush_reports, check_step_error
+from dsh_sim.evidence.invariants.links import check_links_not_followed, refused_for_a_link
+from dsh_sim.evidence.invariants.lossless import check_edge_append, owns_step_error
 from dsh_sim.evidence.invariants.points import check_announcement
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.approval_policy import PolicyWatch
@@ -175,22 +177,27 @@ class Checker(Observer):
     def on_second_writer(self, life: Lifetime) -> None:
         inv.check_second_writer(self, life)
         if life.crash is None:
-            oracles.check_residue(self, life, faults_in_life=True, stray_at_boot=set())  # (the directory belongs to the primary)
+            residue.check_residue(self, life, faults_in_life=True, stray_at_boot=set())  # (the directory belongs to the primary)
 
     def on_boot(self, life: Lifetime) -> None:
         """Post-recovery invariants, after every boot (the coverage case after a crash)."""
-        self._stray_at_boot[life.index] = oracles.stray_names(self)
+        self._stray_at_boot[life.index] = residue.stray_names(self)
         if life.boot_error is not None and life.crash is None:  # the process exited: what it opened is closed
-            faulted = oracles.cleanup_faulted(self, life)
-            oracles.check_residue(self, life, faults_in_life=faulted, stray_at_boot=self._stray_before_step)
+            faulted = residue.cleanup_faulted(self, life)
+            residue.check_residue(self, life, faults_in_life=faulted, stray_at_boot=self._stray_before_step)
         previous = [other for other in self.sim.lifetimes if other.index < life.index]
         crash = next((other.crash for other in reversed(previous) if other.crash is not None), self.history.prior_crash)
         inv.check_recovery(self, life, crash)
         inv.check_idempotent_keys(self)
-        if crash is not None and crash not in self.recovered_from and inv.io_fault_refused(self, life):
-            # a boot an injected fault failed may have written before it gave up (a repair append
-            # whose rollback the cancellation stopped): the crash image is no longer what the next
-            # boot reads, so the reference model has nothing exact to say about this crash
+        check_links_not_followed(self)  # (explore's recovery runs take no steps)
+        if (
+            crash is not None
+            and crash not in self.recovered_from
+            and (inv.io_fault_refused(self, life) or refused_for_a_link(self, life.boot_error))
+        ):
+            # a boot an injected fault (or a planted link) failed may have written before it gave
+            # up (a repair append whose rollback the cancellation stopped): the crash image is no
+            # longer what the next boot reads, so the reference model has nothing exact to say
             self.recovered_from.append(crash)
         if crash is not None and crash not in self.recovered_from:
             if life.crash is None:  # (a boot that crashed itself is judged at the next boot)
@@ -218,10 +225,14 @@ class Checker(Observer):
 
     def on_step(self, op: str, outcome: str, args: Any = None) -> None:
         self.count(inv.NO_HANG)  # the step's command handed control back, or on_hang reported it
-        self._stray_before_step = oracles.stray_names(self)
+        self._stray_before_step = residue.stray_names(self)
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
         current = self.sim.current
-        check_step_error(self, op, outcome, current.step_error if current is not None else None)
+        if owns_step_error(op, args):
+            check_edge_append(self, current, args.value, outcome, current.step_error if current is not None else None)
+        else:
+            check_step_error(self, op, outcome, current.step_error if current is not None else None)
+        check_links_not_followed(self)
         quiet = len(self.history.faults) == self._faults_before_step and not outcome.startswith("crashed")
         check_flush_reports(self, op, outcome, self.history.faults[self._faults_before_step :])
         self._faults_before_step = len(self.history.faults)
@@ -230,8 +241,8 @@ class Checker(Observer):
         life = self.sim.primary
         if life is not None and not life.dead and life.session is not None:
             if quiet and op == "prompt" and self.sim.kind == "agent":
-                oracles.check_progress(self, life, outcome, args)
-            oracles.check_timely(self, life)
+                pace.check_progress(self, life, outcome, args)
+            pace.check_timely(self, life)
         if op == "flush" and outcome == "ok" and life is not None and life.session is not None and not life.dead:
             events = life.session.events
             if events:
@@ -296,8 +307,8 @@ class Checker(Observer):
             return
         if life.crash is None:
             erred = life.boot_error is not None or life.exit_error is not None  # (descriptors only)
-            faulted = erred or oracles.cleanup_faulted(self, life)
-            oracles.check_residue(self, life, faults_in_life=faulted, stray_at_boot=self._stray_at_boot.get(life.index, set()))
+            faulted = erred or residue.cleanup_faulted(self, life)
+            residue.check_residue(self, life, faults_in_life=faulted, stray_at_boot=self._stray_at_boot.get(life.index, set()))
             check_closed_handle(self, life)
         inv.check_eventually_durable(self, life, faults_during)
         if life.session is not None:

@@ -18,6 +18,7 @@ import attrs
 from dsh_sim.adapters.world_tools import TOOL_KINDS
 from dsh_sim.engine.bounds import at_most, each, integer, member, number, optional, text
 from dsh_sim.engine.faults import CrashSpec, FaultRule
+from dsh_sim.engine.json_values import EDGE_NAMES
 from dsh_sim.engine.vocabulary import APPROVAL_ANSWERS, MACHINES
 from dsh_sim.errors import FieldError
 from dsh_sim.scenario.v0.model import ENDS as V0_ENDS
@@ -103,6 +104,35 @@ class CancelArgs:
 class FlushArgs:
     """An explicit durability barrier on the live session."""
 
+    cancel_first_after: float | None = attrs.field(
+        default=None,
+        validator=optional(number(0.0, MAX_SECONDS)),
+        metadata=doc(
+            "null: one flush.  A number: an application task flushes, a second one flushes half this time later, "
+            "and the first task's own scope is cancelled after this many virtual seconds (e.g. while a slow write "
+            "holds its barrier); the second flush's outcome is the step's, and a success must cover every event "
+            "appended before it"
+        ),
+    )
+
+
+LINK_SITES = ("project", "session", "log", "lock")  # session paths a link can be planted at (plant_link)
+
+
+@attrs.frozen
+class PlantLinkArgs:
+    """Another program plants a symbolic link where a session path goes, while no process runs."""
+
+    at: str = attrs.field(
+        default="session",
+        validator=member(LINK_SITES, "at"),
+        metadata=doc(
+            "which path: project or session (a directory, only where none is yet), log or lock (a file: one "
+            "already there is moved aside until remove_links); the link points at a directory or file of the same "
+            "kind outside the sessions root, which no process may change through it"
+        ),
+    )
+
 
 @attrs.frozen
 class AppendArgs:
@@ -110,6 +140,14 @@ class AppendArgs:
 
     count: int = attrs.field(default=1, validator=integer(1, 10_000), metadata=doc("events to append"))
     size: int = attrs.field(default=8, validator=integer(0, 1_000_000), metadata=doc("bytes of text in each event"))
+    value: str | None = attrs.field(
+        default=None,
+        validator=optional(member(EDGE_NAMES, "value")),
+        metadata=doc(
+            "null: text of `size` bytes.  A name: each event carries this edge value of JSON (see dsh_sim/engine/json_values.py) "
+            "— the spec refuses some at append (TypeError, nothing stored) and the rest must read back exactly"
+        ),
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.count * self.size > MAX_APPEND_BYTES:
@@ -140,6 +178,11 @@ class ArmArgs:
 @attrs.frozen
 class SecondWriterArgs:
     """A second process opens the published session for write (it must be refused)."""
+
+
+@attrs.frozen
+class RemoveLinksArgs:
+    """The operator removes every planted link (what they point at is left as it is)."""
 
 
 @attrs.frozen
@@ -275,6 +318,12 @@ OPS: dict[str, OpSpec] = {
         OpSpec("read_only", ReadOnlyArgs, "a reader lists, opens read-only, reads, tries to write, closes; the checker judges what it saw"),
         OpSpec("retry_unknown", RetryUnknownArgs, "retry every unknown-outcome pay with the same key", _AGENT),
         OpSpec("seed_v0", SeedV0Args, "before the first boot: a historical v0 log on the disk"),
+        OpSpec("plant_link", PlantLinkArgs, "while no process runs: another program plants a symbolic link at a session path"),
+        OpSpec(
+            "remove_links",
+            RemoveLinksArgs,
+            "while no process runs: the planted links are removed and what they displaced is put back (their targets stay)",
+        ),
     )
 }
 

@@ -62,6 +62,14 @@ def check(scenario: Scenario) -> list[tuple[str, str]]:
             seeded = index if seeded is None else seeded
         elif step.op in ("boot", "second_writer") and started is None:
             started = index
+    if not scenario.config.file_tools:
+        for index, step in enumerate(scenario.steps):
+            if isinstance(step.args, PromptArgs):
+                for r, response in enumerate(step.args.responses):
+                    for c, call in enumerate(response.tool_calls):
+                        if call.name == "write_file":
+                            where = f"$.steps[{index}].args.responses[{r}].tool_calls[{c}].name"
+                            out.append((where, "write_file is the runtime's own tool: mount it with config.file_tools: true"))
     seen: dict[str, str] = {}
     for path, call_id in call_ids(scenario):
         if call_id in seen:

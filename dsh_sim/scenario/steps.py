@@ -13,8 +13,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+import trio
+
+from dsh_sim.engine import links
 from dsh_sim.engine.faults import CrashSpec
 from dsh_sim.engine.history import Corruption, SeededLog
+from dsh_sim.engine.json_values import EDGE_VALUES
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.engine.observer import ReaderView
@@ -23,9 +28,12 @@ from dsh_sim.scenario.args import (
     AppendArgs,
     ArmArgs,
     CancelArgs,
+    FlushArgs,
     ModelResponse,
+    PlantLinkArgs,
     PromptArgs,
     ReadOnlyArgs,
+    RemoveLinksArgs,
     SeedV0Args,
     SetApprovalPolicyArgs,
     SetSandboxModeArgs,
@@ -146,16 +154,46 @@ def op_cancel(sim: Simulation, args: CancelArgs) -> str:
     return _outcome(life, reply)
 
 
-def op_flush(sim: Simulation, args: object) -> str:
+def op_flush(sim: Simulation, args: FlushArgs) -> str:
     life = _require_session(sim)
 
     async def flush(life: Lifetime) -> None:
-        await life.store.flush(life.session)
+        if args.cancel_first_after is None:
+            await life.store.flush(life.session)
+            return
+        errors: list[Exception] = []  # what each caller was told: the second's first (the step's outcome)
+        async with trio.open_nursery() as nursery:
+            first = trio.CancelScope()
+
+            async def first_flush() -> None:
+                with first:  # its own task's scope (a caller's timeout), not the process's
+                    try:
+                        await life.store.flush(life.session)
+                    except Exception as err:
+                        errors.append(err)
+
+            nursery.start_soon(first_flush)
+            await trio.sleep(args.cancel_first_after / 2)  # the first flush holds the barrier; the second waits on it
+            timer = trio.CancelScope()
+            nursery.start_soon(_cancel_after, timer, first, args.cancel_first_after / 2)
+            try:
+                await life.store.flush(life.session)
+            except Exception as err:
+                errors.insert(0, err)
+            timer.cancel()  # (a first flush still running is left to finish)
+        if errors:  # raised outside the nursery: the caller's error itself, not a group of one
+            raise errors[0]
 
     reply = sim.run(flush)
     if reply.error is not None and not life.dead:
         sim.notify("on_flush_failed", life, reply.error)
     return _outcome(life, reply)
+
+
+async def _cancel_after(timer: trio.CancelScope, scope: trio.CancelScope, seconds: float) -> None:
+    with timer:
+        await trio.sleep(seconds)
+        scope.cancel()
 
 
 def op_append(sim: Simulation, args: AppendArgs) -> str:
@@ -164,7 +202,10 @@ def op_append(sim: Simulation, args: AppendArgs) -> str:
 
     async def append(life: Lifetime) -> None:
         for _index in range(args.count):
-            life.session.append("todo/write", {"n": len(life.session), "text": "x" * args.size})
+            if args.value is None:
+                life.session.append("todo/write", {"n": len(life.session), "text": "x" * args.size})
+            else:
+                life.session.append("todo/write", {"n": len(life.session), "value": EDGE_VALUES[args.value].make()})
 
     return _outcome(life, sim.run(append))
 
@@ -305,8 +346,52 @@ def op_seed_v0(sim: Simulation, args: SeedV0Args) -> str:
     return f"seeded:v0:{'damaged' if expected.refused else expected.source_events}->{migrated}"
 
 
+def _between_processes(sim: Simulation, what: str) -> None:
+    if any(not life.dead for life in sim.lifetimes):
+        raise StepNotApplicable(f"{what} while no process runs: a process is running (stop or crash it first)")
+
+
+def _changed_since_crash(sim: Simulation) -> None:
+    """Another program changed the disk while no process ran: the last crash's image becomes
+    the disk as it is now — what the next boot recovers from, and what no dead process may
+    change (``fidelity``)."""
+    last = sim.lifetimes[-1] if sim.lifetimes else None
+    if last is not None and last.crash is not None:
+        changed = attrs.evolve(last.crash, image=sim.disk.image())
+        sim.history.crashes[sim.history.crashes.index(last.crash)] = changed
+        last.crash = changed
+
+
+def op_plant_link(sim: Simulation, args: PlantLinkArgs) -> str:
+    """A link at a session path, to a directory (holding one file) or file of the same kind
+    outside the root; a log or lock file already there is moved aside until ``remove_links``.
+    The runtime must never reach the target through it (session files are never reached
+    through symlinks: :mod:`dsh_sim.engine.links`)."""
+    _between_processes(sim, "a link is planted")
+    paths = sim.config.paths
+    path = {"project": paths.project_dir, "session": paths.session_dir, "log": paths.log, "lock": paths.lock}[args.at]
+    if sim.disk.resolve(path) is not None and args.at in ("project", "session"):
+        raise StepNotApplicable(f"{path} already exists: a directory link is planted only where nothing is yet")
+    planted = links.plant(sim.disk, sim.history, path, directory=args.at in ("project", "session"))
+    _changed_since_crash(sim)
+    sim.trace.record("plant_link", path, planted.target)
+    return f"planted:{args.at}"
+
+
+def op_remove_links(sim: Simulation, args: RemoveLinksArgs) -> str:
+    """The operator's repair before the next boot: the links go, what they displaced comes back."""
+    _between_processes(sim, "links are removed")
+    removed = links.remove_all(sim.disk, sim.history)
+    if removed:
+        _changed_since_crash(sim)
+    sim.trace.record("remove_links", removed)
+    return f"removed:{removed}"
+
+
 RUNNERS: dict[str, Callable[[Simulation, Any], str]] = {
     "boot": op_boot,
+    "plant_link": op_plant_link,
+    "remove_links": op_remove_links,
     "prompt": op_prompt,
     "advance": op_advance,
     "cancel": op_cancel,

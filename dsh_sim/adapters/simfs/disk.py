@@ -248,6 +248,105 @@ class Disk:
         stamp = self.stamp(now_ns)
         self.nodes[ino] = attrs.evolve(node, volatile=node.volatile + data, durable=node.durable + data, mtime_ns=stamp, ctime_ns=stamp)
 
+    def symlink_durable(self, path: str, target: str) -> None:
+        """Another program plants a symbolic link at ``path`` (parents made as needed), durable
+        from the start; refuses to replace an existing name."""
+        parent, name = path.rstrip("/").rsplit("/", 1)
+        self.mkdirs_durable(parent)
+        dir_ino = self.resolve(parent)
+        assert dir_ino is not None
+        directory = self.dir(dir_ino)
+        if directory.lookup(name) is not None:
+            raise FileExistsError(path)
+        ino = self.new_ino()
+        stamp = self.stamp(0)
+        self.nodes[ino] = SymlinkNode(ino, target, mtime_ns=stamp, ctime_ns=stamp)
+        self.nodes[dir_ino] = attrs.evolve(
+            directory,
+            entries=tuple(sorted(directory.entries + ((name, ino),))),
+            durable=tuple(sorted(directory.durable + ((name, ino),))),
+        )
+
+    def remove_links(self, paths: list[str]) -> int:
+        """Another program removes each of ``paths`` that is a symbolic link (durably); returns
+        how many it removed.  A path that is anything else, or missing, is left alone."""
+        removed = 0
+        for path in paths:
+            parent, name = path.rstrip("/").rsplit("/", 1)
+            dir_ino = self.resolve(parent)
+            if dir_ino is None or not isinstance(self.nodes.get(dir_ino), DirNode):
+                continue
+            directory = self.dir(dir_ino)
+            ino = directory.lookup(name)
+            if ino is None or not isinstance(self.nodes.get(ino), SymlinkNode):
+                continue
+            del self.nodes[ino]
+            self.nodes[dir_ino] = attrs.evolve(
+                directory,
+                entries=tuple(e for e in directory.entries if e[0] != name),
+                durable=tuple(e for e in directory.durable if e[0] != name),
+            )
+            removed += 1
+        return removed
+
+    def rename_durable(self, src: str, dst: str) -> None:
+        """Another program moves ``src`` to the free name ``dst`` (parents made as needed) and
+        syncs both directories: the inode, its bytes and their durability go along."""
+        src_parent, src_name = src.rstrip("/").rsplit("/", 1)
+        dst_parent, dst_name = dst.rstrip("/").rsplit("/", 1)
+        self.mkdirs_durable(dst_parent)
+        src_dir, dst_dir = self.resolve(src_parent), self.resolve(dst_parent)
+        assert src_dir is not None and dst_dir is not None
+        ino = self.dir(src_dir).lookup(src_name)
+        if ino is None:
+            raise FileNotFoundError(src)
+        if self.dir(dst_dir).lookup(dst_name) is not None:
+            raise FileExistsError(dst)
+        source = self.dir(src_dir)
+        self.nodes[src_dir] = attrs.evolve(
+            source,
+            entries=tuple(e for e in source.entries if e[0] != src_name),
+            durable=tuple(e for e in source.durable if e[0] != src_name),
+        )
+        target = self.dir(dst_dir)
+        self.nodes[dst_dir] = attrs.evolve(
+            target,
+            entries=tuple(sorted(target.entries + ((dst_name, ino),))),
+            durable=tuple(sorted(target.durable + ((dst_name, ino),))),
+        )
+
+    def is_file(self, ino: int) -> bool:
+        return isinstance(self.nodes.get(ino), FileNode)
+
+    def is_dir(self, ino: int) -> bool:
+        return isinstance(self.nodes.get(ino), DirNode)
+
+    def is_symlink(self, path: str) -> bool:
+        """Whether ``path`` names a symbolic link (its final component not followed)."""
+        return self.link_target(path) is not None
+
+    def link_target(self, path: str) -> str | None:
+        """The target of the symbolic link ``path`` names (its final component not followed), or None."""
+        ino = self.resolve(path)
+        node = self.nodes.get(ino) if ino is not None else None
+        return node.target if isinstance(node, SymlinkNode) else None
+
+    def tree(self, path: str) -> tuple[tuple[str, bytes | None], ...]:
+        """Every name under ``path`` (not following links), relative, with a file's bytes or
+        ``None`` for anything else; ``path`` itself as ``"."``.  Empty when nothing is there."""
+        ino = self.resolve(path)
+        if ino is None:
+            return ()
+        out: list[tuple[str, bytes | None]] = []
+        pending = [(".", ino)]
+        while pending:
+            name, at = pending.pop()
+            node = self.nodes[at]
+            out.append((name, node.volatile if isinstance(node, FileNode) else None))
+            if isinstance(node, DirNode):
+                pending.extend((f"{name}/{child}", child_ino) for child, child_ino in node.entries)
+        return tuple(sorted(out))
+
     def write_file_durable(self, path: str, data: bytes) -> int:
         """Harness setup: a file whose bytes and directory entry are durable from the start.
 

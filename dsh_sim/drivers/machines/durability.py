@@ -21,6 +21,7 @@ from dsh_sim.drivers.machines.strategies import (
     BOUNDARY_CHOICES,
     FS_POINTS,
     MOMENT_POINTS,
+    aimable_calls,
     aimed_crash_rule,
     crash_specs,
     domain_faults,
@@ -99,7 +100,7 @@ class DurabilityMachine(SimulationMachine):
     def prompt_crashing(self, data: st.DataObject, boundary: str, crash: dict[str, Any]) -> None:
         """A prompt with a crash aimed between two moments of one of its calls."""
         script = data.draw(self.turn_scripts)
-        calls = [(i + 1, c["id"]) for i, r in enumerate(script["responses"]) for c in r.get("tool_calls", ())]
+        calls = aimable_calls(script)
         if calls:
             step, call_id = data.draw(st.sampled_from(calls[::-1]))  # later calls first: they depend on earlier ones
             event(f"crash aimed at {boundary}")

@@ -1,9 +1,11 @@
 """The storage state machine: the persistence layer alone, under faults and crashes.
 
-Appends, explicit flushes, write-behind window expiry, I/O and fsync faults, torn and
-power-loss crashes (also during recovery), reopen, and a second writer — checked by the same
-invariants as the agent machine (acknowledged events survive, committed bytes are never
-rewritten, seqs stay dense, one writer at a time, no write from a dead process).
+Appends (edge values of JSON among them), explicit flushes (two at once, the first cancelled),
+write-behind window expiry, I/O and fsync faults, torn and power-loss crashes (also during
+recovery), reopen, a second writer, lock files swapped or removed, and symbolic links planted at
+the log or the lock file — checked by the same invariants as the agent machine (acknowledged
+events survive, committed bytes are never rewritten, seqs stay dense, one writer at a time, no
+write from a dead process, no link followed).
 
 A run may start from a historical v0 log (``seed_v0``): the first boot's write open then
 migrates it and publishes v3, optionally with a crash armed at one of the publication steps
@@ -22,11 +24,13 @@ from hypothesis.stateful import initialize, precondition, rule
 from dsh_sim.drivers.machines import typed
 from dsh_sim.drivers.machines.base import SimulationMachine, is_alive, is_dead
 from dsh_sim.drivers.machines.strategies import FS_POINTS, crash_specs, io_faults, timings, window_write_faults
+from dsh_sim.engine import links
 from dsh_sim.engine.config import SimConfig
+from dsh_sim.engine.json_values import EDGE_NAMES
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.engine.points import POINTS
 from dsh_sim.evidence.checker import Checker
-from dsh_sim.scenario.args import Step
+from dsh_sim.scenario.args import FlushArgs, PlantLinkArgs, Step
 from dsh_sim.scenario.v0.legacy import growth
 from dsh_sim.scenario.v0.strategy import seed_v0_args
 
@@ -48,6 +52,11 @@ boot_crashes = st.one_of(st.none(), st.tuples(st.sampled_from(MIGRATION_POINTS),
 # where an older runtime, still running, appends a turn to the source (before publication)
 SOURCE_APPEND_POINTS = tuple(p for p in MIGRATION_POINTS if POINTS[p].allows("source_append"))
 source_appends = st.one_of(st.none(), st.sampled_from(SOURCE_APPEND_POINTS))
+
+
+def links_in_place(machine: StorageMachine) -> bool:
+    sim = machine.sim
+    return machine.dead and sim is not None and links.in_place(sim.disk, sim.history)
 
 
 class StorageMachine(SimulationMachine):
@@ -89,6 +98,13 @@ class StorageMachine(SimulationMachine):
         self.do(typed.append(count=count, size=size))
 
     @precondition(is_alive)
+    @rule(value=st.sampled_from(EDGE_NAMES))
+    def append_edge_value(self, value: str) -> None:
+        """An event whose data is an edge value of JSON: refused at append if the spec refuses
+        it (``lossless_refused``), else stored and read back exactly."""
+        self.do(typed.append(value=value))
+
+    @precondition(is_alive)
     @rule(
         fault=window_write_faults,
         before=st.integers(1, 3),
@@ -128,6 +144,25 @@ class StorageMachine(SimulationMachine):
         self.do(Step("flush"))
 
     @precondition(is_alive)
+    @rule(
+        before=st.integers(1, 3),
+        delay=st.sampled_from([0.5, 2.0]),
+        after=st.integers(0, 3),
+        cancel=st.sampled_from([0.1, 0.3, 1.0]),
+    )
+    def flushes_race_a_cancel(self, before: int, delay: float, after: int, cancel: float) -> None:
+        """Two application tasks flush while a window's write is slow (a delayed fsync), and the
+        first task's own scope is cancelled (its caller's timeout) while it holds the barrier: the
+        second must run the barrier itself, never take that cancellation for its success."""
+        self.do_while_alive(
+            typed.append(count=before),
+            typed.arm({"point": "fs.fsync", "action": "delay", "delay": delay, "hit": 1, "lifetime": len(self._running().lifetimes)}),
+            typed.advance(0.21),
+            *([typed.append(count=after)] if after else []),
+            Step("flush", FlushArgs(cancel_first_after=cancel)),
+        )
+
+    @precondition(is_alive)
     @rule(seconds=st.sampled_from([0.05, 0.2, 0.5]))
     def window(self, seconds: float) -> None:
         self.do(typed.advance(seconds))
@@ -151,6 +186,27 @@ class StorageMachine(SimulationMachine):
         or a second writer (the rule after) gets one of its own."""
         lifetime = len(self._running().lifetimes) + 1
         self.do(typed.arm({"point": "fs.flock", "action": action, "hit": 1, "lifetime": lifetime}))
+
+    @precondition(is_dead)
+    @rule(at=st.sampled_from(["log", "lock"]), hit=st.integers(1, 2), race=st.booleans())
+    def plant_link(self, at: str, hit: int, race: bool) -> None:
+        """Another program puts a symbolic link (to a file outside the root) in place of the log
+        or the lock file: now, between processes, or (``race``) just before one of the next
+        boot's opens of it — after its checks, where only ``O_NOFOLLOW`` stands in the way.
+        Nothing may be read or written through it (``links_not_followed``); the operator's
+        removal (the rule after) lets the session go on."""
+        sim = self._running()
+        if race:
+            path = sim.config.paths.log if at == "log" else sim.config.paths.lock
+            rule = {"point": "fs.open", "action": "linked", "hit": hit, "lifetime": len(sim.lifetimes) + 1, "match": {"path": path}}
+            self.do(typed.arm(rule))
+        else:
+            self.do(Step("plant_link", PlantLinkArgs(at)))
+
+    @precondition(links_in_place)
+    @rule()
+    def remove_links(self) -> None:
+        self.do(Step("remove_links"))
 
     @precondition(is_dead)
     @rule(point=st.sampled_from(STORAGE_POINTS + MIGRATION_POINTS[:4]), hit=st.integers(1, 2), crash=crash_specs)

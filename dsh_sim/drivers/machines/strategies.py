@@ -35,8 +35,11 @@ _PEOPLE = st.sampled_from(["alice", "bob"])
 _ARGUMENTS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "pay": st.fixed_dictionaries({"to": _PEOPLE, "amount": st.integers(1, 50)}),
     "send_message": st.fixed_dictionaries({"to": _PEOPLE, "text": st.sampled_from(["hi", "done"])}),
-    # one read in five has no account: get_balance's classifier raises on it, and the call must run alone
-    "get_balance": st.sampled_from([{"account": "alice"}, {"account": "bob"}, {"account": "alice"}, {"account": "bob"}, {}]),
+    # one read in three has no account: get_balance's classifier raises on it (KeyError for an
+    # empty object, TypeError for raw text), and the call must run alone
+    "get_balance": st.sampled_from(
+        [{"account": "alice"}, {"account": "bob"}, {"account": "alice"}, {"account": "bob"}, {}, "balance of bob"]
+    ),
     "write_note": st.fixed_dictionaries({"path": st.just(WORKSPACE_FILE), "text": st.sampled_from(["a", "b"])}),
     "batch_pay": st.fixed_dictionaries(
         {"payments": st.lists(st.fixed_dictionaries({"to": _PEOPLE, "amount": st.integers(1, 9)}), min_size=1, max_size=2)}
@@ -74,6 +77,18 @@ _PROMPT_TEXT = st.sampled_from(["go", "pay please"])
 
 
 _CUT_OFF = st.integers(0, 9).map(lambda n: n == 9)  # one answer with calls in ten (shrinks toward 0: not cut off)
+
+
+def aimable_calls(script: dict[str, Any]) -> list[tuple[int, str]]:
+    """(1-based response, call id) of each call a crash can be aimed at: the answers the turn
+    reaches and carries out.  An answer cut off at the token limit ends the turn owing no
+    calls (spec: ``max-tokens``), so neither its calls nor any later answer's ever run."""
+    calls: list[tuple[int, str]] = []
+    for step, response in enumerate(script["responses"], start=1):
+        if response.get("finish") == "max-tokens":
+            break
+        calls.extend((step, call["id"]) for call in response.get("tool_calls", ()))
+    return calls
 
 
 @st.composite

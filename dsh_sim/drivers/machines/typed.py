@@ -59,9 +59,9 @@ def arm(rule: dict[str, Any]) -> Step:
     return Step("arm", ArmArgs(fault_rule(rule)))
 
 
-def append(**fields: int) -> Step:
-    """The storage machine's appends (``count``, and ``size`` unless the default)."""
-    return Step("append", AppendArgs(**fields))
+def append(*, count: int = 1, size: int = 8, value: str | None = None) -> Step:
+    """The storage machine's appends (``count``, ``size`` or an edge ``value``)."""
+    return Step("append", AppendArgs(count=count, size=size, value=value))
 
 
 def crash_now(spec: dict[str, Any]) -> Step:

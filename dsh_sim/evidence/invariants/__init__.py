@@ -9,7 +9,11 @@ failing on a bug it guards against.
 * :mod:`.recovery` — after every recovery: what survived, and what repair said;
 * :mod:`.calls` — after every recovery: the calls in the log (results, verdicts, approvals, refusals);
 * :mod:`.effects` — against the world's ledger;
-* :mod:`.storage` — writers, dead processes, migration, rollback, shutdown.
+* :mod:`.storage` — writers, dead processes, migration, rollback, shutdown;
+* :mod:`.oracles` — the oracles' verdicts (reference model, log grammar, world agreement, format…);
+* :mod:`.pace` — after a quiet step: the turn's progress and write-behind's window;
+* :mod:`.residue` — after a stop without a crash: nothing left open, no stray name;
+* :mod:`.points`, :mod:`.errors`, :mod:`.closed` — what the runtime announces, raises and refuses.
 """
 
 from dsh_sim.evidence.invariants.base import INVARIANTS, NO_HANG, Violation, fail

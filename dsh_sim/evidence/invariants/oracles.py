@@ -11,17 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_sim.adapters.post_execute_note import NOTE_BLOCK
 from dsh_sim.adapters.simfs.disk import FileNode
-from dsh_sim.engine.config import PERTURB_MAX, SimConfig
-from dsh_sim.engine.determinism import EPOCH_MS
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracles import agreement, approval_policy, cancellation, post_execute, reference, result_shape
-from dsh_sim.evidence.oracles.event_records import in_force
 from dsh_sim.evidence.oracles.grammar import Grammar
 from dsh_sim.evidence.oracles.grammar import problems as grammar_problems
 from dsh_sim.evidence.oracles.schedule import Schedule
 from dsh_sim.evidence.oracles.spec_log import check_written, read_recoverable
 from dsh_sim.evidence.oracles.spec_records import SpecViolation
-from runtime.persistence import layout
 from runtime.session.events import Event
 
 if TYPE_CHECKING:
@@ -304,120 +300,3 @@ def check_reader_refused(obs: Judge, error: BaseException, *, quiet: bool) -> No
         except SpecViolation:
             return  # the spec refuses these bytes too
     fail(obs, READER, f"a reader was refused on a log the spec reads: {type(error).__name__}: {error}"[:300])
-
-
-PROGRESS = "turn_progress"
-TIMELY = "write_behind_timely"
-WINDOW = 0.200  # spec §3.5: the fixed write-behind window
-
-
-def check_progress(obs: Judge, life: Lifetime, outcome: str, args: Any) -> None:
-    """After a quiet ``prompt`` step: the turn did what its script says (see :mod:`.progress`)."""
-    from dsh_sim.evidence.oracles import progress
-
-    config = obs.sim.config
-    events = life.session.events
-    predicted = progress.predict(
-        args.responses,
-        args.approvals,
-        approval_policy=in_force(events, "approval/policy", "policy", config.approval_policy) if config.approval_policy else None,
-        approval_tools=config.approval_tools,
-        sandbox_mode=in_force(events, "sandbox/mode", "mode", config.sandbox_mode),
-        workspace=config.workspace,
-        max_steps=config.max_steps,
-    )
-    if predicted.blocked:
-        return
-    obs.count(PROGRESS)
-    start = next((i for i in range(len(events) - 1, -1, -1) if events[i].type == "turn/start"), None)
-    if start is None or outcome != f"turn:{predicted.ends}":
-        fail(obs, PROGRESS, f"a quiet turn did not end {predicted.ends}: the step ended {outcome!r}")
-        return
-    for difference in progress.differences(predicted, events[start:]):
-        fail(obs, PROGRESS, difference, None, f"turn {events[start].data.get('turn')}")
-
-
-WRITE_OPS = 24  # named filesystem operations of the longest write-behind batch: a first publication (dirs, lock, temp, link) has 22
-PERTURBED_POINTS = 16  # named points between a window's expiry and its batch's acknowledgement
-
-
-def write_time(config: SimConfig) -> float:
-    """The longest a window's batch can take once it starts: its operations' configured latency
-    and the seeded pauses of the points on its way (zero on an instant, unperturbed disk)."""
-    perturbed = PERTURBED_POINTS * PERTURB_MAX if config.perturb else 0.0
-    return WRITE_OPS * (config.io_latency + config.fsync_latency) + perturbed
-
-
-def check_timely(obs: Judge, life: Lifetime) -> None:
-    """The oldest event not yet acknowledged is younger than the window (unless a fault since)."""
-    events = life.session.events
-    acked = obs.acked
-    first = max(acked) + 1 if acked else 0
-    if first >= len(events):
-        return
-    oldest = events[first]
-    appended = (oldest.time - EPOCH_MS) / 1000
-    now = obs.sim.now()
-    if any(fault.time >= appended - WINDOW for fault in obs.faults) or (obs.crashes and obs.crashes[-1].time >= appended - WINDOW):
-        return  # a fault may legitimately hold the batch back (a failed write pauses retries)
-    if obs.paused_until >= appended - WINDOW:
-        return  # the process stood still while another one ran (see Checker.paused_until)
-    obs.count(TIMELY)
-    slack = 0.050 + write_time(obs.sim.config)
-    if now - appended > WINDOW + slack:
-        fail(obs, TIMELY, f"event seq {oldest.seq} ({oldest.type}) appended at {appended:.3f}s is still not durable at {now:.3f}s")
-
-
-RESIDUE = "no_residue"
-
-
-_STRAY: dict[tuple[Any, ...], frozenset[str]] = {}  # (entries, lock name, parser) -> the stray names
-
-
-def stray_names(obs: Judge) -> set[str]:
-    """Names in the session directory that are neither a log generation nor the lock file.
-
-    Remembered per directory listing: judged after every step, boot and shutdown, and the
-    listing seldom changes.  The key is all the answer depends on — the entries (a frozen
-    tuple of names and inodes), the lock file's name and the generation-name parser."""
-    lock, parse = layout.LOCK_FILENAME, layout.parse_generation_filename
-    disk = obs.sim.disk
-    ino = disk.resolve(obs.sim.config.log_path.rsplit("/", 1)[0])
-    if ino is None:
-        return set()
-    key = (disk.dir(ino).entries, lock, parse)
-    known = _STRAY.get(key)
-    if known is None:
-        known = frozenset(name for name, _ in key[0] if name != lock and parse(name) is None)
-        if len(_STRAY) >= 4096:
-            _STRAY.clear()
-        _STRAY[key] = known
-    return set(known)
-
-
-CLEANUP_POINTS = ("fs.unlink",)  # a fault here fails a removal itself: a stray name is then by design
-
-
-def cleanup_faulted(obs: Judge, life: Lifetime) -> bool:
-    """Whether a fault struck one of ``life``'s removals (the only way a failed durability
-    sequence may leave its temp file: the next write open removes it, spec §3.6)."""
-    return any(f.lifetime == life.index and f.point in CLEANUP_POINTS for f in obs.faults)
-
-
-def check_residue(obs: Judge, life: Lifetime, faults_in_life: bool, stray_at_boot: set[str]) -> None:
-    """After a clean stop, or an exit on an error: nothing left open — every durability
-    sequence closes what it opened on its failure paths too (a leaked descriptor is fd
-    exhaustion in production).  And unless a fault struck a removal (``faults_in_life``), no
-    stray name this process made: a failed write, fsync, link or directory fsync, or a
-    cancellation, still removes the temp file it created (what a crashed predecessor left
-    is not this process's to clean, unless it opened the log for write — then the spec's
-    write open removes stale temps)."""
-    obs.count(RESIDUE)
-    still_open = life.view.open_paths()
-    if still_open:
-        fail(obs, RESIDUE, f"process {life.index} stopped with descriptors still open: {still_open}")
-    if faults_in_life:
-        return
-    stray = sorted(stray_names(obs) - stray_at_boot)
-    if stray:
-        fail(obs, RESIDUE, f"process {life.index} ended without a crash but left {stray} in the session directory")

@@ -15,6 +15,8 @@ from dsh_sim.evidence.invariants.calls import (
     check_one_result_per_call,
     check_verdicts,
 )
+from dsh_sim.evidence.invariants.file_effects import check_file_effects
+from dsh_sim.evidence.invariants.links import refused_for_a_link
 from dsh_sim.evidence.invariants.storage import check_migration_atomic, undamaged_end
 from dsh_sim.evidence.oracles.event_records import kind_of, seq_of
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
@@ -63,6 +65,8 @@ def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> Non
             return  # refusing a log the medium damaged is always safe (recovery_succeeds: crashes only)
         if io_fault_refused(obs, life):
             return  # an injected I/O error failed the open itself: the error passes through (spec §3.6)
+        if refused_for_a_link(obs, error):
+            return  # a link planted at a session path: refusing it is the job (links_not_followed)
         obs.count("recovery_succeeds")
         fail(
             obs,
@@ -89,6 +93,7 @@ def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> Non
     stored = tuple(report.events) if report is not None else ()
     closers = tuple(report.closers) if report is not None else ()
     full = stored + closers
+    check_file_effects(obs, full)
     on_disk = read_back(obs)
     check_seq_dense(obs, on_disk if on_disk is not None else live)
     check_acked(obs, live)

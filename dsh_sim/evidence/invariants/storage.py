@@ -11,6 +11,7 @@ import attrs
 from dsh_sim.adapters.simfs.frames import layouts_safe
 from dsh_sim.engine.media import as_written
 from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.links import refused_for_a_link
 from dsh_sim.evidence.oracle import readable_records
 from dsh_sim.evidence.oracles.event_records import first_mismatch
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
@@ -233,9 +234,15 @@ def check_failed_append(obs: Judge, life: Lifetime, error: BaseException) -> Non
 
 
 def check_eventually_durable(obs: Judge, life: Lifetime, faults_during_shutdown: bool) -> None:
-    """A graceful shutdown with no fault firing during it persists the whole session."""
-    if faults_during_shutdown or life.session is None or getattr(life, "secondary", False):
+    """A graceful shutdown with no fault firing during it persists the whole session; one that
+    met a fault persists it or says that it could not (:func:`check_loss_reported`)."""
+    if life.session is None or getattr(life, "secondary", False):
         return
+    if faults_during_shutdown:
+        check_loss_reported(obs, life)
+        return
+    if refused_for_a_link(obs, life.exit_error):
+        return  # the session's publication met a planted link and refused it: nothing to persist to
     obs.count("eventually_durable")
     if life.exit_error is not None:
         fail(
@@ -269,6 +276,36 @@ def check_eventually_durable(obs: Judge, life: Lifetime, faults_during_shutdown:
             "the log on disk differs from the session after a clean shutdown",
             None,
             f"{len(events)} events in memory, {len(stored)} on disk, first difference at seq {at}",
+        )
+
+
+def check_loss_reported(obs: Judge, life: Lifetime) -> None:
+    """A graceful stop that met a fault may leave events unwritten, but never silently: the
+    close drains, and a failed drain is raised to whoever stops the runtime (spec §10.2, §10.6:
+    ownership is freed, the failure surfaces).  A stop that returned success must have left
+    every event of the session on the medium, readable as written."""
+    if life.crash is not None:
+        return  # the fault killed the stop: a crash, judged at the next boot, not a return
+    obs.count("eventually_durable")
+    if life.exit_error is not None or life.session is None:
+        return  # reported: the caller knows the session may not be whole
+    data = obs.sim.disk.read_path(obs.sim.config.log_path)
+    damaged = undamaged_end(obs, data) if data is not None else None
+    if damaged is not None:
+        return  # media corruption injected into the log: what it hides is the medium's loss
+    events = life.session.events
+    try:
+        stored = read_recoverable(data, obs.sim.config.compression).records if data else ()
+    except SpecViolation:
+        stored = ()
+    if len(stored) < len(events) or first_mismatch(stored, events) is not None:
+        fail(
+            obs,
+            "eventually_durable",
+            "a graceful stop met a fault and returned success, but the session is not on the medium as written: "
+            "a failed drain must be raised to the caller (spec §10.2)",
+            None,
+            f"{len(events)} events in memory, {len(stored)} on disk",
         )
 
 

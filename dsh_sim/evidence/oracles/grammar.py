@@ -5,7 +5,9 @@ Written from the spec's invariant companion (§1.7), the agent loop's order (§1
 a turn contains steps, a step contains the assistant messages, tool calls and results; every
 opened step and turn is closed in order; each tool-call block of a step gets exactly one
 result before the step closes, after its ``tool/call`` (a synthetic ``TOOL_NOT_STARTED`` result
-needs none); calls start and results are committed in the model's order; approval questions and decisions pair up inside their turn.
+needs none); calls start and results are committed in the model's order; approval questions and decisions pair up inside their turn;
+an assistant message whose recorded stream never finished is marked interrupted, and an interrupted
+or token-limited one carries no tool calls.
 
 A log that passes is *well formed*; :attr:`Grammar.closed` also says it ends between turns,
 as a repaired log must.  The machine is incremental, so a checker feeds each new event once.
@@ -129,6 +131,16 @@ class Grammar:
 
     def _assistant(self, seq: int, data: Any) -> None:
         self._in_step(seq, "assistant/message", data)
+        calls = [block for block in data["message"]["content"] if block.get("type") == "tool-call"]
+        stream = data.get("stream")
+        if isinstance(stream, list):  # the parts the loop received, as it recorded them
+            finish = next((r["chunk"] for r in stream if isinstance(r, dict) and r.get("chunk", {}).get("type") == "finish"), None)
+            if finish is None and data.get("interrupted") is not True:
+                self._fail(seq, "an assistant message whose stream never finished is not marked interrupted (spec §1.6 item 7)")
+            if finish is not None and finish.get("reason", {}).get("kind") == "max-tokens" and calls:
+                self._fail(seq, "an assistant message cut off at the token limit carries tool calls")
+        if data.get("interrupted") is True and calls:
+            self._fail(seq, "an interrupted assistant message carries tool calls (spec §1.6 item 7: none)")
         for block in data["message"]["content"]:
             if block.get("type") == "tool-call":
                 if block["id"] in self.blocks:

@@ -16,6 +16,8 @@ as the spec describes the route (§5, §6, §7):
 * a shell call succeeds when its command exists and the session's sandbox mode allows what
   it does (``read-only`` refuses every write, ``workspace-write`` refuses writes outside the
   workspace);
+* a ``write_file`` call (the runtime's own tool) succeeds when its content is text and its path
+  names a file directly in the workspace (the simulated workspace holds no directories);
 * every other call — payments, messages, reads, notes, nested batches — succeeds.
 
 The runtime's log must show exactly that: each scripted call once, in order, each with one
@@ -69,6 +71,8 @@ def predict(
                 calls.append((call.id, call.name, answer == "allowed-once"))
             elif call.name == "shell":
                 calls.append((call.id, call.name, _shell_succeeds(call.arguments, sandbox_mode, workspace)))
+            elif call.name == "write_file":
+                calls.append((call.id, call.name, _write_file_succeeds(call.arguments, workspace)))
             else:
                 calls.append((call.id, call.name, True))
         if step >= max_steps:
@@ -90,6 +94,15 @@ def _shell_succeeds(arguments: Any, mode: str, workspace: str) -> bool:
         path = posixpath.normpath(posixpath.join(workspace, argv[1]))
         return (path + "/").startswith(workspace.rstrip("/") + "/")
     return True
+
+
+def _write_file_succeeds(arguments: Any, workspace: str) -> bool:
+    """The runtime's ``write_file``: a text file at a path inside the workspace (not a link's
+    way out, not through a missing directory: the simulated workspace holds no directories)."""
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("content"), str) or not isinstance(arguments.get("path"), str):
+        return False
+    path = posixpath.normpath(posixpath.join(workspace, arguments["path"]))
+    return posixpath.dirname(path) == posixpath.normpath(workspace)
 
 
 def differences(predicted: Predicted, turn: Sequence[Any]) -> list[str]:

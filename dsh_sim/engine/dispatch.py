@@ -1,0 +1,151 @@
+"""The point dispatcher: what happens when the runtime announces a named point.
+
+Every port call of a simulated process (and every probe the runtime announces) arrives here
+through :meth:`.machine.Simulation.point`.  In order: a point of a dead process unwinding is
+only traced; a live one is counted and traced, its harness-side bookkeeping is recorded (an
+acknowledged batch, a logged tool call, a dispatched body), the observers see it, the fault
+plan's rules that match it fire, and the configured time passes.  Faults enter the runtime
+only here, on the simulator's side of its ports.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from dsh_sim.adapters.observed import ToolMark
+from dsh_sim.engine import links
+from dsh_sim.engine.config import PERTURB_MAX
+from dsh_sim.engine.faults import Firing
+from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE
+from dsh_sim.engine.history import FaultFired
+from dsh_sim.engine.lifetime import Lifetime
+from dsh_sim.engine.points import POINTS
+from dsh_sim.engine.points import spec as point_spec
+from dsh_sim.engine.process import SimulatedCrash
+from runtime.persistence import context as durability
+
+if TYPE_CHECKING:
+    from dsh_sim.engine.machine import Simulation
+
+# where a failed operation on the log leaves its unacknowledged bytes in place: a truncation (a
+# rollback's, or the heal before an append) or the removal of a first publication's name
+REMOVALS = frozenset({"fs.ftruncate", "fs.truncate", "fs.unlink"})
+
+
+async def announce(sim: Simulation, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
+    """Announce ``name`` for ``life``; apply crash/delay/cancel/corrupt/source_append/linked faults
+    here and return a domain fault (an I/O error, a tool failure…) for the caller to raise."""
+    if name not in POINTS:
+        point_spec(name)  # raises on an undeclared point
+    public = details  # private details (``_events``) stay out of traces and fault matching
+    for key in details:
+        if key.startswith("_"):
+            public = {k: v for k, v in details.items() if not k.startswith("_")}
+            break
+    if not life.view.alive:
+        # cleanup code of a dead process unwinding: not a point a crash could strike, not
+        # counted, no fault fires (its filesystem calls are refused anyway)
+        sim.trace.record("dead-point", life.index, name)
+        return None
+    sim.point_hits[name] = sim.point_hits.get(name, 0) + 1
+    if sim.trace.enabled:  # (a disabled trace records nothing: not even the call is made)
+        sim.trace.record("point", life.index, name, public)
+    _record_marks(sim, life, name, details)
+    for observer in sim.observers:
+        observer.on_point(life, name, details)
+    domain: Firing | None = None
+    plan = sim.plan
+    for firing in plan.hit(name, public, life.index) if name in plan.points else ():
+        if _fire(sim, life, name, public, firing):
+            domain = firing
+        elif firing.rule.action == "delay":
+            await trio.sleep(firing.rule.delay)
+    if sim.config.points_take_time:
+        await _take_time(sim, life, name)
+    return domain
+
+
+def _record_marks(sim: Simulation, life: Lifetime, name: str, details: dict[str, Any]) -> None:
+    """The history a judge needs of this point: an acknowledged batch, a logged call, a body run."""
+    history = sim.history
+    if name == "persist.batch.durable":
+        batch, before, after = tuple(details.get("_events", ())), history.acked_bytes, sim.log_as_written()
+        history.acknowledged(life.index, batch, after)
+        for observer in sim.observers:
+            observer.on_acknowledged(life, batch, before, after)
+    if name == "tools.call.appended":
+        call = ToolMark(
+            "call", life.index, str(details.get("call_id")), tool=str(details.get("tool")), arguments=_logged_arguments(life, details)
+        )
+        history.tool_marks.append(call)
+    elif name == "tools.execute.body":  # the runtime says the body runs next (before any fault fires here)
+        history.tool_marks.append(ToolMark("dispatch", life.index, str(details.get("call_id"))))
+
+
+def _logged_arguments(life: Lifetime, details: dict[str, Any]) -> str | None:
+    """The arguments of the tool/call just appended (``details``: its seq), as the log has them."""
+    session = life.agent.session if life.agent is not None else None
+    events = session.events if session is not None else ()
+    seq = details.get("seq")
+    event = next((e for e in reversed(events) if e.seq == seq), None)
+    return event.data.get("arguments") if event is not None and event.type == "tool/call" else None
+
+
+def _fire(sim: Simulation, life: Lifetime, name: str, public: dict[str, Any], firing: Firing) -> bool:
+    """Record and apply one matching rule; True when it is a domain fault the caller raises
+    (a crash raises :class:`SimulatedCrash` here; a delay is the caller's to sleep)."""
+    rule = firing.rule
+    sim.trace.record("fault", life.index, name, firing.index, rule.action)
+    sim.history.faults.append(FaultFired(life.index, name, rule.action, firing.index, durability.current().step, sim.now()))
+    if rule.action == "crash":
+        assert rule.crash is not None
+        sim.crash_process(life, rule.crash, point=name, details=public)
+        raise SimulatedCrash(f"{rule.crash.label()} at {name}")
+    if rule.action == "delay":
+        return False
+    if rule.action == "cancel":
+        if life.agent is not None:
+            sim.cancel_turn(life)
+        elif life.opening is not None:  # during boot: the application abandons its open
+            life.opening.cancel()
+    elif rule.action == "corrupt":
+        sim.corrupt(rule)
+    elif rule.action == "source_append":
+        _legacy_append(sim)
+    elif rule.action == "linked":  # the open then meets the link (links.plant)
+        links.plant(sim.disk, sim.history, str(public.get("path")), directory=False)
+    else:
+        if name in REMOVALS and public.get("path") == sim.config.log_path:
+            sim.history.unhealed = sim.log_as_written()  # the failed removal leaves the log as it is now
+        if rule.action == "tool_failure":  # the body is replaced by a raise (gates.Probe)
+            sim.history.tool_marks.append(ToolMark("raised", life.index, str(public.get("call_id")), error=INJECTED_TOOL_FAILURE))
+        return True
+    return False
+
+
+def _legacy_append(sim: Simulation) -> None:
+    """A ``source_append`` fault: the legacy writer (set by the step that seeded the source)
+    appends to the historical generation; one that cannot is an unfit fault, reported by the
+    step like an unfit power cut."""
+    why = sim.legacy_writer(sim) if sim.legacy_writer is not None else "no historical source was seeded (seed_v0)"
+    if why is not None and sim.unfit is None:
+        sim.unfit = f"source_append cannot run: {why}"
+
+
+async def _take_time(sim: Simulation, life: Lifetime, name: str) -> None:
+    """What the configuration says a point costs (only called when
+    :attr:`SimConfig.points_take_time`): a filesystem operation's latency (the operation runs
+    after it, so a barrier, an append or a crash can meet it in flight), and the seeded
+    perturbation that lets other tasks go first."""
+    config = sim.config
+    if config.perturb and sim.perturb_rng.random() < config.perturb:
+        rng = sim.perturb_rng
+        pause = rng.choice((0.0, rng.uniform(0.0, PERTURB_MAX)))
+        sim.trace.record("perturb", life.index, name, pause)
+        await life.proc.sleep(pause)  # 0: a bare yield, the other runnable tasks go first
+    if (config.io_latency or config.fsync_latency) and name.startswith("fs."):
+        latency = config.io_latency + (config.fsync_latency if name in ("fs.fsync", "fs.fsync_dir") else 0.0)
+        if latency:
+            await life.proc.sleep(latency)

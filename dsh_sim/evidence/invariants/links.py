@@ -1,0 +1,51 @@
+"""``links_not_followed``: a symbolic link planted at a session path is never followed.
+
+Another program may put a link where the project or session directory, the log or the lock
+file goes (``plant_link``).  Whatever the runtime does about it — refuse the open, report the
+path as unsafe — it must never create, write, truncate or remove anything through it: the
+link's target, outside the sessions root, holds exactly what it held when the link was
+planted.  Complete by construction for "reached through": any operation that followed the link
+and changed something shows in the target's tree.
+"""
+
+from __future__ import annotations
+
+from dsh_sim.engine import links
+from dsh_sim.evidence.invariants.base import Judge, fail
+from runtime.persistence.errors import UnsafeSessionPathError
+
+NAME = "links_not_followed"
+
+
+def check_links_not_followed(obs: Judge) -> None:
+    """After every step and boot: each planted link's target is as it was planted."""
+    disk = obs.sim.disk
+    for planted in obs.sim.history.planted:
+        obs.count(NAME)
+        now = disk.tree(planted.target)
+        if now != planted.contents:
+            before, after = dict(planted.contents), dict(now)
+            changed = sorted(
+                n for n in set(before) | set(after) if before.get(n, b"?") != after.get(n, b"?") or (n in before) != (n in after)
+            )
+            fail(
+                obs,
+                NAME,
+                f"the link planted at {planted.path} was followed: its target {planted.target} changed ({', '.join(changed[:5])})",
+            )
+
+
+def refused_for_a_link(obs: Judge, error: BaseException | None) -> bool:
+    """Whether ``error`` is the refusal a planted link calls for: an unsafe-path error naming
+    a planted link that is still in place.  Such a refusal is the runtime doing its job — a
+    boot or a stop it fails is not a failed recovery or a lost session."""
+    if not isinstance(error, UnsafeSessionPathError):
+        return False
+    disk = obs.sim.disk
+    return any(planted.path == error.path and disk.link_target(planted.path) == planted.target for planted in obs.sim.history.planted)
+
+
+def blocked_by_a_link(obs: Judge) -> bool:
+    """Whether a planted link is still in place: while it is, the session's writes may all be
+    refused (whatever the judges of timeliness expect of a working disk)."""
+    return links.in_place(obs.sim.disk, obs.sim.history)
