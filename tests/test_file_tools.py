@@ -19,7 +19,7 @@ from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.errors import InputError
 from dsh_sim.mutation.patch import Edit, applied
-from dsh_sim.scenario.files import load
+from dsh_sim.scenario.files import load, parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WRITE = os.path.join(ROOT, "scenarios", "regressions", "write-file-survives-power-loss.json")
@@ -63,3 +63,20 @@ def test_write_file_without_the_tool_mounted_is_refused_at_load(tmp_path):
     with pytest.raises(InputError) as refused:
         load(str(path))
     assert "config.file_tools" in str(refused.value) and "tool_calls[0].name" in str(refused.value)
+
+
+def test_a_file_the_harness_corrupted_on_purpose_is_not_held_against_the_runtime():
+    with open(WRITE, encoding="utf-8") as f:
+        document = json.load(f)
+    corrupt = {
+        "point": "agent.turn.end",
+        "action": "corrupt",
+        "hit": 1,
+        "lifetime": 2,
+        "corrupt_path": "/sim/workspace/report.txt",
+        "corrupt_offset": 0,
+    }
+    document["steps"].insert(4, {"op": "arm", "args": {"rule": corrupt}})
+    document.pop("trace_digest", None)
+    result, _ = run_scenario(parse(document))
+    assert result.violations == () and result.not_applicable is None

@@ -17,6 +17,7 @@ import os
 import pytest
 
 from dsh_sim.adapters.simfs import Disk
+from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine import links
@@ -24,7 +25,7 @@ from dsh_sim.engine.history import History
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.errors import InputError
 from dsh_sim.mutation.patch import Edit, applied
-from dsh_sim.scenario.files import load
+from dsh_sim.scenario.files import load, parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REGRESSIONS = os.path.join(ROOT, "scenarios", "regressions")
@@ -84,3 +85,50 @@ def test_links_are_planted_only_between_processes_and_at_known_sites(tmp_path):
     path.write_text(json.dumps(document), encoding="utf-8")
     result, _ = run_scenario(load(str(path)))
     assert result.not_applicable is not None and "while no process runs" in result.not_applicable
+
+
+def test_explore_does_not_blame_a_refused_boot_for_the_crash_s_leftovers():
+    """Explore's recovery runs start from a crash image that may hold a temp name; a boot the
+    planted link refuses is judged against that image's stray names, not against none."""
+    result = explore(load(os.path.join(REGRESSIONS, "link-planted-at-lock-after-crash.json")), cache={})
+    assert not result.violations and not result.record_violations
+    assert len(result.states) > 100
+
+
+def test_a_linked_fault_elsewhere_than_the_log_or_lock_cannot_run(tmp_path):
+    document = {
+        "format": "dsh-sim-scenario",
+        "version": 1,
+        "name": "linked-at-a-temp",
+        "machine": "storage",
+        "seed": 1,
+        "config": {"approval_tools": []},
+        "steps": [
+            {"op": "seed_v0", "args": {"turns": 3}},
+            {"op": "arm", "args": {"rule": {"point": "fs.open", "action": "linked", "hit": 3, "lifetime": 1}}},  # the migration's temp
+            {"op": "boot", "args": {}},
+        ],
+        "expect": {"outcome": "pass"},
+    }
+    path = tmp_path / "linked.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result, _ = run_scenario(load(str(path)))
+    assert result.violations == () and "linked cannot run at the open of" in (result.not_applicable or "")
+
+
+def test_a_refusal_for_a_link_does_not_excuse_the_recovery_after_it():
+    """The crash is judged by the reference model at the first boot that gets past the link
+    (its image is the disk the operator left), so a reader bug still shows."""
+    with open(os.path.join(ROOT, "scenarios", "starter", "torn-zstd-checksum.json"), encoding="utf-8") as f:
+        document = json.load(f)
+    second_boot = [i for i, s in enumerate(document["steps"]) if s["op"] == "boot"][1]
+    document["steps"][second_boot:second_boot] = [
+        {"op": "plant_link", "args": {"at": "log"}},
+        {"op": "boot", "args": {}},
+        {"op": "remove_links", "args": {}},
+    ]
+    document.pop("trace_digest", None)
+    document["mutants"] = ["read.drop_torn_recovered_records"]
+    document["expect"] = {"outcome": "violation", "invariant": "reference_model"}
+    result, _ = run_scenario(parse(document))
+    assert {"reference_model", "recovery_maximal"} <= {v.invariant for v in result.violations}

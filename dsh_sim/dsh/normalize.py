@@ -65,7 +65,7 @@ def canonical(record: Any) -> str:
 def _js_numbers(value: Any) -> Any:
     """A JavaScript number has no integer/float distinction: ``0.0`` and ``0`` are one value
     (``JSON.stringify(0.0)`` is ``"0"``), so an integral float compares as the integer."""
-    if type(value) is float and value.is_integer() and abs(value) <= 2**53:
+    if type(value) is float and value.is_integer() and abs(value) < 1e21:  # (JavaScript writes these without an exponent)
         return int(value)
     if isinstance(value, dict):
         return {key: _js_numbers(item) for key, item in value.items()}

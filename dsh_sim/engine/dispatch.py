@@ -115,7 +115,7 @@ def _fire(sim: Simulation, life: Lifetime, name: str, public: dict[str, Any], fi
     elif rule.action == "source_append":
         _legacy_append(sim)
     elif rule.action == "linked":  # the open then meets the link (links.plant)
-        links.plant(sim.disk, sim.history, str(public.get("path")), directory=False)
+        _link_raced(sim, str(public.get("path")))
     else:
         if name in REMOVALS and public.get("path") == sim.config.log_path:
             sim.history.unhealed = sim.log_as_written()  # the failed removal leaves the log as it is now
@@ -123,6 +123,17 @@ def _fire(sim: Simulation, life: Lifetime, name: str, public: dict[str, Any], fi
             sim.history.tool_marks.append(ToolMark("raised", life.index, str(public.get("call_id")), error=INJECTED_TOOL_FAILURE))
         return True
     return False
+
+
+def _link_raced(sim: Simulation, path: str) -> None:
+    """A ``linked`` fault: a link swapped in for the session log or lock file just before this
+    open.  Other opens (a temp file, a historical source) are not what it models: an unfit
+    fault, reported by the step like an unfit power cut."""
+    paths = sim.config.paths
+    if path in (paths.log, paths.lock):
+        links.plant(sim.disk, sim.history, path, directory=False)
+    elif sim.unfit is None:
+        sim.unfit = f"linked cannot run at the open of {path}: it swaps a link in for the session log or lock file only"
 
 
 def _legacy_append(sim: Simulation) -> None:

@@ -166,7 +166,11 @@ async def storage_main(env: Surroundings, life: Lifetime) -> None:
         with opening(life):
             try:
                 handle = await backend.open(cfg.session_id, "write")
-                life.report = StorageRecovery(tuple(await handle.read()), handle.torn_tail)
+                try:
+                    life.report = StorageRecovery(tuple(await handle.read()), handle.torn_tail)
+                except BaseException:
+                    await handle.close()  # the application gives the session up: its lock goes with it
+                    raise
                 stored = list(life.report.events)
             except SessionPersistenceNotFoundError:
                 handle = await backend.create(SessionHeader(cfg.session_id, ports.clock.now_ms(), cwd=cfg.workspace))

@@ -80,6 +80,7 @@ class Checker(Observer):
     @classmethod
     def attach(cls, sim: Simulation, **kw: Any) -> Checker:
         checker = cls(sim, **kw)
+        checker._stray_before_step = residue.stray_names(checker)  # (explore starts from a crash image that may hold some)
         sim.observers.append(checker)
         return checker
 
@@ -190,15 +191,13 @@ class Checker(Observer):
         inv.check_recovery(self, life, crash)
         inv.check_idempotent_keys(self)
         check_links_not_followed(self)  # (explore's recovery runs take no steps)
-        if (
-            crash is not None
-            and crash not in self.recovered_from
-            and (inv.io_fault_refused(self, life) or refused_for_a_link(self, life.boot_error))
-        ):
-            # a boot an injected fault (or a planted link) failed may have written before it gave
-            # up (a repair append whose rollback the cancellation stopped): the crash image is no
-            # longer what the next boot reads, so the reference model has nothing exact to say
+        if crash is not None and crash not in self.recovered_from and inv.io_fault_refused(self, life):
+            # a boot an injected fault failed may have written before it gave up (a repair append
+            # whose rollback the cancellation stopped): the crash image is no longer what the next
+            # boot reads, so the reference model has nothing exact to say about this crash
             self.recovered_from.append(crash)
+        if refused_for_a_link(self, life.boot_error):
+            return  # the boot met a planted link: the recovery is judged when one gets past it (remove_links)
         if crash is not None and crash not in self.recovered_from:
             if life.crash is None:  # (a boot that crashed itself is judged at the next boot)
                 oracles.check_reference(self, life, crash)
@@ -303,6 +302,7 @@ class Checker(Observer):
                 watch.blocks = []
 
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
+        check_links_not_followed(self)  # (the final drain is a write too)
         if life is not self.sim.primary:
             return
         if life.crash is None:

@@ -110,8 +110,8 @@ class FlushArgs:
         metadata=doc(
             "null: one flush.  A number: an application task flushes, a second one flushes half this time later, "
             "and the first task's own scope is cancelled after this many virtual seconds (e.g. while a slow write "
-            "holds its barrier); the second flush's outcome is the step's, and a success must cover every event "
-            "appended before it"
+            "holds its barrier); the step ends with the second flush's error, else with the first's own (not its "
+            "cancellation), else ok — and an ok must cover every event appended before it"
         ),
     )
 

@@ -352,14 +352,18 @@ def _between_processes(sim: Simulation, what: str) -> None:
 
 
 def _changed_since_crash(sim: Simulation) -> None:
-    """Another program changed the disk while no process ran: the last crash's image becomes
-    the disk as it is now — what the next boot recovers from, and what no dead process may
-    change (``fidelity``)."""
-    last = sim.lifetimes[-1] if sim.lifetimes else None
-    if last is not None and last.crash is not None:
-        changed = attrs.evolve(last.crash, image=sim.disk.image())
-        sim.history.crashes[sim.history.crashes.index(last.crash)] = changed
-        last.crash = changed
+    """Another program changed the disk while no process ran: the latest crash's image becomes
+    the disk as it is now — what the next boot that gets past the links recovers from, and
+    what no dead process may change (``fidelity``)."""
+    crashes = sim.history.crashes
+    if not crashes:
+        return
+    latest = crashes[-1]
+    changed = attrs.evolve(latest, image=sim.disk.image())
+    crashes[-1] = changed
+    for life in sim.lifetimes:
+        if life.crash is latest:
+            life.crash = changed
 
 
 def op_plant_link(sim: Simulation, args: PlantLinkArgs) -> str:

@@ -321,10 +321,6 @@ class Disk:
     def is_dir(self, ino: int) -> bool:
         return isinstance(self.nodes.get(ino), DirNode)
 
-    def is_symlink(self, path: str) -> bool:
-        """Whether ``path`` names a symbolic link (its final component not followed)."""
-        return self.link_target(path) is not None
-
     def link_target(self, path: str) -> str | None:
         """The target of the symbolic link ``path`` names (its final component not followed), or None."""
         ino = self.resolve(path)

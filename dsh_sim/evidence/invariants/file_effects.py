@@ -39,8 +39,9 @@ def check_file_effects(obs: Judge, events: Sequence[Any]) -> None:
         elif event.type == "tool/result":
             message = event.data["message"]
             succeeded[message["source"]["callId"]] = not message["content"][0].get("isError")
+    damaged = {corruption.path for corruption in obs.corruptions}  # bytes the harness flipped on purpose
     for path, (call_id, content) in sorted(last.items()):
-        if content is None or not succeeded.get(call_id):
+        if content is None or not succeeded.get(call_id) or path in damaged:
             continue
         obs.count(NAME)
         on_disk = obs.sim.disk.read_path(path)

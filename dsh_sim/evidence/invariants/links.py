@@ -10,7 +10,6 @@ and changed something shows in the target's tree.
 
 from __future__ import annotations
 
-from dsh_sim.engine import links
 from dsh_sim.evidence.invariants.base import Judge, fail
 from runtime.persistence.errors import UnsafeSessionPathError
 
@@ -46,6 +45,12 @@ def refused_for_a_link(obs: Judge, error: BaseException | None) -> bool:
 
 
 def blocked_by_a_link(obs: Judge) -> bool:
-    """Whether a planted link is still in place: while it is, the session's writes may all be
-    refused (whatever the judges of timeliness expect of a working disk)."""
-    return links.in_place(obs.sim.disk, obs.sim.history)
+    """Whether a planted link stands at the log, at the lock file (a first publication takes the
+    lock) or at a directory above them: while it does, every write of the session may be
+    refused (whatever the judges of timeliness expect)."""
+    paths, disk = obs.sim.config.paths, obs.sim.disk
+    return any(
+        (planted.path in (paths.log, paths.lock) or paths.log.startswith(planted.path + "/"))
+        and disk.link_target(planted.path) == planted.target
+        for planted in obs.sim.history.planted
+    )
