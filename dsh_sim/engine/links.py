@@ -37,12 +37,17 @@ def plant(disk: Disk, history: History, path: str, *, directory: bool) -> Plante
     return planted
 
 
+def standing(disk: Disk, history: History) -> list[PlantedLink]:
+    """The planted links still where they were planted (and still pointing where they did)."""
+    return [planted for planted in history.planted if disk.link_target(planted.path) == planted.target]
+
+
 def remove_all(disk: Disk, history: History) -> int:
     """The operator removes every planted link still in place and puts back what each one
     displaced; returns how many links were removed."""
     removed = 0
     for planted in reversed(history.planted):  # (the latest first: a name planted twice unwinds in order)
-        if disk.link_target(planted.path) != planted.target:
+        if disk.link_target(planted.path) != planted.target:  # (checked as it unwinds: an earlier removal restores names)
             continue
         disk.remove_links([planted.path])
         removed += 1
@@ -53,4 +58,4 @@ def remove_all(disk: Disk, history: History) -> int:
 
 def in_place(disk: Disk, history: History) -> bool:
     """Whether any planted link is still where it was planted."""
-    return any(disk.link_target(planted.path) == planted.target for planted in history.planted)
+    return bool(standing(disk, history))

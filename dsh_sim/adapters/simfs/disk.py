@@ -14,7 +14,7 @@ take at every named point of a recorded run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import attrs
 
@@ -251,20 +251,36 @@ class Disk:
     def symlink_durable(self, path: str, target: str) -> None:
         """Another program plants a symbolic link at ``path`` (parents made as needed), durable
         from the start; refuses to replace an existing name."""
+        self._place_durable(path, lambda ino, stamp: SymlinkNode(ino, target, mtime_ns=stamp, ctime_ns=stamp))
+
+    def _place_durable(self, path: str, make: Callable[[int, int], Node]) -> int:
+        """A new node at ``path`` whose directory entry is durable from the start (parents made
+        as needed); refuses to replace an existing name."""
         parent, name = path.rstrip("/").rsplit("/", 1)
         self.mkdirs_durable(parent)
         dir_ino = self.resolve(parent)
         assert dir_ino is not None
-        directory = self.dir(dir_ino)
-        if directory.lookup(name) is not None:
+        if self.dir(dir_ino).lookup(name) is not None:
             raise FileExistsError(path)
         ino = self.new_ino()
-        stamp = self.stamp(0)
-        self.nodes[ino] = SymlinkNode(ino, target, mtime_ns=stamp, ctime_ns=stamp)
+        self.nodes[ino] = make(ino, self.stamp(0))
+        self._enter_durable(dir_ino, name, ino)
+        return ino
+
+    def _enter_durable(self, dir_ino: int, name: str, ino: int) -> None:
+        directory = self.dir(dir_ino)
         self.nodes[dir_ino] = attrs.evolve(
             directory,
             entries=tuple(sorted(directory.entries + ((name, ino),))),
             durable=tuple(sorted(directory.durable + ((name, ino),))),
+        )
+
+    def _remove_durable(self, dir_ino: int, name: str) -> None:
+        directory = self.dir(dir_ino)
+        self.nodes[dir_ino] = attrs.evolve(
+            directory,
+            entries=tuple(e for e in directory.entries if e[0] != name),
+            durable=tuple(e for e in directory.durable if e[0] != name),
         )
 
     def remove_links(self, paths: list[str]) -> int:
@@ -281,11 +297,7 @@ class Disk:
             if ino is None or not isinstance(self.nodes.get(ino), SymlinkNode):
                 continue
             del self.nodes[ino]
-            self.nodes[dir_ino] = attrs.evolve(
-                directory,
-                entries=tuple(e for e in directory.entries if e[0] != name),
-                durable=tuple(e for e in directory.durable if e[0] != name),
-            )
+            self._remove_durable(dir_ino, name)
             removed += 1
         return removed
 
@@ -302,18 +314,8 @@ class Disk:
             raise FileNotFoundError(src)
         if self.dir(dst_dir).lookup(dst_name) is not None:
             raise FileExistsError(dst)
-        source = self.dir(src_dir)
-        self.nodes[src_dir] = attrs.evolve(
-            source,
-            entries=tuple(e for e in source.entries if e[0] != src_name),
-            durable=tuple(e for e in source.durable if e[0] != src_name),
-        )
-        target = self.dir(dst_dir)
-        self.nodes[dst_dir] = attrs.evolve(
-            target,
-            entries=tuple(sorted(target.entries + ((dst_name, ino),))),
-            durable=tuple(sorted(target.durable + ((dst_name, ino),))),
-        )
+        self._remove_durable(src_dir, src_name)
+        self._enter_durable(dst_dir, dst_name, ino)
 
     def is_file(self, ino: int) -> bool:
         return isinstance(self.nodes.get(ino), FileNode)
@@ -349,19 +351,4 @@ class Disk:
         Used to place artifacts a simulated process did not write (a historical log left by
         an older runtime); refuses to replace an existing name.
         """
-        parent, name = path.rstrip("/").rsplit("/", 1)
-        self.mkdirs_durable(parent)
-        dir_ino = self.resolve(parent)
-        assert dir_ino is not None
-        directory = self.dir(dir_ino)
-        if directory.lookup(name) is not None:
-            raise FileExistsError(path)
-        ino = self.new_ino()
-        stamp = self.stamp(0)
-        self.nodes[ino] = FileNode(ino, volatile=data, durable=data, mtime_ns=stamp, ctime_ns=stamp)
-        self.nodes[dir_ino] = attrs.evolve(
-            directory,
-            entries=tuple(sorted(directory.entries + ((name, ino),))),
-            durable=tuple(sorted(directory.durable + ((name, ino),))),
-        )
-        return ino
+        return self._place_durable(path, lambda ino, stamp: FileNode(ino, volatile=data, durable=data, mtime_ns=stamp, ctime_ns=stamp))

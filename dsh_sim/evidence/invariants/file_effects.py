@@ -12,12 +12,12 @@ its call is durable, so nothing is judged then.
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Sequence
 from typing import Any
 
 from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.oracles.agreement import parse_arguments
 
 NAME = "file_effects_durable"
 
@@ -51,10 +51,7 @@ def check_file_effects(obs: Judge, events: Sequence[Any]) -> None:
 
 
 def _target(arguments: Any, workspace: str) -> tuple[str | None, str | None]:
-    try:
-        args = json.loads(arguments) if isinstance(arguments, str) and arguments else {}
-    except ValueError:
-        return None, None
+    args = parse_arguments(arguments) if isinstance(arguments, str) else None
     if not isinstance(args, dict) or not isinstance(args.get("path"), str):
         return None, None
     content = args.get("content")

@@ -10,6 +10,7 @@ and changed something shows in the target's tree.
 
 from __future__ import annotations
 
+from dsh_sim.engine import links
 from dsh_sim.evidence.invariants.base import Judge, fail
 from runtime.persistence.errors import UnsafeSessionPathError
 
@@ -40,17 +41,15 @@ def refused_for_a_link(obs: Judge, error: BaseException | None) -> bool:
     boot or a stop it fails is not a failed recovery or a lost session."""
     if not isinstance(error, UnsafeSessionPathError):
         return False
-    disk = obs.sim.disk
-    return any(planted.path == error.path and disk.link_target(planted.path) == planted.target for planted in obs.sim.history.planted)
+    return any(planted.path == error.path for planted in links.standing(obs.sim.disk, obs.sim.history))
 
 
 def blocked_by_a_link(obs: Judge) -> bool:
     """Whether a planted link stands at the log, at the lock file (a first publication takes the
     lock) or at a directory above them: while it does, every write of the session may be
     refused (whatever the judges of timeliness expect)."""
-    paths, disk = obs.sim.config.paths, obs.sim.disk
+    paths = obs.sim.config.paths
     return any(
-        (planted.path in (paths.log, paths.lock) or paths.log.startswith(planted.path + "/"))
-        and disk.link_target(planted.path) == planted.target
-        for planted in obs.sim.history.planted
+        planted.path in (paths.log, paths.lock) or paths.log.startswith(planted.path + "/")
+        for planted in links.standing(obs.sim.disk, obs.sim.history)
     )

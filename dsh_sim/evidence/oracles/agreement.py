@@ -90,7 +90,7 @@ class Tracker:
             if kind == "assistant/message":
                 for block in data["message"]["content"]:
                     if block.get("type") == "tool-call":
-                        self.blocks[block["id"]] = (block["name"], _parse(block.get("arguments", "")))
+                        self.blocks[block["id"]] = (block["name"], parse_arguments(block.get("arguments", "")))
             elif kind == "tool/result":
                 out.extend(self._judge(data))
         return out
@@ -121,7 +121,8 @@ def check(events: Iterable[Any], ledger: Sequence[LedgerEntry], *, workspace: st
     return Tracker(workspace=workspace).feed(events, ledger)
 
 
-def _parse(raw: str) -> Any:
+def parse_arguments(raw: str) -> Any:
+    """A tool call's raw argument text as the spec reads it: empty is ``{}``, non-JSON stays text."""
     if raw == "":
         return {}
     try:
