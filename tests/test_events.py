@@ -209,6 +209,10 @@ def test_seq_ranges_round_trip(seqs: tuple[int, ...], stored: list[Any]) -> None
     assert encode_seq_ranges(seqs) == stored
     assert decode_seq_ranges(stored, 100) == seqs
     event = Event("tool/result", 100, 1, {}, surface_op="append", source_event_seqs=seqs)
+    if not seqs:  # §1.3: only an assistant message may carry an empty array, and a v3 one carries none
+        with pytest.raises(EnvelopeError, match="must not be empty"):
+            Event.from_record(event.to_record())
+        return
     assert Event.from_record(event.to_record()) == event
 
 

@@ -238,7 +238,7 @@ ORACLE_BUGS = [
         "a packed row's member times without the cumulative gaps",
         "legacy-text",
         ("zstd", "none"),
-        [Edit(V0, "expand_row", "            time += dt[k - 1]", "            time = time0 + dt[k - 1]")],
+        [Edit(V0, "expand_row", "        times.append(times[-1] + gap)", "        times.append(time0 + gap)")],
     ),
     (
         "the complete packed rows of a torn final frame dropped",

@@ -1,6 +1,6 @@
 """Wiring of the mutation test command: quiet runtime logs, cheap checks first.
 
-The items run in the order replay → readers → fuzz → sweep → explore whatever order a mutation tool passes
+The items run in the order replay → DSH reference, readers → fuzz → sweep → explore whatever order a mutation tool passes
 them in (mutmut hands over the tests that reach a mutated function as an unordered set), so
 with ``-x`` a mutant costs no more than the cheapest check that notices it.
 """
@@ -11,7 +11,7 @@ import pytest
 
 from dsh_sim.engine.logs import capture_runtime_logs
 
-_RANK = {"test_replay": 0, "test_readers": 1, "test_fuzz": 2, "test_sweep": 3, "test_explore": 4}
+_RANK = {"test_replay": 0, "test_dsh_reference": 1, "test_readers": 1, "test_fuzz": 2, "test_sweep": 3, "test_explore": 4}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -94,8 +94,8 @@ BUGS4["packed-row-times-not-cumulative"] = [
     Edit(
         "runtime.persistence.v0_format",
         "expand_row",
-        "        if k:\n            time += dt[k - 1]\n",
-        "        if k:\n            time = time0 + dt[k - 1]\n",
+        "        times.append(times[-1] + gap)\n",
+        "        times.append(time0 + gap)\n",
     )
 ]
 

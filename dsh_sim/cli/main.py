@@ -279,6 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("paths", nargs="+", metavar="PATH", help="log files, session directories, or directories holding them")
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.add_argument("--findings", default="reports/dsh-findings.md", help="where the findings report goes (default reports/dsh-findings.md)")
+    q.add_argument("--workers", type=_count(1, 64), default=2, help="Node bridges reading at once (default 2)")
     q = dsh.add_parser("generate", help="write a corpus of logs written and damaged by the real DSH")
     q.add_argument("out", metavar="DIR")
     q.add_argument("--seed", type=_count(0, 2**63 - 1), default=1, help="seed of the damage choices (default 1)")

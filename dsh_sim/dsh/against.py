@@ -146,28 +146,29 @@ def _listed(data: bytes, compression: str) -> bool:
     return isinstance(header, dict) and header.get("type") == "session"
 
 
-def ours(life: Lifetime, listed: bool) -> Outcome:
-    """What our runtime's recovery said, in v0 terms (the prefix and closers projected together)."""
+def ours(life: Lifetime, listed: bool, header: str | None) -> Outcome:
+    """What our runtime's recovery said, in v0 terms (the prefix and closers projected together);
+    ``header`` is the header it lists, projected (``None`` when not ``listed``)."""
     from dsh_sim.dsh.normalize import Outcome, Refusal, canonical, closer_verdicts, refusal_class
     from dsh_sim.dsh.project import Projector
 
     if life.boot_error is not None:
         text = f"{type(life.boot_error).__name__}: {life.boot_error}"
-        return Outcome(Refusal(refusal_class(text), text, "boot"), listed)
+        return Outcome(Refusal(refusal_class(text), text, "boot"), listed, header=header)
     report = life.report
     if report is None:
-        return Outcome(Refusal("new-session", "recovery started a new session over the existing log", "boot"), listed)
+        return Outcome(Refusal("new-session", "recovery started a new session over the existing log", "boot"), listed, header=header)
     projector = Projector()
     stored = [r for e in report.events for r in projector.records(e.to_record())]
     closers = [r for e in getattr(report, "closers", ()) for r in projector.records(e.to_record())]
-    return Outcome(None, listed, tuple(map(canonical, stored)), tuple(map(canonical, closers)), closer_verdicts(closers))
+    return Outcome(None, listed, tuple(map(canonical, stored)), tuple(map(canonical, closers)), closer_verdicts(closers), header=header)
 
 
 def check(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
     """After the first boot that follows ``crash``: DSH reads the crash image as we did."""
     from dsh_sim.adapters.simfs.disk import Disk
     from dsh_sim.dsh.diff import compare
-    from dsh_sim.dsh.normalize import dsh
+    from dsh_sim.dsh.normalize import dsh, listed_header
     from dsh_sim.dsh.project import NotProjectable, project
     from dsh_sim.evidence.invariants.base import fail
     from runtime.persistence.log_format import LogCorruption
@@ -198,7 +199,9 @@ def check(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
     except (LogCorruption, V0Unsupported, ValueError):
         log = None
     where = f"crash {crash.label} at {crash.point or 'quiescence'} ({crash.phase})"
-    for difference in compare(dsh(probe), ours(life, _listed(data, compression)), v0, after, log, compression):
+    listed = _listed(data, compression)
+    header = listed_header(v0, compression) if listed else None
+    for difference in compare(dsh(probe), ours(life, listed, header), v0, after, log, compression):
         if difference.finding is not None:
             oracle.explained[difference.finding] = oracle.explained.get(difference.finding, 0) + 1
             continue

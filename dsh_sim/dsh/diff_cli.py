@@ -1,4 +1,5 @@
-"""``dsh-sim dsh diff PATH... [--json]``: the reader differential over many logs, one Node start."""
+"""``dsh-sim dsh diff PATH... [--workers N] [--json]``: the reader differential over many logs, a
+few Node bridges for them all."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import os
 from typing import Any
 
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.dsh.bridge import Bridge, BridgeError, DshError
-from dsh_sim.dsh.diff import LogDiff, collect, diff_log, summary
+from dsh_sim.dsh.bridge import BridgeError
+from dsh_sim.dsh.diff import collect, diff_logs, summary
 from dsh_sim.dsh.install import Installation
 from dsh_sim.dsh.report import write_findings
 from dsh_sim.outputs import check_output_file
@@ -22,16 +23,10 @@ def run_diff(args: Any, install: Installation) -> int:
             raise CliError(f"{path}: no such file or directory")
     if not paths:
         raise CliError(f"no v0 session logs (session.jsonl, session.jsonl.zstd) under {' '.join(args.paths)}")
-    diffs: list[LogDiff] = []
     try:
-        with Bridge(install) as bridge:
-            for path in paths:
-                try:
-                    diffs.append(diff_log(bridge, path))
-                except ValueError as err:
-                    raise CliError(str(err)) from None
-                except DshError as err:
-                    raise CliError(f"{path}: the DSH bridge failed: {err}") from None
+        diffs = diff_logs(install, paths, args.workers)
+    except ValueError as err:
+        raise CliError(str(err)) from None
     except BridgeError as err:
         raise CliError(str(err)) from None
     report = write_findings(args.findings, diffs=diffs) if args.findings else None

@@ -21,8 +21,8 @@ import shutil
 import time
 from collections.abc import Callable
 
-from dsh_sim.dsh import damage
-from dsh_sim.dsh.bridge import Bridge
+from dsh_sim.dsh import damage, malformed
+from dsh_sim.dsh.bridge import Bridge, DshError
 from dsh_sim.dsh.install import Installation
 from dsh_sim.dsh.shapes import SHAPES, Log, shape
 from runtime.persistence.zstd_frames import compress_frame, scan_frames
@@ -94,6 +94,7 @@ def _cases(corpus: Corpus, compression: str, held_out: bool) -> None:
         corpus.variant(f"{compression}/torn-big-{int(fraction * 100)}", "big", compression, sid, data[:cut])
     _header_cases(corpus, compression, turns)
     _vocabulary_cases(corpus, compression)
+    _malformed_cases(corpus, compression)
 
 
 def _raw_damage(corpus: Corpus, sid: str, data: bytes, base: str) -> None:
@@ -153,6 +154,34 @@ def _header_cases(corpus: Corpus, compression: str, turns: int) -> None:
         (not_json if compression == "none" else compress_frame(not_json)) + body,
     )
     corpus.variant(f"{compression}/header-empty-file", "header", compression, sid, b"")
+
+
+def _malformed_cases(corpus: Corpus, compression: str) -> None:
+    """Every header field and packed-row member given every kind of value (:mod:`.malformed`)."""
+    sid = "m-base"
+    data, _ = corpus.write(f"{compression}/base-malformed", malformed.packed_log(sid), compression)
+    for name, field, value in malformed.header_variants():
+        corpus.variant(
+            f"{compression}/header-{name}", "malformed", compression, sid, malformed.rewrite_header(data, compression, field, value)
+        )
+    for name, edit in malformed.row_variants():
+        for which, where in enumerate(("committed", "open")):
+            changed = malformed.edit_row(data, compression, which, edit)
+            corpus.variant(f"{compression}/row-{where}-{name}", "malformed", compression, sid, changed)
+    bases = {"mixed": shape("mixed", "s-mixed", turns=1), "balanced": shape("balanced", "s-balanced", turns=1)}
+    bases["second-step"] = malformed.second_step_log("s-second-step")
+    for base, log in bases.items():
+        for name, variant in malformed.structure_variants(log):
+            case = f"{compression}/structure-{base}-{name}"
+            try:
+                corpus.write(case, variant, compression)
+            except DshError:  # DSH's writer refuses to append it: nothing of it is read
+                corpus.bridge.request("close", key=f"gen:{os.path.join(corpus.out, case)}")
+                shutil.rmtree(os.path.join(corpus.out, case), ignore_errors=True)
+    for name, edit in malformed.event_variants():
+        for which, where in enumerate(("committed", "open")):
+            changed = malformed.edit_message(data, compression, which, edit)
+            corpus.variant(f"{compression}/event-{where}-{name}", "malformed", compression, sid, changed)
 
 
 def _vocabulary_cases(corpus: Corpus, compression: str) -> None:

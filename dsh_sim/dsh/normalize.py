@@ -91,6 +91,7 @@ class Outcome:
     closers: tuple[str, ...] = ()  # what a recovery appends, canonical JSON
     verdicts: dict[str, str] = attrs.field(factory=dict)
     notes: tuple[str, ...] = ()  # internal inconsistencies of this reader (load vs inspect, ...)
+    header: str | None = None  # the header it lists, canonical JSON (None: not listed)
 
 
 def closer_verdicts(closers: Sequence[dict[str, Any]]) -> dict[str, str]:
@@ -110,34 +111,42 @@ def v0_closers(events: Sequence[V0Event]) -> list[Event]:
     return interrupted_turn_closers(cast(Sequence[Event], events))
 
 
+def listed_header(data: bytes, compression: str, location: tuple[str, str] | None = None) -> str | None:
+    """The header dsh-sim lists for a v0 log, canonical and without ``type`` as DSH's ``list``
+    shows it (``None``: not listed).  With ``location``, only where the header's id and cwd
+    name that place, as the runtime's backend lists."""
+    try:
+        head = v0_header_of(data, compression)
+    except (LogCorruption, LogVersionUnsupported, V0Unsupported):
+        return None
+    if head is None or (location is not None and (project_key(head.cwd), encode_segment(head.id)) != location):
+        return None
+    return canonical({k: v for k, v in head.to_record().items() if k != "type"})
+
+
 def ours(data: bytes, compression: str, location: tuple[str, str] | None = None) -> tuple[Outcome, V0Log | None]:
     """dsh-sim's reading of one v0 log (the decoded log too, when there is one).
 
     ``location`` is (project directory name, session directory name) where the log was found:
     the runtime's backend refuses a header whose id and cwd name another place.
     """
-    try:
-        listed = v0_header_of(data, compression) is not None
-    except (LogCorruption, LogVersionUnsupported, V0Unsupported):
-        listed = False
-    if listed and location is not None:  # the runtime lists a session only where its header belongs
-        head = v0_header_of(data, compression)
-        listed = head is not None and (project_key(head.cwd), encode_segment(head.id)) == location
+    shown = listed_header(data, compression, location)
+    listed = shown is not None
     try:
         log = decode_v0(data, compression)
     except LogVersionUnsupported as err:
-        return Outcome(Refusal("version", f"log format v{err.version}", "decode"), listed), None
+        return Outcome(Refusal("version", f"log format v{err.version}", "decode"), listed, header=shown), None
     except (LogCorruption, V0Unsupported) as err:
-        return Outcome(Refusal(refusal_class(str(err)), str(err), "decode"), listed), None
+        return Outcome(Refusal(refusal_class(str(err)), str(err), "decode"), listed, header=shown), None
     if location is not None:
         expected = (project_key(log.header.cwd), encode_segment(log.header.id))
         if expected != location:
             text = f'header id "{log.header.id}" and cwd identify {"/".join(expected)}, not {"/".join(location)}'
-            return Outcome(Refusal("identity", text, "decode"), listed), log
+            return Outcome(Refusal("identity", text, "decode"), listed, header=shown), log
     try:
         migrate_v0(log)
     except MigrationRefused as err:
-        return Outcome(Refusal(refusal_class(str(err)), str(err), "migrate"), listed), log
+        return Outcome(Refusal(refusal_class(str(err)), str(err), "migrate"), listed, header=shown), log
     closers = v0_closers(log.events)
     return (
         Outcome(
@@ -146,6 +155,7 @@ def ours(data: bytes, compression: str, location: tuple[str, str] | None = None)
             tuple(canonical(e.to_record()) for e in log.events),
             tuple(canonical(e.to_record()) for e in closers),
             verdicts(closers),
+            header=shown,
         ),
         log,
     )
@@ -156,12 +166,14 @@ def ours(data: bytes, compression: str, location: tuple[str, str] | None = None)
 
 def dsh(probe: dict[str, Any]) -> Outcome:
     """DSH's reading from one bridge ``probe`` (list, readFrom, inspect, load, load again)."""
-    listed = bool(probe["list"]["ok"]) and any(h.get("id") == probe.get("id") for h in probe["list"]["value"])
+    mine = [h for h in probe["list"]["value"] if h.get("id") == probe.get("id")] if probe["list"]["ok"] else []
+    listed = bool(mine)
+    header = canonical(mine[0]) if mine else None
     for step in ("readFrom", "inspect", "load"):
         result = probe.get(step)
         if result is not None and not result["ok"]:
             text = str(result["error"].get("message", ""))
-            return Outcome(Refusal(refusal_class(text), text, step), listed)
+            return Outcome(Refusal(refusal_class(text), text, step), listed, header=header)
     stored = probe["readFrom"]["value"]
     inspected = probe["inspect"]["value"]
     loaded = probe["load"]["value"]
@@ -181,4 +193,5 @@ def dsh(probe: dict[str, Any]) -> Outcome:
         tuple(canonical(e) for e in closers),
         closer_verdicts(closers),
         tuple(notes),
+        header,
     )

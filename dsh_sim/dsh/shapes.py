@@ -64,11 +64,17 @@ class Log:
         self.step += 1
         self.add("step/start", {"turn": self.turn, "step": self.step})
 
-    def answer(self, text: str, calls: tuple[str, ...] = (), pad: int = 0) -> None:
-        """Streamed chunks, then the assistant message citing them (``pad`` bytes of filler text)."""
+    def answer(self, text: str, calls: tuple[str, ...] = (), pad: int = 0, deltas: bool = False) -> None:
+        """Streamed chunks, then the assistant message citing them (``pad`` bytes of filler text;
+        ``deltas``: the text streamed as ``text-delta`` chunks of three characters, which DSH packs
+        into a ``text-chunks`` row)."""
         t, s = self.turn, self.step
         cited = [self.add("assistant/chunk", {"turn": t, "step": s, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}})]
         pieces = [text[i : i + 3] for i in range(0, len(text), 3)] or [""]
+        if deltas:
+            for piece in pieces:
+                chunk = {"type": "text-delta", "index": 0, "text": piece}
+                cited.append(self.add("assistant/chunk", {"turn": t, "step": s, "chunk": chunk}))
         if pad:  # filler that does not compress away, so a large batch stays large in zstd too
             pieces.append(" " + filler(f"{self.id}:{t}:{s}", pad))
         full = "".join(pieces)

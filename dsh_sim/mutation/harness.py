@@ -21,10 +21,12 @@ whole corpus costs about as much as one bounded explore of a large scenario.
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -171,6 +173,30 @@ def check_readers(group: str, scenarios: list[Scenario]) -> None:
     run = readers.differential(readers.default_sources(READER_PLAN.seed), originals, READER_PLAN, groups=(group,))
     if run.mismatches:
         raise MutantNoticed(f"readers {group} ({run.cases} cases): {len(run.mismatches)} mismatches, first: {run.mismatches[0]}")
+
+
+def dsh_reference_path() -> Path:
+    """Where the test command finds the real DSH's recorded readings (``dsh-sim mutants --tool``
+    records them in its work directory and names them in ``DSH_SIM_DSH_REFERENCE``)."""
+    env = os.environ.get("DSH_SIM_DSH_REFERENCE")
+    return Path(env) if env else project_root() / "reports" / "mutation" / "work" / "dsh-reference.jsonl.zst"
+
+
+@functools.lru_cache(maxsize=1)
+def dsh_reference() -> list[Any]:
+    from dsh_sim.dsh.reference import load
+
+    return load(str(dsh_reference_path()))
+
+
+def check_dsh_reference(family: str) -> None:
+    """The runtime's v0 reader and migration read every log of one family as the real DSH did,
+    or differ only by a listed finding."""
+    from dsh_sim.dsh.reference import judge_recorded
+
+    unexplained = list(judge_recorded(dsh_reference(), (family,)))
+    if unexplained:
+        raise MutantNoticed(f"DSH reference {family}: {len(unexplained)} unexplained differences, first: {unexplained[0]}")
 
 
 def replay_changes(scenarios: list[Scenario]) -> Iterator[tuple[str, list[str]]]:

@@ -154,6 +154,26 @@ def prepare(root: Path, workdir: Path, modules: Sequence[str]) -> None:
         (workdir / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
 
 
+DSH_REFERENCE = "dsh-reference.jsonl.zst"
+
+
+def ensure_dsh_reference(workdir: Path) -> Path | None:
+    """The real DSH's readings of the differential corpus (:mod:`dsh_sim.dsh.reference`), recorded
+    once per work directory when the pinned DSH is installed (``dsh-sim dsh setup``): the test
+    command then judges the runtime's v0 reader and migration against them, with no Node."""
+    from dsh_sim.dsh.install import installation
+    from dsh_sim.dsh.reference import record
+
+    path = workdir / DSH_REFERENCE
+    if path.exists():
+        return path
+    install = installation()
+    if install is None:
+        return None
+    record(install, str(path))
+    return path
+
+
 def harness_fingerprint(root: Path) -> str:
     """A hash of the test command's code (``tests_mutation/*.py`` and the harness module).
 
@@ -239,6 +259,8 @@ def run(workdir: Path, max_children: int, names: Sequence[str] = ()) -> int:
     mutmut = Path(sys.executable).with_name("mutmut")
     command = [str(mutmut) if mutmut.exists() else "mutmut", "run", "--max-children", str(max_children), *names]
     env = {**os.environ, "DSH_SIM_ROOT": str(workdir / "mutants"), "PYTHONDONTWRITEBYTECODE": "1"}
+    if (workdir / DSH_REFERENCE).exists():
+        env["DSH_SIM_DSH_REFERENCE"] = str(workdir / DSH_REFERENCE)
     with open(workdir / "mutmut.log", "ab") as log:
         return subprocess.call(command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
 

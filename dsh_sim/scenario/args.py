@@ -257,6 +257,15 @@ class SeedV0Args:
         default=False,
         metadata=doc("a compaction follows the first turn: a summary user/message replaces that turn's surface (v0 surfaceOp replace)"),
     )
+    legacy: bool = attrs.field(
+        default=False,
+        metadata=doc(
+            "the first turn holds the retired vocabulary migration renames or renumbers: a turn/start trigger, "
+            "agent preset `code`, a tools-code-mode plugin message spliced from the inbox, a command/run and the "
+            "command/done citing it, tool/code-dispatch events around each call; with `title` a "
+            "session/title-llm-request, with `compact` a compaction/prune naming the shadowed seqs"
+        ),
+    )
     batch: int = attrs.field(
         default=0, validator=integer(0, 1000), metadata=doc("0: one durable batch per turn; n: a batch every n events (cutting chunk runs)")
     )

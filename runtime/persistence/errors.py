@@ -57,7 +57,7 @@ class SessionFormatUnsupportedError(SessionPersistenceError):
         self.path = path
 
     @classmethod
-    def version(cls, session_id: str, version: int, path: str | None = None) -> SessionFormatUnsupportedError:
+    def version(cls, session_id: str, version: int | float, path: str | None = None) -> SessionFormatUnsupportedError:
         current = SESSION_FORMAT_VERSION
         if version > current:
             text = (
@@ -88,7 +88,7 @@ class SessionFormatUnsupportedError(SessionPersistenceError):
         )
 
 
-def header_version_refusal(session_id: str, path: str, file_version: int, header_version: int) -> SessionPersistenceError:
+def header_version_refusal(session_id: str, path: str, file_version: int, header_version: int | float) -> SessionPersistenceError:
     """A header version this build reads but the file name contradicts (a malformed artifact),
     or one it cannot read at all (the header is the authority: newer → upgrade, older → none)."""
     if header_version in (0, SESSION_FORMAT_VERSION):

@@ -47,7 +47,7 @@ class LogCorruption(ValueError):
 
 
 class LogVersionUnsupported(ValueError):
-    def __init__(self, version: int) -> None:
+    def __init__(self, version: int | float) -> None:
         super().__init__(f"log format v{version}")
         self.version = version
 

@@ -19,7 +19,9 @@ historical sources is :func:`dsh_sim.scenario.v0_writer.encode_v0`.
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+import json
+import math
+from typing import Any
 
 import attrs
 
@@ -176,36 +178,62 @@ class V0Log:
 # -- header ---------------------------------------------------------------------------------
 
 
-def _non_negative(value: Any) -> TypeGuard[int]:
-    return is_safe_integer(value) and value >= 0
+def js_integer(value: Any) -> int | None:
+    """``value`` as the integer JavaScript reads it (``2.0`` and ``-0`` are the integers 2 and 0:
+    a v0 log was written and read by JavaScript, which has no other numbers), ``None`` if it is
+    not a safe integer (``Number.isSafeInteger``)."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    return value if is_safe_integer(value) else None
+
+
+def _is_minus_zero(value: Any) -> bool:
+    return type(value) is float and value == 0 and math.copysign(1.0, value) < 0
+
+
+def _count(value: Any, *, minus_zero: bool = True) -> int | None:
+    """A non-negative safe integer (the reference refuses ``-0`` for some fields), or ``None``."""
+    number = js_integer(value)
+    if number is None or number < 0 or (not minus_zero and _is_minus_zero(value)):
+        return None
+    return number
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
 
 
 def parse_v0_header(line: bytes) -> V0Header:
-    """Validate the header line; the version is checked before the shape (spec §3.3)."""
+    """Validate the header line the way the reference reader does (spec §3.3: a foreign version
+    is refused before the shape is looked at; ``isHeaderLine``, then ``validateHeader``)."""
     try:
         record = _loads(line)
     except ValueError:
         raise LogCorruption("corrupt session log: header line is not valid JSON") from None
-    if type(record) is not dict or record.get("type") != "session" or type(record.get("version")) is not int:
+    if type(record) is dict and _is_number(record.get("version")) and record["version"] != V0_VERSION:
+        raise LogVersionUnsupported(_js_number(record["version"]))
+    if type(record) is not dict or record.get("type") != "session" or not _is_number(record.get("version")):
         raise LogCorruption("corrupt session log: first line is not a session header")
-    if record["version"] != V0_VERSION:
-        raise LogVersionUnsupported(record["version"])
     if "sandboxMode" in record or "approvalPolicy" in record:
         raise LogCorruption("corrupt session log: session header uses retired policy baseline fields")
     if type(record.get("id")) is not str or not record["id"]:
         raise LogCorruption("corrupt session log: session header id must be a non-empty string")
-    if not _non_negative(record.get("createdAt")):
+    created_at = _count(record.get("createdAt"), minus_zero=False)
+    if created_at is None:
         raise LogCorruption("corrupt session log: session header createdAt must be a non-negative safe integer")
-    depth = record.get("delegationDepth", 0)  # legacy headers predate the field
-    if not _non_negative(depth):
+    depth = _count(record.get("delegationDepth", 0), minus_zero=False)  # legacy headers predate the field
+    if depth is None:
         raise LogCorruption("corrupt session log: session header delegationDepth must be a non-negative safe integer")
-    if record.get("origin") not in (None, "subagent"):
+    if "origin" in record and record["origin"] != "subagent":
         raise LogCorruption('corrupt session log: session header origin must be absent or "subagent"')
     for key in ("cwd", "parentSession", "agentPreset"):
         if key in record and type(record[key]) is not str:
             raise LogCorruption(f"corrupt session log: session header {key} must be a string")
-    if "seedLength" in record and not _non_negative(record["seedLength"]):
-        raise LogCorruption("corrupt session log: session header seedLength must be a non-negative safe integer")
+    seed_length = None
+    if "seedLength" in record:
+        seed_length = _count(record["seedLength"])
+        if seed_length is None:
+            raise LogCorruption("corrupt session log: session header seedLength must be a non-negative safe integer")
     extra = sorted(set(record) - set(_HEADER_KEYS))
     if extra:
         raise V0Unsupported(f"the v0 session header has members {extra} this build cannot migrate")
@@ -214,10 +242,10 @@ def parse_v0_header(line: bytes) -> V0Header:
         raise V0Unsupported(f"the v0 session header cwd {cwd!r} is not absolute; the current format requires an absolute cwd")
     return V0Header(
         id=record["id"],
-        created_at=record["createdAt"],
+        created_at=created_at,
         cwd=cwd,
         parent_session=record.get("parentSession"),
-        seed_length=record.get("seedLength"),
+        seed_length=seed_length,
         origin=record.get("origin"),
         delegation_depth=depth,
         agent_preset=record.get("agentPreset"),
@@ -231,20 +259,32 @@ class _Malformed(Unparsable):
     """A malformed packed row: like bad JSON, not a record at all (a tolerated crash tail)."""
 
 
+class _SeqNotNext(ValueError):
+    """A record whose seq is no integer at all: like any seq but the next one, a seq gap."""
+
+    def __init__(self, kind: str, got: Any) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.got = got
+
+
 def _event(record: dict[str, Any]) -> V0Event:
     extra = sorted(set(record) - _ENVELOPE_KEYS)
     if extra:
         raise LogCorruption(f"event has unexpected envelope keys {extra}")
-    kind, seq, time = record.get("type"), record.get("seq"), record.get("time")
+    kind, seq, time = record.get("type"), _count(record.get("seq")), js_integer(record.get("time"))
     if type(kind) is not str or not kind:
-        raise LogCorruption("event type must be a non-empty string")
-    if not _non_negative(seq) or not is_safe_integer(time) or "data" not in record:
+        shown = "undefined" if "type" not in record else json.dumps(kind).replace('"', "")
+        raise LogCorruption(f'event type "{shown}" (seq {record.get("seq")}) is not part of the v0 vocabulary')
+    if seq is None:
+        raise _SeqNotNext(kind, record.get("seq", "undefined"))
+    if time is None or "data" not in record:
         raise LogCorruption(f"{kind} event has an invalid seq, time or data")
     if "ignorable" in record and record["ignorable"] is not True:
         raise LogCorruption(f"{kind} event at seq {seq}: ignorable may only be true")
-    sources = record.get("sourceEventSeqs")
-    if sources is not None:
-        sources = _seq_list(sources, seq)
+    sources = None
+    if "sourceEventSeqs" in record:
+        sources = _seq_list(record["sourceEventSeqs"], seq)
     return V0Event(kind, seq, time, record["data"], "ignorable" in record, record.get("surfaceOp"), sources)
 
 
@@ -254,10 +294,12 @@ def _seq_list(raw: Any, owner: int) -> tuple[int, ...]:
         raise LogCorruption(f"sourceEventSeqs at seq {owner} must be an array")
     out: list[int] = []
     for item in raw:
-        if type(item) is list and len(item) == 2 and all(_non_negative(v) for v in item) and item[0] <= item[1]:
-            out.extend(range(item[0], item[1] + 1))
-        elif _non_negative(item):
-            out.append(item)
+        pair = [_count(v) for v in item] if type(item) is list and len(item) == 2 else None
+        single = _count(item)
+        if pair is not None and pair[0] is not None and pair[1] is not None and pair[0] <= pair[1]:
+            out.extend(range(pair[0], pair[1] + 1))
+        elif single is not None:
+            out.append(single)
         else:
             raise LogCorruption(f"sourceEventSeqs at seq {owner} has an invalid entry {item!r}")
     return tuple(out)
@@ -268,36 +310,54 @@ def _bad_row(tag: str, why: str) -> _Malformed:
 
 
 def expand_row(record: dict[str, Any]) -> list[V0Event]:
-    """The chunk events a packed row stands for (exact keys checked, like the reference)."""
+    """The chunk events a packed row stands for, validated as the reference's ``validateRow``
+    does (its checks, in its order, with its texts; numbers read as JavaScript reads them)."""
     tag = record["type"]
     if set(record) != {"type", "seq0", "time0", "data"}:
         raise _bad_row(tag, "envelope must be exactly {type, seq0, time0, data}")
-    seq0, time0, data = record["seq0"], record["time0"], record["data"]
-    if not _non_negative(seq0) or not is_safe_integer(time0) or type(data) is not dict:
-        raise _bad_row(tag, "seq0/time0 must be safe integers and data an object")
-    payload_key = "args" if tag == "tool-call-chunks" else "texts"
-    keys = {"turn", "step", "index", "dt", payload_key}
+    seq0 = _count(record["seq0"])
+    if seq0 is None:
+        raise _bad_row(tag, "seq0 must be a non-negative safe integer")
+    time0 = js_integer(record["time0"])
+    if time0 is None:
+        raise _bad_row(tag, "time0 must be a safe integer")
+    data = record["data"]
+    if type(data) not in (dict, list):  # a JavaScript array is an object too (with no such keys)
+        raise _bad_row(tag, "data must be an object")
+    keys = set(data) if type(data) is dict else set()
     if tag == "tool-call-chunks":
-        keys |= {"id"} | ({"name"} if "name" in data else set())
-    if set(data) != keys:
-        raise _bad_row(tag, f"data must be exactly {sorted(keys)}")
-    if not all(is_safe_integer(data[k]) for k in ("turn", "step", "index")):
-        raise _bad_row(tag, "turn/step/index must be integers")
+        payload_key = "args"
+        if keys not in ({"turn", "step", "index", "id", "name", "dt", "args"}, {"turn", "step", "index", "id", "dt", "args"}):
+            raise _bad_row(tag, "data must be exactly {turn, step, index, id, name?, dt, args}")
+        if type(data["id"]) is not str or ("name" in data and type(data["name"]) is not str):
+            raise _bad_row(tag, "id (and name when present) must be strings")
+    else:
+        payload_key = "texts"
+        if keys != {"turn", "step", "index", "dt", "texts"}:
+            raise _bad_row(tag, "data must be exactly {turn, step, index, dt, texts}")
+    assert type(data) is dict
+    if not all(_is_number(data[k]) for k in ("turn", "step", "index")):
+        raise _bad_row(tag, "turn/step/index must be numbers")
     members, dt = data[payload_key], data["dt"]
     if type(members) is not list or not members or not all(type(m) is str for m in members):
         raise _bad_row(tag, f"{payload_key} must be a non-empty string array")
-    if type(dt) is not list or len(dt) != len(members) - 1 or not all(is_safe_integer(g) for g in dt):
-        raise _bad_row(tag, f"dt must hold {len(members) - 1} safe integers")
-    if tag == "tool-call-chunks" and (type(data["id"]) is not str or type(data.get("name", "")) is not str):
-        raise _bad_row(tag, "id (and name when present) must be strings")
+    gaps = [js_integer(g) for g in dt] if type(dt) is list else [None]
+    if any(g is None for g in gaps):
+        raise _bad_row(tag, "dt must be an array of safe integers")
+    if len(gaps) != len(members) - 1:
+        raise _bad_row(tag, f"dt length {len(gaps)} does not match {len(members)} members")
+    if not is_safe_integer(seq0 + len(members) - 1):
+        raise _bad_row(tag, "member seqs must stay safe integers")
+    times = [time0]
+    for gap in gaps:
+        assert gap is not None
+        times.append(times[-1] + gap)
+        if not is_safe_integer(times[-1]):
+            raise _bad_row(tag, "member times must stay safe integers")
+    turn, step, index = (_js_number(data[k]) for k in ("turn", "step", "index"))
     out: list[V0Event] = []
-    time = time0
     for k, member in enumerate(members):
-        if k:
-            time += dt[k - 1]
-        if not is_safe_integer(time) or not is_safe_integer(seq0 + k):
-            raise _bad_row(tag, "member seqs and times must stay safe integers")
-        chunk: dict[str, Any] = {"type": ROW_TAGS[tag], "index": data["index"]}
+        chunk: dict[str, Any] = {"type": ROW_TAGS[tag], "index": index}
         if tag == "tool-call-chunks":
             chunk["id"] = data["id"]
             if "name" in data:
@@ -305,13 +365,18 @@ def expand_row(record: dict[str, Any]) -> list[V0Event]:
             chunk["argumentsDelta"] = member
         else:
             chunk["text"] = member
-        out.append(V0Event("assistant/chunk", seq0 + k, time, {"turn": data["turn"], "step": data["step"], "chunk": chunk}))
+        out.append(V0Event("assistant/chunk", seq0 + k, times[k], {"turn": turn, "step": step, "chunk": chunk}))
     return out
+
+
+def _js_number(value: int | float) -> int | float:
+    """A number as JavaScript writes it back: an integral float is the integer (``-0`` is 0)."""
+    return int(value) if type(value) is float and value.is_integer() and abs(value) < 1e21 else value
 
 
 def _records(line: bytes) -> list[V0Event]:
     record = parse_record(line)
-    if record.get("type") in ROW_TAGS:
+    if type(record.get("type")) is str and record["type"] in ROW_TAGS:
         return expand_row(record)
     return [_event(record)]
 
@@ -333,28 +398,38 @@ class _Scanner:
         except Unparsable:
             self.issue = self.issue or f"corrupt session log: unparsable committed event at line {self.line}"
             return False
+        except _SeqNotNext as gap:
+            return self._gap(gap.got, gap.kind == "turn/end")
         except LogCorruption as err:
             if self.issue is not None:
                 return False  # a broken object inside the crash tail proves nothing
             raise LogCorruption(f"corrupt session log: invalid committed event at line {self.line}: {err}") from None
         if self.issue is None and members[0].seq != len(self.events):
-            self.issue = (
-                f"corrupt session log: seq gap in committed region at line {self.line} (expected {len(self.events)}, got {members[0].seq})"
-            )
-            if any(m.type == "turn/end" for m in members):
-                raise LogCorruption(self.issue)  # a turn/end at a gapped seq: the damage is committed
-            return False
+            return self._gap(members[0].seq, any(m.type == "turn/end" for m in members))
         if self.issue is not None:
-            # A whole record after the damage proves it is not a torn tail: a crash tears only
-            # the last write, and an fsynced append never follows unrepaired damage.  The
-            # reference tolerates this unless the record is a turn/end, and its repair then
-            # truncates the later committed records away; dsh-sim refuses instead (finding
-            # DSH-1 of the differential, README "Differential mode").
-            if self.raw or any(m.type == "turn/end" for m in members):
-                raise LogCorruption(self.issue)
+            self._after_damage(any(m.type == "turn/end" for m in members))
             return False
         self.events.extend(members)
         return True
+
+    def _gap(self, got: Any, turn_end: bool) -> bool:
+        if self.issue is not None:
+            self._after_damage(turn_end)
+            return False
+        self.issue = f"corrupt session log: seq gap in committed region at line {self.line} (expected {len(self.events)}, got {got})"
+        if turn_end:
+            raise LogCorruption(self.issue)  # a turn/end at a gapped seq: the damage is committed
+        return False
+
+    def _after_damage(self, turn_end: bool) -> None:
+        # A whole record after the damage proves it is not a torn tail: a crash tears only
+        # the last write, and an fsynced append never follows unrepaired damage.  The
+        # reference tolerates this unless the record is a turn/end, and its repair then
+        # truncates the later committed records away; dsh-sim refuses instead (finding
+        # DSH-1 of the differential, README "Differential mode").
+        if self.raw or turn_end:
+            assert self.issue is not None
+            raise LogCorruption(self.issue)
 
 
 # -- whole files ----------------------------------------------------------------------------

@@ -191,6 +191,9 @@ def validate_surface(event: Event) -> None:
         raise EnvelopeError(f"{where} has an invalid surfaceOp {op!r}")
     if event.type == "assistant/message" and event.source_event_seqs is not None:
         raise EnvelopeError(f"{where}: assistant/message embeds its stream and must not carry sourceEventSeqs")
+    if event.source_event_seqs is not None and not event.source_event_seqs:
+        # §1.3: only an assistant message (of an empty stream) may carry an empty array, and a v3 one carries none
+        raise EnvelopeError(f"{where}: sourceEventSeqs must not be empty")
     if event.type == "tool/result" and type(event.data) is dict and event.data.get("error") is not None:
         message = event.data.get("message")
         blocks = message.get("content") if type(message) is dict else None

@@ -59,6 +59,9 @@ def tool_main(args: Any) -> int:
             tool.prepare(root, workdir, modules)
         except FileNotFoundError as err:
             raise CliError(str(err)) from None
+        reference = tool.ensure_dsh_reference(workdir)
+        if reference is None:
+            print("the pinned DSH is not installed (dsh-sim dsh setup): the DSH reference items will skip", flush=True)
         if tool.reset_if_harness_changed(root, workdir):
             print("the test command changed since the last run: every verdict was reset", flush=True)
         names: list[str] = []

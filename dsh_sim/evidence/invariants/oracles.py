@@ -118,13 +118,25 @@ def check_reference(obs: Judge, life: Lifetime, crash: CrashRecord) -> None:
     if sim.kind == "agent" and expected.refused is None:
         # the turns before the last were judged when they were live; the last one was cut by the
         # crash (its latest events never reached a live check), so it is judged here with the closers
-        _, problems = reference.repaired_tail(expected)
+        history = _history_length(obs)
+        _, problems = reference.repaired_tail(expected, history)
         obs.count(GRAMMAR)
         for problem in problems:
             fail(obs, GRAMMAR, problem)
         obs.count(AGREEMENT)  # (what check_agreement judges with a fresh tracker, remembered)
-        for item in reference.tail_disagreements(expected, obs.sim.world.ledger, obs.sim.config.workspace):
+        for item in reference.tail_disagreements(expected, obs.sim.world.ledger, obs.sim.config.workspace, history):
             fail(obs, AGREEMENT, item.message, item.call_id)
+
+
+def _history_length(obs: Judge) -> int:
+    """How many events of the log a seeded historical log migrated to (0 without one)."""
+    from dsh_sim.evidence.invariants.storage import SeededSource
+
+    placed = obs.history.seeded
+    if placed is None:
+        return 0
+    source = SeededSource.of(placed, obs.sim.config.compression)
+    return len(source.events) if source.events is not None else 0
 
 
 def check_grammar(obs: Judge, events: Sequence[Any], *, closed: bool, what: str, grammar: Grammar | None = None) -> None:

@@ -60,6 +60,16 @@ class Grammar:
         """No turn is open: what a repaired log (and a finished turn) must leave."""
         return self.turn is None
 
+    def read(self, events: Any) -> Grammar:
+        """Feed events that are not judged (a seeded history): the state they leave counts,
+        what they break does not."""
+        for event in events:
+            try:
+                self.feed(event)
+            except GrammarError:
+                pass
+        return self
+
     def feed_all(self, events: Any) -> Grammar:
         for event in events:
             self.feed(event)

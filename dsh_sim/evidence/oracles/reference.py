@@ -176,26 +176,40 @@ def compare(expected: Expected, refused: BaseException | None, stored: Sequence[
 _REPAIRED: IdentityMemo[tuple[tuple[Any, ...], list[str]]] = IdentityMemo(1024)
 
 
-def repaired_tail(expected: Expected) -> tuple[tuple[Any, ...], list[str]]:
+def repaired_tail(expected: Expected, history: int = 0) -> tuple[tuple[Any, ...], list[str]]:
     """The last turn of the repaired log a crash must leave (stored records from its last
     turn/start, and the closers), and what the grammar finds in it, worded as the log-grammar
     invariant words it.  Remembered per expectation: the reference model hands out one per crash-image
     content, and explore recovers from one image in many states.  The findings depend on the
-    stored records and the closers alone (a fresh grammar, no run state)."""
-    return _REPAIRED.remember((expected,), None, _repaired_tail, expected)
+    stored records and the closers alone (a fresh grammar, no run state).
+
+    ``history``: the first events are a seeded historical log's, which no live check judged and
+    the runtime under test did not write (an old runtime, without the optional invariant
+    companion, may have logged a ``todo/write`` between turns).  They are read for the state
+    they leave — an open turn the repair must close — and only what follows them is judged."""
+    return _REPAIRED.remember((expected,), history, _repaired_tail, expected, history)
 
 
-def _repaired_tail(expected: Expected) -> tuple[tuple[Any, ...], list[str]]:
+def _split(expected: Expected, history: int) -> tuple[Grammar, tuple[Any, ...], tuple[Any, ...]]:
+    """(grammar at the judged part, the historical part of the last turn, the judged part)."""
     grammar, start = Grammar.after(expected.stored)
-    tail = (*expected.stored[start:], *expected.closers)
-    return tail, grammar_problems(grammar, tail, closed=True, what="the repaired log")
+    old = expected.stored[start:history] if start < history else ()
+    grammar.read(old)
+    judged = (*expected.stored[max(start, history) :], *expected.closers)
+    return grammar, tuple(old), judged
+
+
+def _repaired_tail(expected: Expected, history: int) -> tuple[tuple[Any, ...], list[str]]:
+    grammar, old, judged = _split(expected, history)
+    return (*old, *judged), grammar_problems(grammar, judged, closed=True, what="the repaired log")
 
 
 _AGREED: IdentityMemo[list[agreement.Disagreement]] = IdentityMemo(1024)
 
 
-def tail_disagreements(expected: Expected, ledger: Sequence[Any], workspace: str) -> list[agreement.Disagreement]:
-    """The world agreement of :func:`repaired_tail` with ``ledger``, judged by a fresh tracker.
+def tail_disagreements(expected: Expected, ledger: Sequence[Any], workspace: str, history: int = 0) -> list[agreement.Disagreement]:
+    """The world agreement of :func:`repaired_tail` with ``ledger``, judged by a fresh tracker
+    (a seeded history's calls predate the world: they are read, not judged).
 
     That verdict is a function of the tail (of the expectation alone), of the ledger's
     entries and of the workspace, so it is remembered with all three: the expectation and the
@@ -203,9 +217,11 @@ def tail_disagreements(expected: Expected, ledger: Sequence[Any], workspace: str
     states of a point, whose worlds share those entries (a world's snapshot copies the ledger
     list, never an entry; entries are frozen and never changed in place)."""
     entries = tuple(ledger)
-    return _AGREED.remember((expected, *entries), workspace, _disagreements, expected, entries, workspace)
+    return _AGREED.remember((expected, *entries), (workspace, history), _disagreements, expected, entries, workspace, history)
 
 
-def _disagreements(expected: Expected, entries: tuple[Any, ...], workspace: str) -> list[agreement.Disagreement]:
-    tail, _ = repaired_tail(expected)
-    return agreement.check(tail, entries, workspace=workspace)
+def _disagreements(expected: Expected, entries: tuple[Any, ...], workspace: str, history: int) -> list[agreement.Disagreement]:
+    _, old, judged = _split(expected, history)
+    tracker = agreement.Tracker(workspace=workspace)
+    tracker.feed(old, entries)
+    return tracker.feed(judged, entries)

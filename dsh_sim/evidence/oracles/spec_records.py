@@ -224,6 +224,8 @@ def check_record(record: Any, expected_seq: int, *, writer: bool) -> dict[str, A
             raise SpecViolation(f"{kind} {seq}: invalid surfaceOp {op!r}")
         if kind == "assistant/message" and sources is not None:
             raise SpecViolation(f"{kind} {seq}: an assistant message embeds its stream and carries no sourceEventSeqs")
+        if sources == []:  # §1.3: only an assistant message may carry an empty array (and v3's carry none)
+            raise SpecViolation(f"{kind} {seq}: empty sourceEventSeqs")
         if kind == "tool/result":
             data = record["data"]
             error = data.get("error") if type(data) is dict else None

@@ -83,6 +83,7 @@ def describe(args: SeedV0Args, session_id: str, cwd: str, system: str | None) ->
         inherited=args.inherited,
         title=args.title,
         compact=args.compact,
+        legacy=args.legacy,
         batch=args.batch,
         jitter=args.shape != "text",
         tear=args.tear if args.torn else None,

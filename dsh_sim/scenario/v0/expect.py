@@ -20,7 +20,9 @@ or migration runs:
    the request headers; seqs are renumbered densely and every reference (``sourceEventSeqs``,
    a title's ``messageSeqs``, a compaction's ``shadowedRange``, a replacement's span, whose
    ``surfaceOp`` takes the v3 spelling ``{op, startSeq, endSeq}``) follows; ``seedLength`` becomes
-   ``isSeeded`` and the inherited ``session/end-seed`` is marked ``inherited: true``.
+   ``isSeeded`` and the inherited ``session/end-seed`` is marked ``inherited: true``; the retired
+   vocabulary is renamed (``tool/code-dispatch*`` → ``tool/ptc-dispatch*``, preset ``code`` →
+   ``ptc``) and the legacy ``turn/start.trigger`` is dropped (§3.7 upgrades it on read).
 
 Details the spec leaves open follow the runtime's choices, named where they are made: the
 system message's id, payload and time, and the time of an attempt.
@@ -42,6 +44,11 @@ from dsh_sim.scenario.v0.plan import CREATED_AT, PARENT, Item, Plan, build
 from dsh_sim.scenario.v0.render import Source, damaged_line, frame_fails, members, render
 
 SYSTEM_PLUGIN = "@deepseek-ai/dsh-system-prompt"
+# §10.1: the code mode became "ptc" — the dispatch events are renamed and the preset ``code`` is
+# ``ptc``; its plugin's name in a message source follows (the runtime's spelling: ``tools-ptc``)
+RENAMED = {"tool/code-dispatch": "tool/ptc-dispatch", "tool/code-dispatch-start": "tool/ptc-dispatch-start"}
+CODE_MODE = {"kind": "plugin", "plugin": "tools-code-mode"}
+PTC = {"kind": "plugin", "plugin": "tools-ptc"}
 _STEP_BOUNDS = ("step/start", "step/end", "turn/end")
 
 
@@ -184,9 +191,24 @@ class _Migration:
 
     def migrate(self, seq: int, item: Item) -> None:
         data = item.data
+        kind = RENAMED.get(item.type, item.type)
         op: Any = "append" if item.surface else None
         sources = None
-        if item.type == "request/header":
+        if item.type == "turn/start" and "trigger" in data:
+            data = {k: v for k, v in data.items() if k != "trigger"}
+        elif item.type == "agent-preset/selected" and data.get("agentPreset") == "code":
+            data = dict(data, agentPreset="ptc")
+        elif item.type == "user/message" and data.get("source") == CODE_MODE:
+            data = dict(data, source=PTC)
+        elif item.type == "agent/inbox/spliced":
+            data = dict(data, inserted=[dict(m, source=PTC) if m.get("source") == CODE_MODE else m for m in data["inserted"]])
+        elif item.type == "command/done":
+            data = dict(data, sourceEventSeq=self.new[item.cites[0]])
+        elif item.type == "compaction/prune":
+            data = dict(data, shadowedSeqs=[self.new[c] for c in item.cites])
+        elif item.type == "session/title-llm-request":
+            data = dict(data, messageSeqs=[self.new[c] for c in item.cites])
+        elif item.type == "request/header":
             data = dict(data, header={k: v for k, v in data["header"].items() if k != "system"})
         elif item.type == "assistant/message":
             data = dict(data, stream=self.stream(item.cites))
@@ -202,7 +224,7 @@ class _Migration:
             sources = [self.new[c] for c in item.cites]
         elif item.type == "session/end-seed" and seq == self.plan.seed_length:
             data = dict(data, inherited=True)
-        self.emit(item.type, item.time, data, source=seq, op=op, sources=sources)
+        self.emit(kind, item.time, data, source=seq, op=op, sources=sources)
 
 
 def header(plan: Plan) -> dict[str, Any]:

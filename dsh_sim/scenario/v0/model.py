@@ -66,6 +66,7 @@ class V0Session:
     inherited: int = 0  # leading turns inherited from a parent session (header seedLength)
     title: bool = False  # a session/title naming the first turn's user message, after that turn
     compact: bool = False  # a compaction after the first turn: a summary replacing that turn's surface
+    legacy: bool = False  # the first turn holds the retired vocabulary migration renames or renumbers
     batch: int = 0  # 0: one durable batch per turn; n: a batch every n events (a window cuts anywhere)
     jitter: bool = False  # uneven arrival times (packed rows with uneven and negative gaps)
     tear: str | None = None  # the final batch is torn (TEARS: where the cut lands)

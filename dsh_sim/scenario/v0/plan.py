@@ -79,16 +79,30 @@ class _Builder:
         return seq
 
     def turn(self, t: int, steps: tuple[V0Step, ...]) -> None:
-        self.add("turn/start", {"turn": t})
+        self.turn_start(t)
         for s, step in enumerate(steps, 1):
             self.step(t, s, step)
         self.add("turn/end", {"turn": t, "reason": {"kind": "completed"}})
+
+    def legacy(self, t: int) -> bool:
+        return self.session.legacy and t == 1
+
+    def turn_start(self, t: int) -> None:
+        """``turn/start``; in a legacy first turn with its retired ``trigger``, then the agent preset
+        ``code`` selected (v3: ``ptc``)."""
+        if not self.legacy(t):
+            self.add("turn/start", {"turn": t})
+            return
+        self.add("turn/start", {"turn": t, "trigger": {"kind": "user"}})
+        self.add("agent-preset/selected", {"agentPreset": "code"})
 
     def step(self, t: int, s: int, step: V0Step) -> None:
         self.add("step/start", {"turn": t, "step": s})
         if step.user is not None:
             message = {"id": f"v0-user-{t}", "role": "user", "content": [{"type": "text", "text": step.user}], "source": {"kind": "user"}}
             self.add("user/message", message, surface=True)
+        if step.user is not None and self.legacy(t):
+            self.legacy_step(t)
         if s == 1 or step.system != self.prompt:
             reason = "initial" if not self.headers else "resume" if s == 1 else "change"
             header: dict[str, Any] = {"config": dict(CONFIG)}
@@ -107,10 +121,13 @@ class _Builder:
         chunks = self.chunks(t, s, step.answer, complete=True)
         self.marks["stream"] = chunks[0] + max(1, len(chunks) // 2)
         self.message(t, s, step.answer, chunks)
-        calls = [
-            self.add("tool/call", {"turn": t, "step": s, "callId": c.id, "name": c.name, "arguments": c.arguments})
-            for c in step.answer.calls
-        ]
+        calls = []
+        for c in step.answer.calls:
+            if self.legacy(t):  # the code-mode dispatcher logged each call's dispatch (v3: tool/ptc-dispatch*)
+                self.add("tool/code-dispatch-start", {"turn": t, "step": s, "callId": c.id})
+            calls.append(self.add("tool/call", {"turn": t, "step": s, "callId": c.id, "name": c.name, "arguments": c.arguments}))
+            if self.legacy(t):
+                self.add("tool/code-dispatch", {"turn": t, "step": s, "callId": c.id})
         if calls:
             self.marks["call"] = calls[0] + 1
         for call, seq in zip(step.answer.calls, calls):
@@ -125,12 +142,26 @@ class _Builder:
             self.add("tool/result", {"turn": t, "step": s, "message": result}, surface=True, cites=(seq,))
         self.add("step/end", {"turn": t, "step": s})
 
+    def legacy_step(self, t: int) -> None:
+        """Retired vocabulary inside a legacy first step: a plugin message of the code-mode tools
+        (v3: ``tools-ptc``), spliced from the inbox and appended, and a shell command whose
+        ``command/done`` names its ``command/run`` by seq (v3: renumbered)."""
+        plugin = {"kind": "plugin", "plugin": "tools-code-mode"}
+        spliced = {"id": f"v0-inbox-{t}", "role": "user", "content": [{"type": "text", "text": "from the inbox"}], "source": plugin}
+        self.add("agent/inbox/spliced", {"target": "next-step", "start": 0, "inserted": [spliced]})
+        note = {"id": f"v0-code-{t}", "role": "user", "content": [{"type": "text", "text": "code mode is on"}], "source": plugin}
+        self.add("user/message", note, surface=True)
+        run = self.add("command/run", {"command": "ls", "cwd": self.session.cwd})
+        self.add("command/done", {"sourceEventSeq": run, "exitCode": 0}, cites=(run,))
+
     def compaction(self) -> None:
         """A summary replacing every surface node so far (the spec names the compaction events,
         not their payloads: ``shadowedRange`` is the reference the runtime's migration renumbers)."""
         nodes = tuple(i for i, item in enumerate(self.items) if item.surface)
         span = (nodes[0], nodes[-1])
         self.add("compaction/start", {"reason": "manual"})
+        if self.session.legacy:  # the older prune record names every node it drops by seq
+            self.add("compaction/prune", {"shadowedSeqs": list(nodes)}, cites=nodes)
         summary = {"shadowedRange": {"start": span[0], "end": span[1]}, "summary": "the first turn, in short"}
         self.add("compaction/summary", summary, cites=span)
         message = {"id": "v0-summary-1", "role": "user", "content": [{"type": "text", "text": "Summary of turn 1."}]}
@@ -205,7 +236,7 @@ def build(session: V0Session) -> Plan:
         if t > max(1, session.inherited):
             starts.append(len(b.items))
         if t == len(session.turns) and session.end != "balanced":
-            b.add("turn/start", {"turn": t})
+            b.turn_start(t)
             for s, step in enumerate(turn.steps[: _stop_step(turn.steps, session.end)], 1):
                 b.step(t, s, step)
             del b.items[b.marks[_STOPS[session.end]] :]  # the old runtime crashed here
@@ -213,6 +244,8 @@ def build(session: V0Session) -> Plan:
             b.turn(t, turn.steps)
         if t == 1 and session.title:
             users = tuple(i for i, item in enumerate(b.items) if item.type == "user/message")
+            if session.legacy:
+                b.add("session/title-llm-request", {"messageSeqs": list(users)}, cites=users)
             b.add("session/title", {"title": "A historical session", "messageSeqs": list(users)}, cites=users)
         if t == 1 and session.compact:
             b.compaction()
