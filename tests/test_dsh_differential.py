@@ -23,7 +23,7 @@ from dsh_sim.dsh.generate import sigkill_crashes
 from dsh_sim.dsh.install import Installation, setup
 from dsh_sim.dsh.shapes import shape
 from dsh_sim.errors import InputError
-from runtime.persistence import v0_format
+from runtime.persistence import v0_format, v0_records
 from runtime.session import repair
 from tests.dsh_fixtures import dsh_install
 
@@ -72,6 +72,27 @@ def test_every_generated_log_reads_alike_or_differs_by_a_listed_finding(corpus_d
     assert {"DSH-1", "DSH-2", "DSH-3", "DSH-4", "DSH-6", "DSH-7"} <= set(found)
 
 
+def test_every_log_gets_the_findings_pinned_for_it(recorded: list[reference.Recorded]) -> None:
+    """A finding explains a difference; which logs get which finding is pinned, so a change that
+    moves dsh-sim toward a reading a finding calls wrong shows (tools/pin_dsh_findings.py)."""
+    assert not list(reference.judge_recorded(recorded, pinned=reference.pinned_findings()))
+
+
+def test_a_reader_that_agrees_with_dsh_where_dsh_is_wrong_is_noticed(
+    recorded: list[reference.Recorded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DSH-1: DSH keeps reading past a damaged JSONL line unless a turn/end follows, and drops the
+    committed records after it.  A scanner that does the same leaves no unexplained difference —
+    only the pinned findings see it."""
+    log = next(log for log in recorded if _name(log) == "corrupt-record-open-turn-mixed/none")
+    pinned = reference.pinned_findings()
+    assert pinned[log.name] == ["DSH-1"] and not list(reference.judge_recorded([log], pinned=pinned))
+    monkeypatch.setattr(v0_format._Scanner, "_after_damage", lambda self, turn_end: None)
+    assert not list(reference.judge_recorded([log]))
+    (moved,) = reference.judge_recorded([log], pinned=pinned)
+    assert "findings none, pinned DSH-1" in moved
+
+
 def test_an_empty_source_list_is_refused_like_dsh(corpus_diffs: dict[str, Any]) -> None:
     """§1.3: only an assistant message may carry an empty ``sourceEventSeqs`` (a tool/result whose
     tool/call was dropped keeps ``[]``): DSH refuses it at load, and so does the migration."""
@@ -107,14 +128,28 @@ def _origin_dropped(line: bytes) -> Any:
     return attrs.evolve(_parse_header(line), origin=None)
 
 
+def _ranges_read(raw: Any, kind: str, owner: int) -> tuple[int, ...]:
+    out: list[int] = []  # [start, end] pairs read as in v2+ storage: the reference refuses them in v0
+    for item in raw:
+        out.extend(range(item[0], item[1] + 1) if type(item) is list else [item])
+    return tuple(out)
+
+
 @pytest.mark.parametrize(
     ("slip", "target", "replacement", "case"),
     [
-        ("integral floats refused", "js_integer", _strict_integers, "header-createdAt-integral-float/none"),
-        ("row turn must be an integer", "_is_number", lambda v: type(v) is int, "row-open-data.turn-fraction/zstd"),
-        ("origin null read as absent", "parse_v0_header", _origin_null_as_absent, "header-origin-null/none"),
-        ("a non-integer seq refused as corruption", "_SeqNotNext", v0_format.LogCorruption, "event-open-seq-absent/none"),
-        ("the header's origin dropped", "parse_v0_header", _origin_dropped, "header-origin-subagent/zstd"),
+        ("integral floats refused", "v0_records.js_integer", _strict_integers, "header-createdAt-integral-float/none"),
+        ("row turn must be an integer", "v0_records.is_js_number", lambda v: type(v) is int, "row-open-data.turn-fraction/zstd"),
+        ("origin null read as absent", "v0_format.parse_v0_header", _origin_null_as_absent, "header-origin-null/none"),
+        ("a non-integer seq refused as corruption", "v0_records.SeqNotNext", v0_format.LogCorruption, "event-open-seq-absent/none"),
+        ("the header's origin dropped", "v0_format.parse_v0_header", _origin_dropped, "header-origin-subagent/zstd"),
+        (
+            "a message event's message unchecked",
+            "v0_records._check_message",
+            lambda kind, seq, data: None,
+            "event-user-open-data-null/none",
+        ),
+        ("v0 sourceEventSeqs ranges read", "v0_records._seq_list", _ranges_read, "event-user-open-sourceEventSeqs-range/zstd"),
     ],
 )
 def test_a_slip_in_the_v0_reader_is_an_unexplained_difference(
@@ -122,7 +157,8 @@ def test_a_slip_in_the_v0_reader_is_an_unexplained_difference(
 ) -> None:
     log = next(log for log in recorded if _name(log) == case)
     assert not list(reference.judge_recorded([log]))
-    monkeypatch.setattr(v0_format, target, replacement)
+    module, name = target.split(".")
+    monkeypatch.setattr({"v0_format": v0_format, "v0_records": v0_records}[module], name, replacement)
     assert list(reference.judge_recorded([log])), slip
 
 
@@ -147,17 +183,17 @@ def test_a_repair_that_forgets_calls_of_an_earlier_step_is_an_unexplained_differ
 
 def test_a_crash_of_the_v0_reader_is_a_difference(recorded: list[reference.Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
     log = next(log for log in recorded if _name(log) == "event-open-type-object/none")
-    monkeypatch.setattr(v0_format, "ROW_TAGS", list(v0_format.ROW_TAGS))  # `type in ROW_TAGS` on an object: TypeError
-    monkeypatch.setattr(v0_format, "_records", _records_unguarded)
+    monkeypatch.setattr(v0_records, "ROW_TAGS", list(v0_records.ROW_TAGS))  # `type in ROW_TAGS` on an object: TypeError
+    monkeypatch.setattr(v0_format, "records_of", _records_unguarded)
     (difference,) = judge(log.name, log.compression, log.location, log.data, log.dsh).differences
     assert difference.kind == "crash" and "TypeError" in difference.detail
 
 
 def _records_unguarded(line: bytes) -> list[Any]:
-    record = v0_format.parse_record(line)
+    record = v0_records.parse_record(line)
     if record.get("type") in {"text-chunks": 1}:
-        return v0_format.expand_row(record)
-    return [v0_format._event(record)]
+        return v0_records.expand_row(record)
+    return [v0_records._event(record)]
 
 
 def test_a_recorded_reference_that_is_not_one_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -33,7 +33,8 @@ from runtime.persistence.publication import (
     inline_verifier,
     thread_verifier,
 )
-from runtime.persistence.v0_format import V0Event, V0Header, V0Log, decode_v0
+from runtime.persistence.v0_format import V0Header, V0Log, decode_v0
+from runtime.persistence.v0_records import V0Event
 from runtime.ports import Ports
 from runtime.session.events import Event
 from tests.persistence_helpers import FaultFS, read_bytes, run
@@ -67,7 +68,7 @@ def v0(*events: tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], dict[str
                 tuple(sources) if sources is not None else None,
             )
         )
-    return V0Log(V0Header("m", 1, cwd="/w", seed_length=seed_length), tuple(out), None, 0)
+    return V0Log(V0Header("m", 1, cwd="/w", seed_length=seed_length), tuple(out), None)
 
 
 def kinds(events: tuple[Event, ...]) -> list[str]:

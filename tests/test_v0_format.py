@@ -14,14 +14,8 @@ import pytest
 
 from dsh_sim.scenario.v0_writer import encode_v0, pack_records
 from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported
-from runtime.persistence.v0_format import (
-    V0Event,
-    V0Header,
-    V0Unsupported,
-    decode_v0,
-    expand_row,
-    v0_header_of,
-)
+from runtime.persistence.v0_format import V0Header, V0Unsupported, decode_v0, v0_header_of
+from runtime.persistence.v0_records import V0Event, expand_row
 from runtime.persistence.zstd_frames import compress_frame, scan_frames
 
 HEADER = '{"type":"session","version":0,"id":"legacy","createdAt":1000,"cwd":"/work","delegationDepth":0}'
@@ -88,7 +82,7 @@ def test_reference_file_decodes_to_the_right_events(mode: str) -> None:
         assert len(scan_frames(data).frames) == 4  # header frame + one frame per batch
     log = decode_v0(data, mode)
     assert log.header == V0Header("legacy", 1000, cwd="/work", delegation_depth=0)
-    assert log.torn is None and log.file_size == len(data)
+    assert log.torn is None
     assert [e.seq for e in log.events] == list(range(23))
     assert [e.to_record() for e in log.events] == expected_events()
     chunks = [e for e in log.events if e.type == "assistant/chunk"]

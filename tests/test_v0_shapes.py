@@ -185,6 +185,7 @@ def test_resume_closes_an_interrupted_history_as_the_spec_does(name: str, mode: 
 
 MIGRATION = "runtime.persistence.migration"
 V0 = "runtime.persistence.v0_format"
+V0_RECORDS = "runtime.persistence.v0_records"
 # (bug, shape, modes, edits): each leaves a well-formed, replayable v3 generation, so the runtime's
 # own verifier and the old oracle (which derived the expectation with the same decode and migration)
 # accept it
@@ -238,7 +239,7 @@ ORACLE_BUGS = [
         "a packed row's member times without the cumulative gaps",
         "legacy-text",
         ("zstd", "none"),
-        [Edit(V0, "expand_row", "        times.append(times[-1] + gap)", "        times.append(time0 + gap)")],
+        [Edit(V0_RECORDS, "expand_row", "        times.append(times[-1] + gap)", "        times.append(time0 + gap)")],
     ),
     (
         "the complete packed rows of a torn final frame dropped",

@@ -92,7 +92,7 @@ BUGS4["replay-single-node-replace-refused"] = [
 # so the migrated assistant/message.stream (and the v0 read) carries wrong chunk times.
 BUGS4["packed-row-times-not-cumulative"] = [
     Edit(
-        "runtime.persistence.v0_format",
+        "runtime.persistence.v0_records",
         "expand_row",
         "        times.append(times[-1] + gap)\n",
         "        times.append(time0 + gap)\n",

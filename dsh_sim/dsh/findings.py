@@ -78,6 +78,13 @@ def _cites_unclaimable(c: dict[str, Any], message: int, cited: int) -> bool:
     return any(cited in (e.get("sourceEventSeqs") or ()) for e in earlier)
 
 
+def _cites_folded_chunk(c: dict[str, Any], seq: int, cited: int) -> bool:
+    """The event at ``seq`` refers to an earlier assistant/chunk, which v3 folds into its message."""
+    events = _events_by_seq(c)
+    k = events.get(cited)
+    return seq in events and k is not None and k.get("type") == "assistant/chunk" and cited < seq
+
+
 def _surface_before_first_step(c: dict[str, Any], seq: int) -> bool:
     """The event at ``seq`` is a surface event before any step/start, and the log carries a system
     prompt (which v3 makes surface node 0, inside the first step)."""
@@ -113,6 +120,8 @@ def _checked_reason(c: dict[str, Any], text: str) -> bool:
         return _cites_other_step(c, int(m[1]), int(m[2]))
     if m := re.search(r"assistant/message at seq (\d+) cites seq (\d+), which is not an unclaimed earlier assistant/chunk", text):
         return _cites_unclaimable(c, int(m[1]), int(m[2]))
+    if m := re.search(r"\S+ at seq (\d+) refers to seq (\d+), which is not an earlier event that survives migration", text):
+        return _cites_folded_chunk(c, int(m[1]), int(m[2]))
     if m := re.search(r"\S+ at seq (\d+) precedes the first step/start, so the system prompt cannot become surface node 0", text):
         return _surface_before_first_step(c, int(m[1]))
     if m := re.search(r"the header's seedLength (\d+) exceeds the (\d+) stored events", text):
@@ -197,8 +206,8 @@ FINDINGS: tuple[Finding, ...] = (
         "A v0 log DSH reads that no v3 generation can hold faithfully: dsh-sim refuses to migrate it",
         "both",
         "DSH rc.8 reads v0 and never rewrites it, so it keeps what v3 cannot express: header members outside the v0 set, "
-        "an assistant/message citing chunks of another turn or step or events that are not its chunks (v3 folds a "
-        "message's chunks into it), a seedLength past the end of the log (v3 marks the inherited end-seed), numbers "
+        "an assistant/message citing chunks of another turn or step or events that are not its chunks, another event "
+        "citing a chunk (v3 folds a message's chunks into it), a seedLength past the end of the log (v3 marks the inherited end-seed), numbers "
         "outside v3's lossless range. Carrying any of them into v3 would silently change the session, so dsh-sim refuses "
         "the migration and leaves the source unchanged.",
         _not_migratable,

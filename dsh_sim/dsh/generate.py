@@ -178,10 +178,12 @@ def _malformed_cases(corpus: Corpus, compression: str) -> None:
             except DshError:  # DSH's writer refuses to append it: nothing of it is read
                 corpus.bridge.request("close", key=f"gen:{os.path.join(corpus.out, case)}")
                 shutil.rmtree(os.path.join(corpus.out, case), ignore_errors=True)
-    for name, edit in malformed.event_variants():
-        for which, where in enumerate(("committed", "open")):
-            changed = malformed.edit_message(data, compression, which, edit)
-            corpus.variant(f"{compression}/event-{where}-{name}", "malformed", compression, sid, changed)
+    for kind in malformed.EVENT_TARGETS:
+        target = "" if kind == "assistant/message" else f"{kind.split('/')[0]}-"
+        for name, edit in malformed.event_variants():
+            for which, where in enumerate(("committed", "open")):
+                changed = malformed.edit_event(data, compression, kind, which, edit)
+                corpus.variant(f"{compression}/event-{target}{where}-{name}", "malformed", compression, sid, changed)
 
 
 def _vocabulary_cases(corpus: Corpus, compression: str) -> None:

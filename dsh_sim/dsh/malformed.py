@@ -269,9 +269,13 @@ def edit_row(data: bytes, compression: str, which: int, edit: Callable[[dict[str
     return _edit_record(data, compression, which, edit, lambda line: b'-chunks"' in line[:30])
 
 
-def edit_message(data: bytes, compression: str, which: int, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> bytes:
-    """The log with its ``which``-th ``assistant/message`` replaced by ``edit(record)``."""
-    return _edit_record(data, compression, which, edit, lambda line: line.startswith(b'{"type":"assistant/message"'))
+EVENT_TARGETS = ("assistant/message", "user/message")  # one that cites chunks, one that a user writes
+
+
+def edit_event(data: bytes, compression: str, kind: str, which: int, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> bytes:
+    """The log with its ``which``-th event of type ``kind`` replaced by ``edit(record)``."""
+    prefix = b'{"type":"' + kind.encode() + b'"'
+    return _edit_record(data, compression, which, edit, lambda line: line.startswith(prefix))
 
 
 def _edit_record(

@@ -25,7 +25,8 @@ import attrs
 from runtime.persistence.layout import encode_segment, project_key
 from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported
 from runtime.persistence.migration import MigrationRefused, migrate_v0
-from runtime.persistence.v0_format import V0Event, V0Log, V0Unsupported, decode_v0, v0_header_of
+from runtime.persistence.v0_format import V0Log, V0Unsupported, decode_v0, v0_header_of
+from runtime.persistence.v0_records import V0Event
 from runtime.session.events import Event
 from runtime.session.repair import interrupted_turn_closers, verdicts
 

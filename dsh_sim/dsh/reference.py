@@ -8,6 +8,12 @@ probes every log once, and stores each log's bytes, where it lay, and DSH's read
 (zstd-compressed JSON lines, typed through cattrs).  :func:`judge_recorded` reads each stored
 log with dsh-sim as it is *now* and compares exactly as ``dsh-sim dsh diff`` does, findings
 included: about 2 ms a log, no Node.
+
+A finding explains a difference, so a change that makes dsh-sim *agree* with DSH where DSH is
+wrong (tolerating the records after a damaged line, DSH-1) would leave no unexplained
+difference.  So the findings each log of the seed-3 corpus gets are pinned
+(``pinned-findings.json``, rewritten by ``tools/pin_dsh_findings.py`` with a stated reason), and
+:func:`judge_recorded` given ``pinned`` reports a log whose findings moved, either way.
 """
 
 from __future__ import annotations
@@ -16,20 +22,23 @@ import base64
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from importlib import resources
 
 import attrs
 import cattrs
 import zstandard
 
-from dsh_sim.dsh.diff import DshReading, collect, in_parallel, judge, location_of, log_compression, read_with_dsh
+from dsh_sim.dsh.diff import DshReading, LogDiff, collect, in_parallel, judge, location_of, log_compression, read_with_dsh
 from dsh_sim.dsh.generate import generate_corpus
-from dsh_sim.dsh.install import Installation
+from dsh_sim.dsh.install import DSH_VERSION, Installation
 from dsh_sim.dsh.normalize import Outcome
 from dsh_sim.errors import InputError
 
 FAMILIES = ("damage", "header", "row", "event", "structure")
 FORMAT = 1
+PINNED = "pinned-findings.json"
+PINNED_SEED = 3
 _CONVERTER = cattrs.Converter()
 
 
@@ -108,11 +117,40 @@ def _recorded(row: dict[str, object]) -> Recorded:
     )
 
 
-def judge_recorded(recorded: Sequence[Recorded], families: Sequence[str] = FAMILIES) -> Iterator[str]:
-    """Every difference no finding explains, between the recorded DSH readings and dsh-sim now."""
+def judge_recorded(
+    recorded: Sequence[Recorded], families: Sequence[str] = FAMILIES, pinned: Mapping[str, Sequence[str]] | None = None
+) -> Iterator[str]:
+    """Every difference no finding explains, between the recorded DSH readings and dsh-sim now;
+    with ``pinned`` (:func:`pinned_findings`), every log whose findings are not the pinned ones."""
     for log in recorded:
         if log.family not in families:
             continue
         diff = judge(log.name, log.compression, log.location, log.data, log.dsh)
         for difference in diff.unexplained:
             yield f"{log.name}: {difference.kind}: {difference.detail}"
+        if pinned is not None:
+            found, want = _finding_ids(diff), list(pinned.get(log.name, ()))
+            if found != want:
+                yield f"{log.name}: findings {', '.join(found) or 'none'}, pinned {', '.join(want) or 'none'} ({PINNED})"
+
+
+def _finding_ids(diff: LogDiff) -> list[str]:
+    return sorted({d.finding for d in diff.differences if d.finding is not None})
+
+
+def findings_of(recorded: Sequence[Recorded]) -> dict[str, list[str]]:
+    """The findings each log that has any gets from dsh-sim now (what :data:`PINNED` holds)."""
+    out: dict[str, list[str]] = {}
+    for log in recorded:
+        found = _finding_ids(judge(log.name, log.compression, log.location, log.data, log.dsh))
+        if found:
+            out[log.name] = found
+    return out
+
+
+def pinned_findings() -> dict[str, list[str]]:
+    """The findings pinned for the seed-:data:`PINNED_SEED` corpus (log name → finding ids)."""
+    document = json.loads(resources.files("dsh_sim.dsh").joinpath(PINNED).read_text())
+    assert (document["seed"], document["dsh"]) == (PINNED_SEED, DSH_VERSION), (document["seed"], document["dsh"])
+    findings: dict[str, list[str]] = document["findings"]
+    return findings

@@ -77,6 +77,7 @@ REST = (
     "runtime/persistence/publication.py",
     "runtime/persistence/migration.py",
     "runtime/persistence/v0_format.py",
+    "runtime/persistence/v0_records.py",
     "runtime/persistence/header.py",
     "runtime/persistence/layout.py",
     "runtime/persistence/errors.py",

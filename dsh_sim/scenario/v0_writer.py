@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from runtime.persistence.v0_format import ROW_TAGS, V0Event, V0Header
+from runtime.persistence.v0_format import V0Header
+from runtime.persistence.v0_records import ROW_TAGS, V0Event
 from runtime.persistence.zstd_frames import compress_frame
 from runtime.session.lossless import dumps
 

@@ -39,7 +39,8 @@ import attrs
 
 from runtime.persistence.header import HeaderError, SessionHeader
 from runtime.persistence.log_format import GenerationMismatch
-from runtime.persistence.v0_format import V0_EVENT_TYPES, V0Event, V0Header, V0Log
+from runtime.persistence.v0_format import V0_EVENT_TYPES, V0Header, V0Log
+from runtime.persistence.v0_records import V0Event
 from runtime.persistence.verify import replay_surface
 from runtime.session.events import EnvelopeError, Event
 

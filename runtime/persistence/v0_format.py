@@ -11,16 +11,15 @@ reading unless that record is a ``turn/end``, and drops committed records); a to
 Inside complete zstd frames there is no crash tail: such a record is refused, as the reference
 refuses it (found by the differential against the published DSH, ``dsh-sim dsh diff``).
 
-This module only decodes to v0 events (:class:`V0Event`, whose ``surfaceOp`` keeps the v0
-spelling); :mod:`runtime.persistence.migration` turns them into current events.  The runtime
+This module holds the header, the scanner and whole files; one record's reading is
+:mod:`runtime.persistence.v0_records`.  It only decodes to v0 events (:class:`V0Event`, whose
+``surfaceOp`` keeps the v0 spelling); :mod:`runtime.persistence.migration` turns them into current events.  The runtime
 never writes v0: the reference-compatible writer the simulator and the tests use to build
 historical sources is :func:`dsh_sim.scenario.v0_writer.encode_v0`.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
 import attrs
@@ -32,9 +31,9 @@ from runtime.persistence.log_format import (
     _loads,
     frame_lines,
     one_header_line,
-    parse_record,
     torn_lines,
 )
+from runtime.persistence.v0_records import SeqNotNext, V0Event, is_js_number, js_count, js_number, records_of
 from runtime.persistence.zstd_frames import (
     FrameFormatError,
     decode_frame,
@@ -43,10 +42,8 @@ from runtime.persistence.zstd_frames import (
     new_decompressor,
     scan_frames,
 )
-from runtime.session.lossless import is_safe_integer
 
 V0_VERSION = 0
-ROW_TAGS = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta", "tool-call-chunks": "tool-call-delta"}
 
 # KNOWN_SESSION_EVENT_TYPES of the reference runtime at format v0 (spec §1.4, 48 names).
 V0_EVENT_TYPES: frozenset[str] = frozenset(
@@ -102,7 +99,6 @@ V0_EVENT_TYPES: frozenset[str] = frozenset(
     ]
 )
 _HEADER_KEYS = ("type", "version", "id", "createdAt", "cwd", "parentSession", "seedLength", "origin", "delegationDepth", "agentPreset")
-_ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs"})
 
 
 class V0Unsupported(ValueError):
@@ -138,29 +134,6 @@ class V0Header:
 
 
 @attrs.frozen
-class V0Event:
-    """One stored v0 event; ``surface_op`` keeps the v0 spelling ``{op, start, end}``."""
-
-    type: str
-    seq: int
-    time: int
-    data: Any
-    ignorable: bool = False
-    surface_op: Any = None
-    source_event_seqs: tuple[int, ...] | None = None
-
-    def to_record(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"type": self.type, "seq": self.seq, "time": self.time, "data": self.data}
-        if self.ignorable:
-            record["ignorable"] = True
-        if self.source_event_seqs is not None:
-            record["sourceEventSeqs"] = list(self.source_event_seqs)
-        if self.surface_op is not None:
-            record["surfaceOp"] = self.surface_op
-        return record
-
-
-@attrs.frozen
 class V0Torn:
     truncate_to: int  # where the torn tail starts in the source (which is never truncated)
     recovered: int  # complete records kept from a torn final zstd frame
@@ -172,35 +145,9 @@ class V0Log:
     header: V0Header
     events: tuple[V0Event, ...]  # the valid prefix, seqs 0..n-1
     torn: V0Torn | None
-    file_size: int
 
 
 # -- header ---------------------------------------------------------------------------------
-
-
-def js_integer(value: Any) -> int | None:
-    """``value`` as the integer JavaScript reads it (``2.0`` and ``-0`` are the integers 2 and 0:
-    a v0 log was written and read by JavaScript, which has no other numbers), ``None`` if it is
-    not a safe integer (``Number.isSafeInteger``)."""
-    if type(value) is float and value.is_integer():
-        value = int(value)
-    return value if is_safe_integer(value) else None
-
-
-def _is_minus_zero(value: Any) -> bool:
-    return type(value) is float and value == 0 and math.copysign(1.0, value) < 0
-
-
-def _count(value: Any, *, minus_zero: bool = True) -> int | None:
-    """A non-negative safe integer (the reference refuses ``-0`` for some fields), or ``None``."""
-    number = js_integer(value)
-    if number is None or number < 0 or (not minus_zero and _is_minus_zero(value)):
-        return None
-    return number
-
-
-def _is_number(value: Any) -> bool:
-    return type(value) in (int, float)
 
 
 def parse_v0_header(line: bytes) -> V0Header:
@@ -210,18 +157,18 @@ def parse_v0_header(line: bytes) -> V0Header:
         record = _loads(line)
     except ValueError:
         raise LogCorruption("corrupt session log: header line is not valid JSON") from None
-    if type(record) is dict and _is_number(record.get("version")) and record["version"] != V0_VERSION:
-        raise LogVersionUnsupported(_js_number(record["version"]))
-    if type(record) is not dict or record.get("type") != "session" or not _is_number(record.get("version")):
+    if type(record) is dict and is_js_number(record.get("version")) and record["version"] != V0_VERSION:
+        raise LogVersionUnsupported(js_number(record["version"]))
+    if type(record) is not dict or record.get("type") != "session" or not is_js_number(record.get("version")):
         raise LogCorruption("corrupt session log: first line is not a session header")
     if "sandboxMode" in record or "approvalPolicy" in record:
         raise LogCorruption("corrupt session log: session header uses retired policy baseline fields")
     if type(record.get("id")) is not str or not record["id"]:
         raise LogCorruption("corrupt session log: session header id must be a non-empty string")
-    created_at = _count(record.get("createdAt"), minus_zero=False)
+    created_at = js_count(record.get("createdAt"), minus_zero=False)
     if created_at is None:
         raise LogCorruption("corrupt session log: session header createdAt must be a non-negative safe integer")
-    depth = _count(record.get("delegationDepth", 0), minus_zero=False)  # legacy headers predate the field
+    depth = js_count(record.get("delegationDepth", 0), minus_zero=False)  # legacy headers predate the field
     if depth is None:
         raise LogCorruption("corrupt session log: session header delegationDepth must be a non-negative safe integer")
     if "origin" in record and record["origin"] != "subagent":
@@ -231,7 +178,7 @@ def parse_v0_header(line: bytes) -> V0Header:
             raise LogCorruption(f"corrupt session log: session header {key} must be a string")
     seed_length = None
     if "seedLength" in record:
-        seed_length = _count(record["seedLength"])
+        seed_length = js_count(record["seedLength"])
         if seed_length is None:
             raise LogCorruption("corrupt session log: session header seedLength must be a non-negative safe integer")
     extra = sorted(set(record) - set(_HEADER_KEYS))
@@ -252,135 +199,6 @@ def parse_v0_header(line: bytes) -> V0Header:
     )
 
 
-# -- records --------------------------------------------------------------------------------
-
-
-class _Malformed(Unparsable):
-    """A malformed packed row: like bad JSON, not a record at all (a tolerated crash tail)."""
-
-
-class _SeqNotNext(ValueError):
-    """A record whose seq is no integer at all: like any seq but the next one, a seq gap."""
-
-    def __init__(self, kind: str, got: Any) -> None:
-        super().__init__(kind)
-        self.kind = kind
-        self.got = got
-
-
-def _event(record: dict[str, Any]) -> V0Event:
-    extra = sorted(set(record) - _ENVELOPE_KEYS)
-    if extra:
-        raise LogCorruption(f"event has unexpected envelope keys {extra}")
-    kind, seq, time = record.get("type"), _count(record.get("seq")), js_integer(record.get("time"))
-    if type(kind) is not str or not kind:
-        shown = "undefined" if "type" not in record else json.dumps(kind).replace('"', "")
-        raise LogCorruption(f'event type "{shown}" (seq {record.get("seq")}) is not part of the v0 vocabulary')
-    if seq is None:
-        raise _SeqNotNext(kind, record.get("seq", "undefined"))
-    if time is None or "data" not in record:
-        raise LogCorruption(f"{kind} event has an invalid seq, time or data")
-    if "ignorable" in record and record["ignorable"] is not True:
-        raise LogCorruption(f"{kind} event at seq {seq}: ignorable may only be true")
-    sources = None
-    if "sourceEventSeqs" in record:
-        sources = _seq_list(record["sourceEventSeqs"], seq)
-    return V0Event(kind, seq, time, record["data"], "ignorable" in record, record.get("surfaceOp"), sources)
-
-
-def _seq_list(raw: Any, owner: int) -> tuple[int, ...]:
-    """Plain seqs, or ``[start, end]`` ranges as later writers store them (read leniently)."""
-    if type(raw) is not list:
-        raise LogCorruption(f"sourceEventSeqs at seq {owner} must be an array")
-    out: list[int] = []
-    for item in raw:
-        pair = [_count(v) for v in item] if type(item) is list and len(item) == 2 else None
-        single = _count(item)
-        if pair is not None and pair[0] is not None and pair[1] is not None and pair[0] <= pair[1]:
-            out.extend(range(pair[0], pair[1] + 1))
-        elif single is not None:
-            out.append(single)
-        else:
-            raise LogCorruption(f"sourceEventSeqs at seq {owner} has an invalid entry {item!r}")
-    return tuple(out)
-
-
-def _bad_row(tag: str, why: str) -> _Malformed:
-    return _Malformed(f"malformed {tag} storage row: {why}")
-
-
-def expand_row(record: dict[str, Any]) -> list[V0Event]:
-    """The chunk events a packed row stands for, validated as the reference's ``validateRow``
-    does (its checks, in its order, with its texts; numbers read as JavaScript reads them)."""
-    tag = record["type"]
-    if set(record) != {"type", "seq0", "time0", "data"}:
-        raise _bad_row(tag, "envelope must be exactly {type, seq0, time0, data}")
-    seq0 = _count(record["seq0"])
-    if seq0 is None:
-        raise _bad_row(tag, "seq0 must be a non-negative safe integer")
-    time0 = js_integer(record["time0"])
-    if time0 is None:
-        raise _bad_row(tag, "time0 must be a safe integer")
-    data = record["data"]
-    if type(data) not in (dict, list):  # a JavaScript array is an object too (with no such keys)
-        raise _bad_row(tag, "data must be an object")
-    keys = set(data) if type(data) is dict else set()
-    if tag == "tool-call-chunks":
-        payload_key = "args"
-        if keys not in ({"turn", "step", "index", "id", "name", "dt", "args"}, {"turn", "step", "index", "id", "dt", "args"}):
-            raise _bad_row(tag, "data must be exactly {turn, step, index, id, name?, dt, args}")
-        if type(data["id"]) is not str or ("name" in data and type(data["name"]) is not str):
-            raise _bad_row(tag, "id (and name when present) must be strings")
-    else:
-        payload_key = "texts"
-        if keys != {"turn", "step", "index", "dt", "texts"}:
-            raise _bad_row(tag, "data must be exactly {turn, step, index, dt, texts}")
-    assert type(data) is dict
-    if not all(_is_number(data[k]) for k in ("turn", "step", "index")):
-        raise _bad_row(tag, "turn/step/index must be numbers")
-    members, dt = data[payload_key], data["dt"]
-    if type(members) is not list or not members or not all(type(m) is str for m in members):
-        raise _bad_row(tag, f"{payload_key} must be a non-empty string array")
-    gaps = [js_integer(g) for g in dt] if type(dt) is list else [None]
-    if any(g is None for g in gaps):
-        raise _bad_row(tag, "dt must be an array of safe integers")
-    if len(gaps) != len(members) - 1:
-        raise _bad_row(tag, f"dt length {len(gaps)} does not match {len(members)} members")
-    if not is_safe_integer(seq0 + len(members) - 1):
-        raise _bad_row(tag, "member seqs must stay safe integers")
-    times = [time0]
-    for gap in gaps:
-        assert gap is not None
-        times.append(times[-1] + gap)
-        if not is_safe_integer(times[-1]):
-            raise _bad_row(tag, "member times must stay safe integers")
-    turn, step, index = (_js_number(data[k]) for k in ("turn", "step", "index"))
-    out: list[V0Event] = []
-    for k, member in enumerate(members):
-        chunk: dict[str, Any] = {"type": ROW_TAGS[tag], "index": index}
-        if tag == "tool-call-chunks":
-            chunk["id"] = data["id"]
-            if "name" in data:
-                chunk["name"] = data["name"]
-            chunk["argumentsDelta"] = member
-        else:
-            chunk["text"] = member
-        out.append(V0Event("assistant/chunk", seq0 + k, times[k], {"turn": turn, "step": step, "chunk": chunk}))
-    return out
-
-
-def _js_number(value: int | float) -> int | float:
-    """A number as JavaScript writes it back: an integral float is the integer (``-0`` is 0)."""
-    return int(value) if type(value) is float and value.is_integer() and abs(value) < 1e21 else value
-
-
-def _records(line: bytes) -> list[V0Event]:
-    record = parse_record(line)
-    if type(record.get("type")) is str and record["type"] in ROW_TAGS:
-        return expand_row(record)
-    return [_event(record)]
-
-
 class _Scanner:
     """The reference ``SessionLogScanner``: contiguous prefix, tolerated crash tail."""
 
@@ -394,11 +212,11 @@ class _Scanner:
         """Scan one record; ``True`` when it joined the committed prefix."""
         self.line += 1
         try:
-            members = _records(line)
+            members = records_of(line)
         except Unparsable:
             self.issue = self.issue or f"corrupt session log: unparsable committed event at line {self.line}"
             return False
-        except _SeqNotNext as gap:
+        except SeqNotNext as gap:
             return self._gap(gap.got, gap.kind == "turn/end")
         except LogCorruption as err:
             if self.issue is not None:
@@ -452,7 +270,7 @@ def _decode_raw(data: bytes) -> V0Log:
             committed = nl + 1
         pos = nl + 1
     torn = V0Torn(committed, 0, len(data) - committed) if committed < len(data) else None
-    return V0Log(header, tuple(scanner.events), torn, len(data))
+    return V0Log(header, tuple(scanner.events), torn)
 
 
 def _decode_zstd(data: bytes) -> V0Log:
@@ -486,7 +304,7 @@ def _decode_zstd(data: bytes) -> V0Log:
                 except LogCorruption:
                     break
         torn = V0Torn(scan.torn_start, len(scanner.events) - before, len(data) - scan.torn_start)
-    return V0Log(header, tuple(scanner.events), torn, len(data))
+    return V0Log(header, tuple(scanner.events), torn)
 
 
 def v0_header_of(data: bytes, compression: str) -> V0Header | None:

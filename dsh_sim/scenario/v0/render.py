@@ -29,7 +29,7 @@ import zstandard
 from dsh_sim.adapters.simfs.frames import Layout, layout_at
 from dsh_sim.scenario.v0.plan import Plan
 from dsh_sim.scenario.v0_writer import pack_records
-from runtime.persistence.v0_format import V0Event
+from runtime.persistence.v0_records import V0Event
 from runtime.persistence.zstd_frames import compress_frame
 from runtime.session.lossless import dumps
 
