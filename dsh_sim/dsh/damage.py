@@ -7,6 +7,8 @@ DSH writer's appends began) and returns new bytes; none knows about DSH or dsh-s
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 from dsh_sim.adapters.simfs.torn import classify
 from runtime.persistence.zstd_frames import compress_frame, decode_frame, scan_frames
@@ -30,6 +32,19 @@ def replace_line(data: bytes, index: int, new: bytes | None) -> bytes:
 
 def rewrite_header(data: bytes, compression: str, **changes: object) -> bytes:
     """The header record with ``changes`` applied (``None`` removes a key)."""
+
+    def apply(record: dict[str, Any]) -> None:
+        for key, value in changes.items():
+            if value is None:
+                record.pop(key, None)
+            else:
+                record[key] = value
+
+    return edit_header(data, compression, apply)
+
+
+def edit_header(data: bytes, compression: str, edit: Callable[[dict[str, Any]], None]) -> bytes:
+    """The log with its header record edited in place by ``edit``, the bytes after it kept."""
     if compression == "none":
         end = data.index(b"\n")
         header, rest = data[:end], data[end:]
@@ -37,11 +52,7 @@ def rewrite_header(data: bytes, compression: str, **changes: object) -> bytes:
         first_end = scan_frames(data).frames[0][1]
         header, rest = decode_frame(data[:first_end], 0).rstrip(b"\n"), data[first_end:]
     record = json.loads(header)
-    for key, value in changes.items():
-        if value is None:
-            record.pop(key, None)
-        else:
-            record[key] = value
+    edit(record)
     line = json.dumps(record, separators=(",", ":")).encode()
     return line + rest if compression == "none" else compress_frame(line + b"\n") + rest
 

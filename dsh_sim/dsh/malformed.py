@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from dsh_sim.dsh.damage import edit_header
 from dsh_sim.dsh.shapes import Log
 from runtime.persistence.zstd_frames import compress_frame, decode_frame, scan_frames
 
@@ -106,19 +107,14 @@ def _values_for(member: str) -> dict[str, Any]:
 
 def rewrite_header(data: bytes, compression: str, field: str, value: Any) -> bytes:
     """The log with its header's ``field`` set to ``value`` (or removed), bytes after it kept."""
-    if compression == "none":
-        end = data.index(b"\n")
-        head, rest = data[:end], data[end:]
-    else:
-        first_end = scan_frames(data).frames[0][1]
-        head, rest = decode_frame(data[:first_end], 0).rstrip(b"\n"), data[first_end:]
-    record = json.loads(head)
-    if value is ABSENT:
-        record.pop(field, None)
-    else:
-        record[field] = value
-    line = json.dumps(record, separators=(",", ":")).encode()
-    return line + rest if compression == "none" else compress_frame(line + b"\n") + rest
+
+    def apply(record: dict[str, Any]) -> None:
+        if value is ABSENT:
+            record.pop(field, None)
+        else:
+            record[field] = value
+
+    return edit_header(data, compression, apply)
 
 
 # -- packed rows -------------------------------------------------------------------------------

@@ -76,6 +76,11 @@ def is_js_number(value: Any) -> bool:
     return type(value) in (int, float)
 
 
+def js_number(value: int | float) -> int | float:
+    """A number as JavaScript writes it back: an integral float is the integer (``-0`` is 0)."""
+    return int(value) if type(value) is float and value.is_integer() and abs(value) < 1e21 else value
+
+
 # -- records --------------------------------------------------------------------------------
 
 
@@ -226,11 +231,6 @@ def expand_row(record: dict[str, Any]) -> list[V0Event]:
             chunk["text"] = member
         out.append(V0Event("assistant/chunk", seq0 + k, times[k], {"turn": turn, "step": step, "chunk": chunk}))
     return out
-
-
-def js_number(value: int | float) -> int | float:
-    """A number as JavaScript writes it back: an integral float is the integer (``-0`` is 0)."""
-    return int(value) if type(value) is float and value.is_integer() and abs(value) < 1e21 else value
 
 
 def records_of(line: bytes) -> list[V0Event]:
