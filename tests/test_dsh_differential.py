@@ -93,6 +93,25 @@ def test_a_reader_that_agrees_with_dsh_where_dsh_is_wrong_is_noticed(
     assert "findings none, pinned DSH-1" in moved
 
 
+def test_dsh7_explains_a_refused_citation_only_of_a_folded_chunk(
+    recorded: list[reference.Recorded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user/message citing a chunk cannot keep its citation in v3 (DSH-7); one citing its
+    turn/start (seq ``-0``, read as 0) can, so a migration that refuses that too is a difference no finding explains."""
+    folded = next(log for log in recorded if _name(log) == "event-user-open-sourceEventSeqs-integral-float-entry/none")
+    kept = next(log for log in recorded if _name(log) == "event-user-open-sourceEventSeqs-minus-zero-entry/none")
+    assert not list(reference.judge_recorded([folded, kept]))
+    assert reference.pinned_findings()[folded.name] == ["DSH-7"]
+    from runtime.persistence import migration
+
+    def refuse_every_citation(self: Any, event: Any, seq: Any) -> int:
+        raise self.refuse(event, f"refers to seq {seq!r}, which is not an earlier event that survives migration")
+
+    monkeypatch.setattr(migration._Migration, "map", refuse_every_citation)
+    (unexplained,) = reference.judge_recorded([folded, kept])
+    assert unexplained.startswith(kept.name) and "only dsh-sim refuses" in unexplained
+
+
 def test_an_empty_source_list_is_refused_like_dsh(corpus_diffs: dict[str, Any]) -> None:
     """§1.3: only an assistant message may carry an empty ``sourceEventSeqs`` (a tool/result whose
     tool/call was dropped keeps ``[]``): DSH refuses it at load, and so does the migration."""

@@ -224,3 +224,72 @@ def test_header_of_a_prefix(mode: str) -> None:
 def test_empty_file_is_header_less(mode: str) -> None:
     with pytest.raises(LogCorruption, match="empty or header-less"):
         decode_v0(b"", mode)
+
+
+# -- the message of a message event (DSH's adoptSessionEvent, check for check) -------------------
+
+USER = {"id": "u1", "role": "user", "content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}}
+ASSISTANT = {"id": "a1", "role": "assistant", "content": [], "source": {"kind": "model", "provider": "p", "model": "m"}}
+BLOCK = {"type": "tool-result", "toolCallId": "c1", "isError": False, "content": []}
+RESULT = {"id": "r1", "role": "user", "content": [BLOCK], "source": {"kind": "tool", "callId": "c1"}}
+
+
+def _with(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {**base, **changes}
+
+
+@pytest.mark.parametrize(
+    ("kind", "data", "refusal"),
+    [
+        ("user/message", USER, None),
+        ("user/message", None, "lacks an identified message"),
+        ("user/message", _with(USER, id=""), "lacks an identified message"),
+        ("user/message", _with(USER, id=1), "lacks an identified message"),
+        ("user/message", _with(USER, role="assistant"), 'message must have role "user"'),
+        ("user/message", _with(USER, source={"kind": ""}), "message has invalid source"),
+        ("user/message", _with(USER, content="hi"), "message has invalid content"),
+        ("assistant/message", {"turn": 1, "step": 1, "message": ASSISTANT}, None),
+        ("assistant/message", {"turn": 1, "step": 1}, "lacks an identified message"),
+        ("assistant/message", {"turn": 1, "step": 1, "message": _with(ASSISTANT, role="user")}, 'message must have role "assistant"'),
+        (
+            "assistant/message",
+            {"turn": 1, "step": 1, "message": _with(ASSISTANT, source={"kind": "model"})},
+            "message must have model source",
+        ),
+        ("tool/result", {"turn": 1, "step": 1, "message": RESULT}, None),
+        ("tool/result", {"turn": 1, "step": 1, "message": _with(RESULT, role="tool")}, 'message must have role "user"'),
+        ("tool/result", {"turn": 1, "step": 1, "message": _with(RESULT, source={"kind": "tool"})}, "message must have tool source"),
+        (
+            "tool/result",
+            {"turn": 1, "step": 1, "message": _with(RESULT, content=[BLOCK, BLOCK])},
+            "message must contain one tool-result block",
+        ),
+        (
+            "tool/result",
+            {"turn": 1, "step": 1, "message": _with(RESULT, content=[_with(BLOCK, toolCallId="c2")])},
+            "message has mismatched tool call ids",
+        ),
+    ],
+)
+def test_the_message_of_a_message_event_is_checked_as_dsh_adopts_it(kind: str, data: Any, refusal: str | None) -> None:
+    """Texts and order from DSH 0.1.0-rc.8's ``assertMessageEventShape``: a log whose message is
+    missing or malformed is refused, not migrated into a surface without one."""
+    record = {"type": kind, "seq": 1, "time": 2, "data": data, "surfaceOp": "append"}
+    data_bytes = "\n".join([HEADER, '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}', json.dumps(record), ""]).encode()
+    if refusal is None:
+        assert decode_v0(data_bytes, "none").events[1].data == data
+    else:
+        with pytest.raises(LogCorruption, match=f"session event at seq 1 {refusal}"):
+            decode_v0(data_bytes, "none")
+
+
+def test_v0_source_seqs_are_plain_seqs() -> None:
+    """``[start, end]`` ranges are the v2+ storage form (spec §10.1); DSH refuses them in v0."""
+    cite = '{"type":"user/message","seq":1,"time":2,"data":%s,"surfaceOp":"append","sourceEventSeqs":%s}'
+    for seqs, ok in (("[0]", True), ("[0.0]", True), ("[[0,0]]", False), ('["0"]', False)):
+        data = "\n".join([HEADER, '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}', cite % (json.dumps(USER), seqs), ""]).encode()
+        if ok:
+            assert decode_v0(data, "none").events[1].source_event_seqs == (0,)
+        else:
+            with pytest.raises(LogCorruption, match="sourceEventSeqs must densely contain non-negative safe integers"):
+                decode_v0(data, "none")

@@ -16,6 +16,7 @@ import tempfile
 
 from dsh_sim.dsh.install import DSH_VERSION, installation
 from dsh_sim.dsh.reference import PINNED, PINNED_SEED, findings_of, load, record
+from dsh_sim.errors import InputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,12 +30,17 @@ def main(argv: list[str]) -> int:
                 print("the pinned DSH is not installed: run `dsh-sim dsh setup` first", file=sys.stderr)
                 return 2
             record(install, path, seed=PINNED_SEED)
-        findings = findings_of(load(path))
+        try:
+            findings = findings_of(load(path))
+        except InputError as err:  # nothing is written
+            print(f"pin_dsh_findings: {err}", file=sys.stderr)
+            return 2
     rows = ",\n".join(f"  {json.dumps(name)}: {json.dumps(ids)}" for name, ids in sorted(findings.items()))
     head = f'{{"seed": {PINNED_SEED}, "dsh": {json.dumps(DSH_VERSION)}, "findings": {{\n'
     out = os.path.join(ROOT, "dsh_sim", "dsh", PINNED)
-    with open(out, "w", encoding="utf-8") as handle:  # one log a line: a moved finding is a one-line diff
+    with open(out + ".tmp", "w", encoding="utf-8") as handle:  # one log a line: a moved finding is a one-line diff
         handle.write(head + rows + "\n}}\n")
+    os.replace(out + ".tmp", out)
     print(f"{len(findings)} logs with findings pinned in {os.path.relpath(out, ROOT)}")
     return 0
 
