@@ -1,4 +1,11 @@
-"""Test-suite wiring: Hypothesis profile (ci under CI=true), quiet runtime logs, opt-in soak."""
+"""Test-suite wiring: Hypothesis profile (ci under CI=true), quiet runtime logs, the tiers, opt-in soak.
+
+The suite is split by layer — ``tests/runtime`` (the runtime alone, on the real OS or fake
+ports), ``tests/simulation`` (the simulator: engine, SimFS, oracles, drivers), ``tests/system``
+(the command line, campaigns, the published DSH, the report in a browser) — and in two tiers:
+``pytest -m "not slow"`` is the quick tier, plain ``pytest`` runs everything.  Both run on every
+core (pytest-xdist, ``-n auto`` in pyproject.toml); ``-n 0`` runs in one process.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +23,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--soak", action="store_true", help="run the long fuzzing tests (soak profile)")
 
 
+# Shared fixtures that cost seconds to build (a corpus recorded by the real DSH, a fuzz run, a
+# campaign): every test that uses one belongs to the full tier, whatever its own cost.
+SLOW_FIXTURES = frozenset({"recorded", "corpus_diffs", "no_policy_run", "single"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The quick tier (``-m "not slow"``) leaves out tests of a slow fixture and browser tests;
+    soak tests run only with ``--soak``."""
+    slow = pytest.mark.slow
+    for item in items:
+        if "browser" in item.keywords or SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(slow)
     if config.getoption("--soak"):
         return
     skip = pytest.mark.skip(reason="soak test: run with --soak")

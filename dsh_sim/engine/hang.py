@@ -54,7 +54,7 @@ class Hung(Exception):
         elif kind == "overrun":
             what = f"was still stopping after {STOP_GRACE:g} virtual seconds, its clock moving ({batches} scheduler batches; at t={at:g}s)"
         elif kind == "stall":
-            what = f"stalled: one command ran {WATCHDOG.seconds:g} real seconds (a loop that does not yield, or yields without end; at t={at:g}s)"
+            what = f"stalled: one command ran {WATCHDOG.seconds:g} CPU seconds (a loop that does not yield, or yields without end; at t={at:g}s)"
         else:
             what = f"deadlocked while stopping after {batches} scheduler batches: every task waits and nothing can wake one (at t={at:g}s)"
         super().__init__(f"process {pid} {what}")

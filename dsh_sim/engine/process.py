@@ -52,6 +52,9 @@ from dsh_sim.engine.watchdog import WATCHDOG, Stalled, Watch
 DEFAULT_HORIZON = 600.0  # virtual seconds a command may run before it stops waiting
 _NO_IO: list[Any] = []  # what the host reports after every batch: no descriptor became ready
 _LIVE: set[SimProcess] = set()  # runs not finished: kept alive as a blocked thread kept its run
+# runs trio itself gave up on (the watchdog's exception met trio's own code): never collected,
+# since their finalizers would run trio's cleanup against a run state that is no longer there
+_BROKEN: list[Any] = []
 _RUN = run_module()  # trio's run module, looked up once (not per step)
 
 
@@ -241,6 +244,7 @@ class SimProcess:
             except StopIteration:
                 return self._exited(runner.main_task_outcome)
             except BaseException as err:  # trio itself failed: the end of this process
+                _BROKEN.append((gen, runner))
                 return self._exited(outcome.Error(err))
             if watch.fired:  # the watchdog's stall: no further step before the harness kills it
                 return Reply("hung", error=Hung(self.pid, "stall", batches, clock.current_time()))

@@ -4,14 +4,20 @@ The schedule finds every hang that yields (:mod:`dsh_sim.engine.hang`).  A runti
 hang without ever yielding — a failure that raises before its first checkpoint, retried in a
 ``while`` loop — and then the host never gets control back to count anything: the loop runs
 in the host's own thread, inside ``gen.send``.  Only time can tell, so one daemon thread per
-host process watches the commands in flight; when one runs past :data:`STALL_SECONDS` of real
-time it raises :class:`Stalled` in the thread that steps it (``PyThreadState_SetAsyncExc``:
+host process watches the commands in flight; when one has run :data:`STALL_SECONDS` of *CPU
+time* of the thread that steps it, it raises :class:`Stalled` in the thread that steps it (``PyThreadState_SetAsyncExc``:
 the exception appears at the next bytecode the loop runs, wherever that is), again at every
 look until the command ends.  The host returns at the first batch boundary after it fired and
 kills the process; where the exception met trio's own code the run is broken, and it is
 given up rather than stepped again (:meth:`~dsh_sim.engine.process.SimProcess.kill`).
 
-A stall is a finding like a spin, with one difference: the moment it is found is the wall
+The thread's CPU time, not the wall clock: a command that computes for a second does so on a
+loaded machine too (it only waits longer for the core), so a load from other processes can
+make the watchdog fire later, never on a command that would not stall on an idle machine
+(the heaviest command of the corpus and the fuzzers takes 0.05 CPU-s; the wall clock is the
+fallback where the platform has no per-thread CPU clock).
+
+A stall is a finding like a spin, with one difference: the moment it is found is the
 clock's, so a run that stalls ends with the same violation in every process but not always
 after the same number of loop iterations (the loop changes nothing the harness records: it
 calls no port that yields, so no filesystem or world operation, between the checkpoints).
@@ -25,7 +31,7 @@ import time
 
 import attrs
 
-STALL_SECONDS = 10.0  # real seconds one command may run (the heaviest legitimate one takes ~1.5 s)
+STALL_SECONDS = 10.0  # CPU seconds one command may run (the heaviest of the corpus and the fuzzers: 0.05)
 POLL_SECONDS = 0.5  # how often the watchdog looks
 
 
@@ -37,20 +43,31 @@ class Stalled(BaseException):
 @attrs.define(eq=False)
 class Watch:
     thread: int
-    deadline: float
+    clock: int  # the thread's CPU-time clock (time.CLOCK_MONOTONIC where there is none)
+    deadline: float  # on that clock
     fired: bool = False
 
 
+def _thread_clock(thread: int) -> int:
+    try:
+        return time.pthread_getcpuclockid(thread)
+    except (AttributeError, OSError):  # no per-thread CPU clock on this platform
+        return time.CLOCK_MONOTONIC
+
+
 class Watchdog:
-    def __init__(self, seconds: float = STALL_SECONDS) -> None:
+    def __init__(self, seconds: float = STALL_SECONDS, poll: float = POLL_SECONDS) -> None:
         self.seconds = seconds
+        self.poll = poll  # real seconds between two looks
         self._lock = threading.Lock()
         self._armed: dict[int, Watch] = {}
         self._thread: threading.Thread | None = None
 
     def arm(self) -> Watch:
         """Watch the command this thread runs from now on (until :meth:`disarm`)."""
-        watch = Watch(threading.get_ident(), time.monotonic() + self.seconds)
+        thread = threading.get_ident()
+        clock = _thread_clock(thread)
+        watch = Watch(thread, clock, time.clock_gettime(clock) + self.seconds)
         self._armed[watch.thread] = watch
         if self._thread is None:
             self._start()
@@ -72,11 +89,10 @@ class Watchdog:
 
     def _run(self) -> None:
         while True:
-            time.sleep(POLL_SECONDS)
-            now = time.monotonic()
+            time.sleep(self.poll)
             with self._lock:
                 for watch in list(self._armed.values()):
-                    if now > watch.deadline:  # again at every look until disarmed: code that
+                    if time.clock_gettime(watch.clock) > watch.deadline:  # again at every look until disarmed: code that
                         watch.fired = True  # swallows BaseException must not outlast it
                         _raise_in(watch.thread, Stalled)
 

@@ -1,0 +1,83 @@
+"""The runtime's own ``write_file`` tool, run on the simulated disk (``config.file_tools``).
+
+Its writes are filesystem operations through the process's port — named points under the
+crash model, like the log's — and ``file_effects_durable`` holds every success the recovered
+log reports to the medium.  Before, the simulated agent had only the world's tools: a
+``write_file`` that reported success before syncing a new file's directory (a slip written
+apart from the harness, round 4) ran under no method at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from dsh_sim.drivers.explore import explore
+from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.engine.logs import capture_runtime_logs
+from dsh_sim.errors import InputError
+from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.scenario.files import load, parse
+from tests.support.paths import ROOT
+
+WRITE = os.path.join(ROOT, "scenarios", "regressions", "write-file-survives-power-loss.json")
+NO_DIR_FSYNC = Edit(
+    "runtime.tools.files",
+    "WriteFileTool.execute",
+    "        # a new name is durable only after its directory is synced: report success only then\n"
+    "        await self._fs.fsync_dir(posixpath.dirname(path))\n",
+    "",
+)
+NO_FILE_FSYNC = Edit("runtime.tools.files", "WriteFileTool.execute", "            await self._fs.fsync(fd)\n", "")
+
+
+def test_the_written_file_survives_and_is_judged():
+    result, sim = run_scenario(load(WRITE))
+    assert result.violations == () and result.not_applicable is None
+    assert sim.disk.read_path("/sim/workspace/report.txt") == b"v2"
+    assert sim.disk.read_path("/sim/outside.txt") is None  # confined: the escaping call failed
+    assert result.stats["checked"]["file_effects_durable"] >= 2
+
+
+@pytest.mark.parametrize("slip", [NO_DIR_FSYNC, NO_FILE_FSYNC], ids=["no-dir-fsync", "no-file-fsync"])
+def test_a_write_reported_before_it_is_durable_is_caught(slip):
+    with capture_runtime_logs(), applied([slip]):
+        result, _ = run_scenario(load(WRITE))
+    assert [v.invariant for v in result.violations][:1] == ["file_effects_durable"], result.violations
+
+
+@pytest.mark.slow
+def test_explore_finds_the_missing_directory_sync():
+    with capture_runtime_logs(), applied([NO_DIR_FSYNC]):
+        result = explore(load(WRITE), cache={}, stop_on_violation=True)
+    assert [v.invariant for _, v in result.violations][:1] == ["file_effects_durable"]
+
+
+def test_write_file_without_the_tool_mounted_is_refused_at_load(tmp_path):
+    with open(WRITE, encoding="utf-8") as f:
+        document = json.load(f)
+    document["config"]["file_tools"] = False
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(InputError) as refused:
+        load(str(path))
+    assert "config.file_tools" in str(refused.value) and "tool_calls[0].name" in str(refused.value)
+
+
+def test_a_file_the_harness_corrupted_on_purpose_is_not_held_against_the_runtime():
+    with open(WRITE, encoding="utf-8") as f:
+        document = json.load(f)
+    corrupt = {
+        "point": "agent.turn.end",
+        "action": "corrupt",
+        "hit": 1,
+        "lifetime": 2,
+        "corrupt_path": "/sim/workspace/report.txt",
+        "corrupt_offset": 0,
+    }
+    document["steps"].insert(4, {"op": "arm", "args": {"rule": corrupt}})
+    document.pop("trace_digest", None)
+    result, _ = run_scenario(parse(document))
+    assert result.violations == () and result.not_applicable is None

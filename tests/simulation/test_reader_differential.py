@@ -1,0 +1,161 @@
+"""The reader differential passes on the runtime as shipped, and each of its checks fails on
+the bug it guards against (a runtime function patched for the test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsh_sim.drivers import reader_cases as rc
+from dsh_sim.drivers import readers
+from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.evidence.oracles import read_outcome
+from dsh_sim.evidence.oracles.spec_log import read_recoverable
+from dsh_sim.evidence.oracles.spec_records import SpecViolation
+from dsh_sim.mutation import harness
+from runtime.agent import resume
+from runtime.persistence import backend, durable, handles, log_format, zstd_frames
+from runtime.persistence.errors import SessionReadOnlyError
+
+PLAN = readers.Plan(seed=1, tear_limit=6, flips=4, bomb_limit=4)
+
+
+def _mismatches(*groups: str) -> tuple[str, ...]:
+    return readers.differential(readers.default_sources(), [], PLAN, groups=groups).mismatches
+
+
+@pytest.mark.slow
+def test_shipped_runtime_agrees_everywhere():
+    run = readers.differential(readers.default_sources(), [], PLAN)
+    assert run.mismatches == ()
+    assert run.cases > 100 and run.checks > 2000
+
+
+def test_torn_records_dropped_by_the_runtime_are_found(monkeypatch):
+    monkeypatch.setattr(log_format, "_recover_torn", lambda plaintext, first_seq: [])
+    assert any("torn@" in m and "records" in m for m in _mismatches("synthetic"))
+
+
+def test_a_wrong_decompression_bound_is_found(monkeypatch):
+    real = zstd_frames.output_bound
+    monkeypatch.setattr(zstd_frames, "output_bound", lambda frame: real(frame) // 2)
+    found = _mismatches("bombs")
+    assert any("bomb-" in m for m in found)
+
+
+def test_a_refusal_text_other_than_the_specs_is_found(monkeypatch):
+    real = zstd_frames._frame_at
+
+    def frame_at(data, o):
+        try:
+            return real(data, o)
+        except zstd_frames.FrameFormatError:
+            raise zstd_frames.FrameFormatError("corrupt Zstandard session log: bad frame") from None
+
+    monkeypatch.setattr(zstd_frames, "_frame_at", frame_at)
+    assert any("the spec's text is" in m and "invalid frame magic" in m for m in _mismatches("synthetic"))
+
+
+def test_unchecked_read_ranges_are_found(monkeypatch):
+    monkeypatch.setattr(handles, "_check_range", lambda offset, length: None)
+    assert any("read(-1, None)" in m for m in _mismatches("moving", "synthetic"))
+
+
+def test_a_read_handle_refusal_that_does_not_name_its_operation_is_found(monkeypatch):
+    async def append(self, events):
+        raise SessionReadOnlyError("APPEND", self.session_id)
+
+    monkeypatch.setattr(handles.ReadHandle, "append", append)
+    assert any(": append: " in m for m in _mismatches("synthetic"))
+
+
+def test_a_read_after_close_that_is_served_is_found(monkeypatch):
+    async def close(self):
+        return None
+
+    monkeypatch.setattr(handles.ReadHandle, "close", close)
+    assert any("read after close" in m for m in _mismatches("synthetic"))
+
+
+def test_a_log_that_shrinks_under_a_handle_must_be_refused(monkeypatch):
+    monkeypatch.setattr(handles, "_never_backwards", lambda session_id, events, observed: len(events))
+    assert any("/shrinks: read after the log shrank" in m for m in _mismatches("moving"))
+
+
+def test_a_stable_read_that_trusts_a_stale_size_is_found(monkeypatch):
+    async def read_stable(fs, path):
+        first = await fs.lstat(path)
+        data = await durable.read_all(fs, path)
+        return data[: first.size], first  # no retry: the size from before the read
+
+    monkeypatch.setattr(backend, "read_stable", read_stable)
+    assert any("grows-while-read" in m for m in _mismatches("moving"))
+
+
+def test_a_failed_read_must_pass_through_and_close_its_descriptor(monkeypatch):
+    async def leaky(fs, fd):
+        return None
+
+    monkeypatch.setattr(durable, "close_after_error", leaky)
+    found = _mismatches("moving")
+    assert any("read-fails: after the reads: open descriptors" in m for m in found)
+
+
+def test_a_failed_read_masked_by_another_error_is_found(monkeypatch):
+    async def masking(fs, fd):
+        raise TypeError("close_after_error() missing 1 required positional argument")
+
+    monkeypatch.setattr(durable, "close_after_error", masking)
+    assert any("read-fails: stat: TypeError" in m for m in _mismatches("moving"))
+
+
+def test_a_link_refusal_that_does_not_name_the_log_is_found(monkeypatch):
+    real = durable.require_regular
+    monkeypatch.setattr(durable, "require_regular", lambda st, path: real(st, "?"))
+    assert any("replaced-by-link-while-read" in m for m in _mismatches("moving"))
+
+
+def test_recovery_verdicts_must_match_the_closers():
+    scenario = next(s for s in harness.corpus() if s.name == "boundary-3-4-pay")
+    result, _ = run_scenario(scenario)
+    assert not result.violations
+
+
+def test_recovery_verdicts_that_differ_from_the_closers_are_found(monkeypatch):
+    monkeypatch.setattr(resume, "verdicts", lambda closers: {})
+    scenario = next(s for s in harness.corpus() if s.name == "boundary-3-4-pay")
+    result, _ = run_scenario(scenario)
+    assert any("recovery report's verdicts" in v.describe() for v in result.violations)
+
+
+def test_spec_reader_refuses_a_gapped_turn_end_in_a_raw_log():
+    source = rc.synthetic_source(1)
+    data = rc.encode(source, "none") + rc.line(
+        {"type": "turn/end", "seq": 9, "time": 1, "data": {"turn": 0, "reason": {"kind": "completed"}}}
+    )
+    with pytest.raises(SpecViolation, match="damage inside the committed region"):
+        read_recoverable(data, "none")
+    assert read_outcome.expected_read(data, "none").text == "corrupt session log: seq gap in committed region at line 8 (expected 6, got 9)"
+
+
+def test_bomb_bound_is_read_from_block_headers():
+    bomb = rc.bomb_frame(single=False, fcs_code=0, dict_code=1, kind="rle")
+    assert read_outcome.output_bound(bomb, 0) == 672 * 100_000
+    head = rc.zstd_frame(rc.line(rc.synthetic_source(1).header))
+    outcome = read_outcome.expected_read(head + bomb, "zstd")
+    assert outcome.text == read_outcome.bomb_text(len(head), 672 * 100_000)
+
+
+@pytest.mark.slow
+def test_command_line_runs_the_sample(capsys):
+    from dsh_sim.cli.main import main
+
+    assert main(["readers", "--sample"]) == 0
+    assert "0 mismatches" in capsys.readouterr().out
+
+
+def test_a_cancelled_read_that_leaks_its_descriptor_is_found(monkeypatch):
+    async def leaky(fs, fd):
+        return None
+
+    monkeypatch.setattr(durable, "close_after_error", leaky)
+    assert any("stat-cancelled-at-read-1: after the reads: open descriptors" in m for m in _mismatches("moving"))
