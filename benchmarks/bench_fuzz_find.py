@@ -25,7 +25,7 @@ from _bench import print_table, refuse
 
 from dsh_sim.drivers import fuzz as fuzz_driver
 from dsh_sim.drivers.constants import project_constants
-from dsh_sim.mutation.catalogue import MUTANTS
+from dsh_sim.mutants.catalogue import MUTANTS
 
 
 def time_to_find(mutant: str, steps: int, seed: int, cap: float) -> dict[str, Any]:

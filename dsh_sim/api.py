@@ -34,7 +34,7 @@ from dsh_sim.errors import InputError, one_of
 from dsh_sim.evidence.coverage import aggregate
 from dsh_sim.evidence.results import read as read_results_files
 from dsh_sim.inputs import read_regular
-from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.outputs import check_output_dir
 from dsh_sim.scenario.codec import to_json
 from dsh_sim.scenario.files import MAX_SCENARIO_BYTES, discover, load, save, save_found
@@ -318,14 +318,14 @@ def schema() -> dict[str, Any]:
 
 def reference() -> str:
     """The scenario language reference page (Markdown, generated from the registries)."""
-    from dsh_sim.scenario.reference import reference as render
+    from dsh_sim.authoring.reference import reference as render
 
     return render()
 
 
 def new_scenario(tool: str = "pay", boundary: str = "2→3", crash: str = "kill", name: str | None = None) -> str:
     """A scenario file (text) with a crash at ``boundary`` of a ``tool`` call."""
+    from dsh_sim.authoring.template import template
     from dsh_sim.scenario.files import dumps
-    from dsh_sim.scenario.template import template
 
     return dumps(template(tool, boundary, crash, name))

@@ -4,7 +4,7 @@ the others).  Each entry is a list of :class:`Edit` s against the shipped source
 
 from __future__ import annotations
 
-from dsh_sim.mutation.patch import Edit
+from dsh_sim.mutants.patch import Edit
 
 BUGS3: dict[str, list[Edit]] = {}
 

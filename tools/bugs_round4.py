@@ -7,7 +7,7 @@ approval policy, the assistant message shape and the file tools.  Each entry is 
 
 from __future__ import annotations
 
-from dsh_sim.mutation.patch import Edit
+from dsh_sim.mutants.patch import Edit
 
 BUGS4: dict[str, list[Edit]] = {}
 

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from dsh_sim.mutation.patch import Edit, StaleMutant, applied
+from dsh_sim.mutants.patch import Edit, StaleMutant, applied
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bugs_round3 import BUGS3

@@ -21,7 +21,7 @@ import hashlib
 import math
 
 from dsh_sim.campaign.tasks import Campaign, ExploreShard, FuzzShard, MutantKill, Options, ReplayShard, Task
-from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.scenario.files import parse
 from dsh_sim.scenario.model import Scenario
 

@@ -212,7 +212,7 @@ def _dsh_phase(campaign: Campaign, run: RunDir, json_mode: bool) -> list[dict[st
     is installed: on the submitting machine, after the campaign's tasks — it needs Node and the
     installed packages there.  Its documents go to the run directory and join the report."""
     from dsh_sim import api
-    from dsh_sim.dsh.run_phase import run_dsh_phase
+    from dsh_sim.campaign.dsh_phase import run_dsh_phase
 
     files = [label for label in campaign.corpus if os.path.isfile(label)]
     out = os.path.join(run.path, DSH_RESULTS)

@@ -30,7 +30,7 @@ from dsh_sim.drivers.selftest import KillResult, by_corpus, summary
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.evidence.results import explore_document, merge_documents, meta
 from dsh_sim.evidence.tally import CaseTally
-from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.scenario.codec import to_json
 from dsh_sim.scenario.files import dumps, found_name
 from dsh_sim.scenario.model import Scenario

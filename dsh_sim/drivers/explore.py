@@ -45,7 +45,7 @@ from dsh_sim.evidence.coverage import (
     recovery_facts,
 )
 from dsh_sim.evidence.invariants import Violation
-from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.mutants import catalogue as mutants
 from dsh_sim.scenario.args import AppendArgs, ArmArgs, ModelResponse, PromptArgs, Step
 from dsh_sim.scenario.model import Expectation, Scenario
 from dsh_sim.scenario.steps import apply

@@ -55,7 +55,7 @@ from dsh_sim.engine.faults import FaultRule
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.observer import Observer
 from dsh_sim.evidence.invariants import Violation
-from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.mutants import catalogue as mutants
 from dsh_sim.scenario.model import Expectation, Scenario
 from runtime.persistence import context as durability
 

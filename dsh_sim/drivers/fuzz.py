@@ -51,7 +51,7 @@ from dsh_sim.evidence import oracle
 from dsh_sim.evidence.invariants import recovery
 from dsh_sim.evidence.oracles import event_records, reference, spec_log
 from dsh_sim.evidence.tally import CaseTally
-from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.mutants import catalogue as mutants
 from dsh_sim.scenario.codec import describe_step
 from dsh_sim.scenario.files import save_found
 from dsh_sim.scenario.model import Expectation, Scenario

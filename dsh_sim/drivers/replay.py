@@ -19,7 +19,7 @@ from dsh_sim.engine.faults import FaultPlan, FaultRule
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.evidence.invariants import Violation
-from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.mutants import catalogue as mutants
 from dsh_sim.scenario.args import Step
 from dsh_sim.scenario.codec import describe_step
 from dsh_sim.scenario.model import Scenario

@@ -1,6 +1,6 @@
 """Harness self-test: does each known durability bug get caught, and how fast?
 
-Every mutant of :data:`dsh_sim.mutation.catalogue.CATALOGUE` is switched on by name (no file edits)
+Every mutant of :data:`dsh_sim.mutants.catalogue.CATALOGUE` is switched on by name (no file edits)
 and attacked three ways, each timed on its own:
 
 * ``corpus`` — replay the committed scenarios that pass on the correct runtime;
@@ -26,7 +26,7 @@ from dsh_sim.drivers.explore import StateResult, explore
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.invariants import Violation
-from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.scenario.files import discover, load, save
 from dsh_sim.scenario.model import Scenario
 

@@ -106,9 +106,12 @@ def active() -> DshOracle | None:
 @contextlib.contextmanager
 def enabled(oracle: DshOracle | None) -> Iterator[DshOracle | None]:
     """Compare every recovery inside the block with DSH (``None``: no comparison)."""
+    from dsh_sim.evidence.extra import judging
+
     _ACTIVE.append(oracle)
     try:
-        yield oracle
+        with judging(check):
+            yield oracle
     finally:
         _ACTIVE.pop()
 

@@ -10,7 +10,7 @@ only here, on the simulator's side of its ports.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -19,7 +19,7 @@ from dsh_sim.engine import links
 from dsh_sim.engine.config import PERTURB_MAX
 from dsh_sim.engine.faults import Firing
 from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE
-from dsh_sim.engine.history import FaultFired
+from dsh_sim.engine.history import FaultFired, History
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.points import POINTS
 from dsh_sim.engine.points import spec as point_spec
@@ -27,7 +27,41 @@ from dsh_sim.engine.process import SimulatedCrash
 from runtime.persistence import context as durability
 
 if TYPE_CHECKING:
-    from dsh_sim.engine.machine import Simulation
+    import random
+    from collections.abc import Callable
+
+    from dsh_sim.adapters.simfs.disk import Disk
+    from dsh_sim.engine.config import SimConfig
+    from dsh_sim.engine.crash import CrashRecord
+    from dsh_sim.engine.faults import CrashSpec, FaultPlan, FaultRule
+    from dsh_sim.engine.observer import Observer
+    from dsh_sim.engine.trace import Trace
+
+
+class Simulation(Protocol):
+    """What the dispatcher reads and calls of the simulation it serves
+    (:class:`dsh_sim.engine.machine.Simulation`, which calls :func:`announce`)."""
+
+    config: SimConfig
+    plan: FaultPlan
+    trace: Trace
+    history: History
+    disk: Disk
+    observers: list[Observer]
+    point_hits: dict[str, int]
+    unfit: str | None
+    legacy_writer: Callable[[Any], str | None] | None
+
+    @property
+    def perturb_rng(self) -> random.Random: ...
+    def now(self) -> float: ...
+    def log_as_written(self) -> bytes | None: ...
+    def corrupt(self, rule: FaultRule) -> None: ...
+    def cancel_turn(self, life: Lifetime) -> None: ...
+    def crash_process(
+        self, life: Lifetime, crash: CrashSpec, *, point: str | None, details: dict[str, Any] | None = None
+    ) -> CrashRecord: ...
+
 
 # where a failed operation on the log leaves its unacknowledged bytes in place: a truncation (a
 # rollback's, or the heal before an append) or the removal of a first publication's name

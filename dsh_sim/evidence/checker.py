@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from dsh_sim.dsh import against as dsh_against
 from dsh_sim.engine.observer import Observer
 from dsh_sim.engine.points import POINTS, spec
 from dsh_sim.evidence import invariants as inv
 from dsh_sim.evidence.coverage import case_from_recovery
+from dsh_sim.evidence.extra import recovery_judges
 from dsh_sim.evidence.invariants import oracles, pace, residue
 from dsh_sim.evidence.invariants.closed import check_closed_handle
 from dsh_sim.evidence.invariants.errors import check_flush_reports, check_step_error
@@ -201,8 +201,8 @@ class Checker(Observer):
         if crash is not None and crash not in self.recovered_from:
             if life.crash is None:  # (a boot that crashed itself is judged at the next boot)
                 oracles.check_reference(self, life, crash)
-                if dsh_against.active() is not None:  # --against dsh: the real DSH reads the same crash image
-                    dsh_against.check(self, life, crash)
+                for judge in recovery_judges():  # e.g. --against dsh: the real DSH reads the same crash image
+                    judge(self, life, crash)
             self.recovered_from.append(crash)
             if self.keep_cases:
                 self.cases.append(

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsh_sim.report.htmlkit import code, num, pill, section, table, td, tr
+from dsh_sim.report.mdkit import table as md_table
 
 EXPLORE_HEADER = ["shape (scenario)", "compression", "crash points", "points by operation", "states", "recoveries", "checks", "violations"]
 AGAINST_HEADER = ["run", "scenario", "crash images compared", "DSH probes", "unexplained", "known findings", "skipped"]
@@ -89,15 +90,14 @@ def _intro(t: Mapping[str, int]) -> str:
 def markdown(view: Mapping[str, Any]) -> list[str]:
     if "dsh" not in view:
         return []
-    from dsh_sim.report.markdown import _table
 
     out = ["## DSH (the published reference)", "", _intro(totals(view)), ""]
     rows = explore_rows(view)
     if rows:
-        out += ["### The DSH writer explored (crash at every filesystem operation)", ""] + _table(EXPLORE_HEADER, rows)
+        out += ["### The DSH writer explored (crash at every filesystem operation)", ""] + md_table(EXPLORE_HEADER, rows)
     rows = against_rows(view)
     if rows:
-        out += ["### dsh-sim's recoveries read by DSH (--against dsh)", ""] + _table(AGAINST_HEADER, rows)
+        out += ["### dsh-sim's recoveries read by DSH (--against dsh)", ""] + md_table(AGAINST_HEADER, rows)
     return out
 
 

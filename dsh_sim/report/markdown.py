@@ -14,17 +14,7 @@ from typing import Any
 from dsh_sim.report import dsh as dsh_report
 from dsh_sim.report import kills as kill_model
 from dsh_sim.report import model, states
-
-
-def _esc(text: Any) -> str:
-    """Keep table structure intact whatever a message contains."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    out = ["| " + " | ".join(_esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(_esc(c) for c in row) + " |" for row in rows]
-    return out + [""]
+from dsh_sim.report.mdkit import esc, table
 
 
 def _cell(counts: Mapping[str, int], st: states.States | None = None) -> str:
@@ -40,7 +30,7 @@ def _matrix(title: str, view: Mapping[str, Any], key: str, rows: list[str], cols
     grid = model.matrix_grid(view, key, rows, cols)
     body = [[row.name] + [_cell(*c) for c in row.cells] + [_cell(*row.total)] for row in grid.rows]
     foot = ["all"] + [_cell(*c) for c in grid.col_totals] + [_cell(*grid.total)]
-    return [f"## {title}", ""] + _table([first] + cols + ["all"], body + [foot])
+    return [f"## {title}", ""] + table([first] + cols + ["all"], body + [foot])
 
 
 def _method(kill: Mapping[str, Any], method: str) -> str:
@@ -63,14 +53,14 @@ def _kills(kills: list[Mapping[str, Any]]) -> list[str]:
          model.fmt_value(k.get("scenario_steps")), model.fmt_value(k.get("scenario")), k.get("description")]
         for k in kills
     ]  # fmt: skip
-    out = _table(["mutant", "killed", *methods, "fastest", "time to kill", "shrunk steps", "scenario", "description"], rows)
+    out = table(["mutant", "killed", *methods, "fastest", "time to kill", "shrunk steps", "scenario", "description"], rows)
     medians = ", ".join(f"{m} {model.fmt_seconds(t)}" for m, t in kill_model.median_by_method(kills).items())
     line = f"Median time to kill: {model.fmt_seconds(kill_model.median_time_to_kill(kills))}" + (
         f" (per method: {medians})" if medians else ""
     )
     survivors = kill_model.survivors(kills)
     line += f". Survivors: **{', '.join(survivors)}**." if survivors else ". No survivor."
-    return out + [_esc(line), ""]
+    return out + [esc(line), ""]
 
 
 def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> str:
@@ -113,7 +103,7 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
         else:
             applied_cell = str(applied)
         rows.append([verdict, applied_cell, counts.get("not applied", 0)])
-    out += _table(["verdict \\ effect", "applied", "not applied"], rows)
+    out += table(["verdict \\ effect", "applied", "not applied"], rows)
     out += [
         f"TOOL_NOT_STARTED × applied must be 0: **{'FAIL' if unsafe else 'ok'}** ({unsafe}). TOOL_OUTCOME_UNKNOWN × not applied is the cost of caution.",
         "",
@@ -122,12 +112,12 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     unmet = [s for s in status if not s["met"]]
     out += [f'## Requirements ("sometimes" cells): {len(status) - len(unmet)}/{len(status)} met', ""]
     if unmet:
-        out += ["Unmet:", ""] + _table(["kind", "row", "column", "hits"], [[s["kind"], s["row"], s["col"], s["hits"]] for s in unmet])
+        out += ["Unmet:", ""] + table(["kind", "row", "column", "hits"], [[s["kind"], s["row"], s["col"], s["hits"]] for s in unmet])
     else:
         out += ["All requirements met.", ""]
 
     out += ["## Named points", ""]
-    out += _table(
+    out += table(
         ["point", "layer", "explored/possible", "sampled at", "hits (fuzz)"],
         [
             [p["name"], p["layer"], f"{p['explored']:,}/{p['possible']:,}" if p["possible"] else "—", p["sampled"] or "—", p["hits"]]
@@ -135,10 +125,10 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
         ],
     )
     out += ["## Torn-write classes", ""]
-    out += _table(["class", "cases", "required"], [[c, n, "yes" if req else ""] for c, n, req in model.torn_rows(view)])
+    out += table(["class", "cases", "required"], [[c, n, "yes" if req else ""] for c, n, req in model.torn_rows(view)])
 
     out += ["## Invariants checked", ""]
-    out += _table(
+    out += table(
         ["invariant", "checks", "violations", "description"],
         [[i["name"], i["checks"], i["violations"], i["description"]] for i in model.invariant_rows(view)],
     )
@@ -146,7 +136,7 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     violations = view.get("violations", [])
     out += [f"## Violations ({len(violations)})", ""]
     if violations:
-        out += _table(
+        out += table(
             ["invariant", "source", "message", "scenario"],
             [[v.get("invariant"), v.get("source"), v.get("message"), v.get("scenario") or "—"] for v in violations],
         )
@@ -156,7 +146,7 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     determinism = view.get("determinism", [])
     out += ["## Determinism re-checks", ""]
     if determinism:
-        out += _table(
+        out += table(
             ["scenario", "how", "digest a", "digest b", "same"],
             [
                 [d.get("scenario"), d.get("how", ""), d.get("digest_a"), d.get("digest_b"), "yes" if d.get("same") else "**NO**"]
@@ -173,6 +163,6 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     out += ["## Runs", ""]
     if runs:
         keys = model.run_columns(runs)
-        out += _table(keys, [[model.fmt_value(r.get(k)) for k in keys] for r in runs])
+        out += table(keys, [[model.fmt_value(r.get(k)) for k in keys] for r in runs])
     out += [f"Total time: {model.fmt_seconds(model.total_seconds(runs))}. Seeds: {model.fmt_value(model.seeds(runs)) or '—'}.", ""]
     return "\n".join(out)

@@ -23,7 +23,7 @@ from typing import Any
 from dsh_sim.engine.points import POINTS
 from dsh_sim.evidence.coverage import aggregate, phase_group
 from dsh_sim.evidence.invariants import INVARIANTS
-from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.report import write_report
 
 _BARRIER_OF = {

@@ -33,10 +33,9 @@ import attrs
 from dsh_sim.engine.bounds import at_most, each, integer, member, optional, text
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.faults import FaultRule
-from dsh_sim.engine.vocabulary import MACHINES
+from dsh_sim.engine.vocabulary import INVARIANT_NAMES, MACHINES
 from dsh_sim.errors import FieldError, InputError
-from dsh_sim.evidence.invariants.base import INVARIANTS
-from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.scenario.args import Step
 
 FORMAT = "dsh-sim-scenario"
@@ -65,7 +64,7 @@ def _digest(_inst: Any, attribute: Any, value: Any) -> None:
 class Expectation:
     outcome: str = attrs.field(default="pass", validator=member(OUTCOMES, "outcome"), metadata={"doc": "pass, or violation (a self-test)"})
     invariant: str | None = attrs.field(
-        default=None, validator=optional(member(INVARIANTS, "invariant")), metadata={"doc": "outcome violation: which invariant fails"}
+        default=None, validator=optional(member(INVARIANT_NAMES, "invariant")), metadata={"doc": "outcome violation: which invariant fails"}
     )
     require_fired: bool = attrs.field(default=True, metadata={"doc": "replay fails when a fault rule never fired"})
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import trio
@@ -31,7 +31,31 @@ from runtime.session.session import Session
 from runtime.tools.scheduler import StepTools, ToolCallBlock
 
 if TYPE_CHECKING:
-    from runtime.agent.runtime import Runtime
+    from runtime.agent.hooks import Hooks
+    from runtime.ports import Ports
+    from runtime.ports.model import ModelAdapter
+    from runtime.tools.registry import ToolRegistry
+
+
+class AgentConfig(Protocol):
+    @property
+    def max_steps(self) -> int: ...
+    @property
+    def max_parallel_tool_calls(self) -> int: ...
+
+
+class Host(Protocol):
+    """What an agent uses of the runtime that drives it (:class:`runtime.agent.runtime.Runtime`,
+    which makes agents: the dependency points from the runtime to the loop, never back)."""
+
+    ports: Ports
+    hooks: Hooks
+    tools: ToolRegistry
+    model: ModelAdapter
+
+    @property
+    def config(self) -> AgentConfig: ...
+
 
 SURFACE_TYPES = ("system/message", "user/message", "assistant/message", "tool/result")
 
@@ -109,7 +133,7 @@ class _Assembly:
 class Agent:
     """One live session driven by the loop.  Create with :func:`runtime.agent.resume`."""
 
-    def __init__(self, runtime: Runtime, session: Session, *, system: str | None = None) -> None:
+    def __init__(self, runtime: Host, session: Session, *, system: str | None = None) -> None:
         self.runtime = runtime
         self.session = session
         self.ids = runtime.ports.ids

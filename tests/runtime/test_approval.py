@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.mutants import catalogue as mutants
 from runtime.agent.approval import (
     APPROVAL_OUTCOMES,
     ASK_CONTEXT,

@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.mutants import catalogue as mutants
 from runtime.agent.checkpoint import CheckpointPolicy
 from runtime.agent.hooks import Hooks, mount
 from runtime.agent.loop import PreStep, _continue

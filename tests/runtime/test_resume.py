@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.mutants import catalogue as mutants
 from runtime.agent.loop import user_message
 from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.header import SessionHeader

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.mutants import catalogue as mutants
 from runtime.agent.hooks import Hooks
 from runtime.agent.loop import derived_history
 from runtime.agent.runtime import RuntimeConfig

@@ -11,7 +11,7 @@ import pytest
 
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.oracles.approval_policy import PolicyWatch
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.files import load, parse
 from runtime.session.events import Event
 from tests.support.paths import ROOT

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dsh_sim.drivers.replay import run_scenario
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.files import load, parse
 from tests.support.paths import ROOT
 

@@ -12,7 +12,7 @@ import pytest
 from dsh_sim.adapters.world_tools import declared_concurrency_safe
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.oracles.schedule import runs_alone
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.files import load
 from tests.support.paths import ROOT
 

@@ -18,7 +18,7 @@ from dsh_sim.adapters.simfs.frames import layouts
 from dsh_sim.drivers.replay import run_scenario, run_steps, simulation_for
 from dsh_sim.engine.history import Corruption
 from dsh_sim.evidence.invariants.storage import undamaged_end
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.files import load
 from tests.support.paths import ROOT
 

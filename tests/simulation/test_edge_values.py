@@ -16,7 +16,7 @@ from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.json_values import EDGE_VALUES, REFUSAL_TEXT
 from dsh_sim.engine.logs import capture_runtime_logs
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.files import load
 from runtime.session.lossless import lossless_copy
 from tests.support.paths import ROOT

@@ -145,7 +145,7 @@ def test_explore_tears_a_frame_one_byte_short_of_its_checksum():
     """Written apart from the harness: a torn-frame scanner whose checksum length check is off by
     one reads a frame missing its last checksum byte as whole (and refuses the log).  Only a tear
     one byte short of an element's end tells; explore cuts every element there."""
-    from dsh_sim.mutation.patch import Edit, applied
+    from dsh_sim.mutants.patch import Edit, applied
 
     off_by_one = Edit(
         "runtime.persistence.zstd_frames", "_frame_at", "    if checksum:\n        if n - o < 4:", "    if checksum:\n        if n - o < 3:"

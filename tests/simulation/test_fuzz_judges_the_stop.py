@@ -19,7 +19,7 @@ import pytest
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.logs import capture_runtime_logs
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 
 AT_ONCE = Edit(
     "dsh_sim.engine.process",

@@ -21,7 +21,7 @@ from dsh_sim.engine.determinism import new_clock
 from dsh_sim.engine.hang import CHECK_EVERY, STOP_GRACE, Hung
 from dsh_sim.engine.process import SimProcess, SimulatedCrash
 from dsh_sim.engine.watchdog import WATCHDOG
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.files import parse
 
 

@@ -19,7 +19,7 @@ from dsh_sim.engine.config import SimConfig
 from dsh_sim.errors import FieldError
 from dsh_sim.evidence import checker as checker_module
 from dsh_sim.evidence.invariants import recovery, storage
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.files import load
 from dsh_sim.scenario.model import Scenario
 from tests.support.paths import REGRESSIONS, STARTER

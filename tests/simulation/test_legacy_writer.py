@@ -11,7 +11,7 @@ import pytest
 
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.points import POINTS
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.args import SeedV0Args
 from dsh_sim.scenario.files import load, parse
 from dsh_sim.scenario.model import ScenarioError

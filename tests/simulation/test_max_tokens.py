@@ -13,7 +13,7 @@ from dsh_sim.drivers import corpus
 from dsh_sim.drivers.machines.strategies import aimable_calls, aimed_crash_rule
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.oracles.progress import predict
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.args import ModelResponse, ToolCall
 from dsh_sim.scenario.files import load
 from runtime.adapters.script_model import ScriptedResponse, ScriptedToolCall

@@ -253,7 +253,7 @@ def test_a_seeded_v0_session_migrates_and_resumes_and_a_header_that_forgets_it_i
 
     from dsh_sim.drivers.replay import run_scenario
     from dsh_sim.engine.logs import capture_runtime_logs
-    from dsh_sim.mutation.patch import Edit, applied
+    from dsh_sim.mutants.patch import Edit, applied
     from dsh_sim.scenario.files import load
 
     path = os.path.join(

@@ -12,9 +12,9 @@ import os
 import pytest
 
 from dsh_sim.drivers.selftest import by_corpus, passing_corpus, run_mutants, summary
-from dsh_sim.mutation import catalogue as mutants
-from dsh_sim.mutation.catalogue import CATALOGUE
-from dsh_sim.mutation.patch import Edit, StaleMutant, applied
+from dsh_sim.mutants import catalogue as mutants
+from dsh_sim.mutants.catalogue import CATALOGUE
+from dsh_sim.mutants.patch import Edit, StaleMutant, applied
 from runtime.persistence import durable
 from runtime.session.events import Event
 from tests.support.paths import ROOT

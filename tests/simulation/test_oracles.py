@@ -20,7 +20,7 @@ from dsh_sim.evidence.oracles import agreement, reference, spec_repair
 from dsh_sim.evidence.oracles.grammar import Grammar, GrammarError
 from dsh_sim.evidence.oracles.spec_log import check_written, read_recoverable
 from dsh_sim.evidence.oracles.spec_records import SpecViolation
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.files import load, parse
 from runtime.persistence.log_format import encode_generation
 from runtime.session.events import Event

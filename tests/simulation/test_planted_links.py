@@ -24,7 +24,7 @@ from dsh_sim.engine import links
 from dsh_sim.engine.history import History
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.errors import InputError
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.files import load, parse
 from tests.support.paths import ROOT
 

@@ -13,7 +13,7 @@ from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.engine.observer import Observer
 from dsh_sim.engine.points import POINTS
-from dsh_sim.mutation import catalogue as mutants
+from dsh_sim.mutants import catalogue as mutants
 from dsh_sim.scenario.files import corpus, load
 from tests.support.paths import ROOT
 

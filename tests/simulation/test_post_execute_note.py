@@ -10,7 +10,7 @@ import pytest
 
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.files import load
 from tests.support.paths import ROOT
 

@@ -13,7 +13,7 @@ from dsh_sim.adapters.observed import ToolMark
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.oracles import cancellation
 from dsh_sim.evidence.oracles.schedule import Schedule, runs_alone
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.files import load
 from runtime.tools import registry, scheduler
 from runtime.tools import results as R

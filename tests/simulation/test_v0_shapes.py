@@ -23,7 +23,7 @@ from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.evidence.oracles import spec_repair
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.args import SeedV0Args, Step
 from dsh_sim.scenario.codec import config_of, step_of
 from dsh_sim.scenario.model import Scenario

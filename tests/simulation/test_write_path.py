@@ -1,6 +1,6 @@
 """The write path's failure paths: the failure-path sweep and the checks it relies on, each shown
 failing on the bug it guards against (a runtime function edited for the test, see
-:mod:`dsh_sim.mutation.patch`), and holding on the runtime as shipped."""
+:mod:`dsh_sim.mutants.patch`), and holding on the runtime as shipped."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dsh_sim.drivers import faultsweep
 from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.faults import FaultRule
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.scenario.files import load
 from tests.support.paths import ROOT
 

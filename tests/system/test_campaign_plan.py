@@ -12,7 +12,7 @@ from dsh_sim.campaign import tasks as tasks_mod
 from dsh_sim.campaign.plan import EXPLORE_SHARDS, chunks, fuzz_machines, plan, split_seed
 from dsh_sim.campaign.runner import read_texts
 from dsh_sim.campaign.tasks import ExploreShard, FuzzShard, MutantKill, Options, ReplayShard
-from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.scenario.files import corpus, discover
 from tests.support.paths import ROOT
 
@@ -141,7 +141,7 @@ def test_the_failure_sweep_of_the_first_replay_shard_is_clean_and_reports_violat
     whose error path breaks an invariant turns the run red, the variant saved as a scenario."""
     from dsh_sim.campaign import work
     from dsh_sim.drivers import faultsweep
-    from dsh_sim.mutation.patch import Edit, applied
+    from dsh_sim.mutants.patch import Edit, applied
 
     lines: list[str] = []
     corpus = list(work.parsed(texts).values())

@@ -28,7 +28,7 @@ from dsh_sim.dsh import against
 from dsh_sim.dsh.install import Installation
 from dsh_sim.dsh.project import _torn_position, project, torn_v0_frame
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 from runtime.persistence.migration import migrate_v0
 from runtime.persistence.v0_format import decode_v0
 from tests.support.dsh import dsh_install
@@ -123,7 +123,7 @@ def test_the_report_shows_dsh_results_only_when_present() -> None:
 def test_run_says_in_one_line_that_dsh_is_skipped(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Any
 ) -> None:
-    from dsh_sim.dsh import run_phase
+    from dsh_sim.campaign import dsh_phase as run_phase
 
     monkeypatch.setattr(run_phase, "installed", lambda: None)
     assert run_phase.run_dsh_phase([], [], str(tmp_path), "") == []
@@ -166,7 +166,7 @@ def test_the_run_phase_explores_the_dsh_writer_and_compares_its_sample(
 ) -> None:
     """`dsh-sim run`'s DSH phase with DSH installed: the writer over the corpus's distinct shapes and
     the against-DSH sample, both written as result documents with no violation."""
-    from dsh_sim.dsh import run_phase
+    from dsh_sim.campaign import dsh_phase as run_phase
 
     files = [os.path.join(STARTER, "boundary-2-3-pay.json")]
     written = run_phase.run_dsh_phase(files, [api.load(f) for f in files], str(tmp_path), "")

@@ -94,7 +94,7 @@ def test_function_lines_use_mutmut_names():
 def test_replay_check_notices_a_runtime_that_does_nothing():
     """Without a recorded reference: a pipeline that refuses every call breaks no safety rule,
     and the script-derived turn_progress oracle still notices."""
-    from dsh_sim.mutation.patch import Edit, applied
+    from dsh_sim.mutants.patch import Edit, applied
 
     scenario = next(s for s in harness.corpus(ROOT) if s.name == "two-writers")
     harness.check_replay(scenario)

@@ -86,7 +86,7 @@ def _setup(args: Any) -> int:
 
 
 def _diff(args: Any) -> int:
-    from dsh_sim.dsh.diff_cli import run_diff
+    from dsh_sim.cli.commands.dsh_diff import run_diff
 
     return run_diff(args, require_installation(args.home))
 

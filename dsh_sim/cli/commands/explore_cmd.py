@@ -62,7 +62,7 @@ def violation_lines(s: dict[str, Any]) -> list[str]:
 
 def main(args: Any) -> int:
     if getattr(args, "runtime", "dsh-sim") == "dsh":  # extension point: the published DSH's writer on SimFS
-        from dsh_sim.dsh.explore_cli import run_explore_dsh
+        from dsh_sim.cli.commands.dsh_explore import run_explore_dsh
 
         if getattr(args, "against", None):
             raise CliError("--against dsh compares dsh-sim's runtime with DSH; it does not go with --runtime dsh")

@@ -12,7 +12,7 @@ from dsh_sim import api
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
 from dsh_sim.drivers.selftest import summary
 from dsh_sim.evidence.results import meta, write
-from dsh_sim.mutation.catalogue import CATALOGUE
+from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.outputs import check_output_file, write_replacing
 
 

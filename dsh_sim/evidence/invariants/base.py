@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from dsh_sim.engine.vocabulary import INVARIANT_NAMES
 from runtime.session.events import Event
 
 if TYPE_CHECKING:
@@ -58,6 +59,10 @@ INVARIANTS: dict[str, str] = {
     "migration_atomic": "migrating a v0 log never changes it, and a published v3 generation always holds the complete migrated log: old or new readable, never neither, never half a generation",
 }
 
+
+# the registry implements exactly the scenario language's names, in its order
+if tuple(INVARIANTS) != INVARIANT_NAMES:
+    raise ImportError(f"the invariants registered differ from engine.vocabulary.INVARIANT_NAMES: {set(INVARIANTS) ^ set(INVARIANT_NAMES)}")
 
 NO_HANG = "no_hang"
 

@@ -1,6 +1,6 @@
 """The hand-written catalogue: known durability bugs, each a few lines changed in the runtime.
 
-Each mutant is applied by code substitution (:mod:`dsh_sim.mutation.patch`), never by a
+Each mutant is applied by code substitution (:mod:`dsh_sim.mutants.patch`), never by a
 switch inside the runtime.  This catalogue was written beside the invariants that catch its
 mutants, so killing all of it proves little on its own; ``dsh-sim mutants --tool`` (a real
 mutation-testing tool over the durability modules) is the measure that does not share that
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 
 import attrs
 
-from dsh_sim.mutation.patch import Edit, applied
+from dsh_sim.mutants.patch import Edit, applied
 
 CHECKPOINT = "runtime.agent.checkpoint"
 DURABLE = "runtime.persistence.durable"
