@@ -21,6 +21,7 @@ from dsh_sim.mutants.patch import Edit, StaleMutant, applied
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bugs_round3 import BUGS3
 from bugs_round4 import BUGS4
+from bugs_round5 import BUGS5
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 P = "runtime.persistence."
@@ -343,6 +344,7 @@ BUGS: dict[str, list[Edit]] = {
 
 BUGS.update(BUGS3)  # round 3 (tools/bugs_round3.py)
 BUGS.update(BUGS4)  # round 4 (tools/bugs_round4.py)
+BUGS.update(BUGS5)  # round 5 (tools/bugs_round5.py): the route's decisions and timing
 
 
 def methods(scenarios: list, *, explore_every: int, fuzz_examples: int) -> dict[str, collections.Counter]:

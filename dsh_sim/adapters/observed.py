@@ -22,11 +22,13 @@ from runtime.tools.results import HarnessError, ToolResult
 class ToolMark:
     """One moment of the tool pipeline as the simulator saw it, in the order it happened: a
     ``call`` started (its tool/call appended), its ``pre``-execute and ``post``-execute hooks ran, the
-    runtime announced a call's ``dispatch`` (``tools.execute.body``: its abort checks are behind
-    it), a tool ``body`` began, a body ``returned`` (or ``raised``), a turn was ``cancel``-led (a
-    cancel step or fault, or a graceful stop of a process whose turn was in flight)."""
+    deployment's policy ``gate`` and ``guard`` answered (``answer``), the simulated user was
+    ``asked`` and ``answered`` (``answer``) an approval question, the runtime announced a call's
+    ``dispatch`` (``tools.execute.body``: its abort checks are behind it), a tool ``body`` began,
+    a body ``returned`` (``result``) or ``raised``, a turn was ``cancel``-led (a cancel step or
+    fault: ``how`` "signal"; or a graceful stop of a process whose turn was in flight: "stop")."""
 
-    kind: str  # "call" | "pre" | "dispatch" | "body" | "returned" | "raised" | "post" | "cancel"
+    kind: str  # "call" | "pre" | "gate" | "asked" | "answered" | "guard" | "dispatch" | "body" | "returned" | "raised" | "post" | "cancel"
     lifetime: int
     call_id: str | None = None
     turn: int | None = None  # cancel: the turn it struck
@@ -34,6 +36,9 @@ class ToolMark:
     arguments: str | None = None  # call: its arguments as its tool/call records them (the model's text)
     # raised: what the body raised — its message, and the name and code a HarnessError carries
     error: tuple[str, str | None, str | None] | None = None
+    answer: str | None = None  # gate, guard, answered: the answer given
+    result: Any = None  # returned: the ToolResult the body returned
+    how: str | None = None  # cancel: "signal" (a cancel step or fault) or "stop" (a graceful stop); answered: "waited" (the user took time)
 
 
 class ObservedTool:
@@ -61,7 +66,7 @@ class ObservedTool:
         except BaseException:  # a cancellation tearing the body down
             self._marks.append(ToolMark("raised", self._lifetime, ex.call_id))
             raise
-        self._marks.append(ToolMark("returned", self._lifetime, ex.call_id))
+        self._marks.append(ToolMark("returned", self._lifetime, ex.call_id, result=result))
         return result
 
 

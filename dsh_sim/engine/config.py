@@ -126,6 +126,13 @@ class SimConfig:
             "file_effects_durable holds every success the recovered log reports to the medium"
         },
     )
+    policy: bool = attrs.field(
+        default=False,
+        metadata={
+            "doc": "mount the deployment's policy plugin: a tools/pre-execute gate and a monotonic guard that answer each call as its "
+            "script says (ToolCall gate, guard and their delays), announced at policy.gate, policy.guard and policy.post"
+        },
+    )
     approval_tools: tuple[str, ...] = attrs.field(
         metadata={"doc": "tools that need an approval"}, default=("send_message",), validator=each(member(TOOL_KINDS, "tool"))
     )

@@ -132,7 +132,10 @@ def _fire(sim: Simulation, life: Lifetime, name: str, public: dict[str, Any], fi
     (a crash raises :class:`SimulatedCrash` here; a delay is the caller's to sleep)."""
     rule = firing.rule
     sim.trace.record("fault", life.index, name, firing.index, rule.action)
-    sim.history.faults.append(FaultFired(life.index, name, rule.action, firing.index, durability.current().step, sim.now()))
+    history = sim.history
+    history.faults.append(
+        FaultFired(life.index, name, rule.action, firing.index, durability.current().step, sim.now(), len(history.tool_marks))
+    )
     if rule.action == "crash":
         assert rule.crash is not None
         sim.crash_process(life, rule.crash, point=name, details=public)

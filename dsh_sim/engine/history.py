@@ -28,6 +28,7 @@ class FaultFired:
     rule: int  # index of the rule in the plan
     durability_step: str | None  # the runtime's durability sequence the fault struck
     time: float = 0.0  # virtual seconds when it fired
+    marks: int = 0  # how many tool marks were recorded before it fired (its place among them)
 
 
 @attrs.frozen

@@ -19,6 +19,7 @@ from typing import Any
 import trio
 
 from dsh_sim.adapters.observed import ToolMark
+from dsh_sim.adapters.policy import CallPolicy
 from dsh_sim.adapters.simfs import Disk, FidelityError, ProcessView
 from dsh_sim.adapters.simfs.crash import (
     DROP_ALL,
@@ -90,6 +91,8 @@ class Simulation:
         self.world = World() if world is None else world
         self.model_queue: list[ScriptedResponse] = []
         self.approval_answers: list[str] = []
+        self.approval_delay: list[float] = [0.0]  # the simulated user's time to answer (a cell the prompt sets)
+        self.call_policies: dict[str, CallPolicy] = {}  # config policy: how the deployment answers each call
         self.lifetimes: list[Lifetime] = []
         self.primary: Lifetime | None = None
         self.retries = 0  # harness-minted retry call ids stay unique
@@ -260,6 +263,8 @@ class Simulation:
             self.history.answerer_failures,
             self.history.tool_marks,
             self.history.approval_consulted,
+            self.approval_delay,
+            self.call_policies,
         )
 
     def boot(self, *, secondary: bool = False) -> Lifetime:
@@ -376,24 +381,24 @@ class Simulation:
 
     def cancel_turn(self, life: Lifetime) -> None:
         """Cancel ``life``'s running turn (a cancel step or fault), noting it for the judges."""
-        self.note_cancel(life)
+        self.note_cancel(life, "signal")
         if life.agent is not None:
             life.agent.cancel()
 
-    def note_cancel(self, life: Lifetime) -> None:
+    def note_cancel(self, life: Lifetime, how: str) -> None:
         """The turn in flight (if any) is cancelled now: by a cancel, or a graceful stop."""
         agent = life.agent
         if agent is None or not agent.turn_active:
             return
         turn = next((e.data.get("turn") for e in reversed(agent.session.events) if e.type == "turn/start"), None)
-        self.history.tool_marks.append(ToolMark("cancel", life.index, None, turn))
+        self.history.tool_marks.append(ToolMark("cancel", life.index, None, turn, how=how))
 
     def shutdown(self) -> None:
         """Stop every live process gracefully; a clean stop must have persisted everything."""
         for life in self.lifetimes:
             if not life.dead and not life.proc.exited:
                 faults_before = len(self.history.faults)
-                self.note_cancel(life)  # a turn in flight is torn down: its calls are cancelled
+                self.note_cancel(life, "stop")  # a turn in flight is torn down: its calls are cancelled
                 self._after(life, life.proc.stop())
                 life.dead = True
                 if life.hung is not None:

@@ -77,6 +77,27 @@ _SPECS = [
         (),
         ("call_id", "root_call_id", "tool", "nested"),
     ),
+    PointSpec(
+        "policy.gate",
+        "plugin",
+        "the deployment's tools/pre-execute gate is about to answer a scripted call (config policy; a cancel here comes after prepare's first abort check)",
+        (),
+        ("call_id", "tool", "answer"),
+    ),
+    PointSpec(
+        "policy.guard",
+        "plugin",
+        "the deployment's monotonic guard is about to answer a scripted call that pre-execute allowed (config policy)",
+        (),
+        ("call_id", "tool", "answer"),
+    ),
+    PointSpec(
+        "policy.post",
+        "plugin",
+        "the deployment's tools/post-execute hook sees a scripted call's result (config policy)",
+        (),
+        ("call_id", "tool"),
+    ),
     # simulated external world, model, approval, sandbox
     PointSpec(
         "world.deliver",

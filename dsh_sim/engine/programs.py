@@ -19,6 +19,7 @@ from dsh_sim.adapters.answerer import SimAnswerer
 from dsh_sim.adapters.execute_hook import ExecuteHookPlugin
 from dsh_sim.adapters.model import SimModel
 from dsh_sim.adapters.observed import PipelineWitness, ToolMark, observed
+from dsh_sim.adapters.policy import CallPolicy, SimPolicy
 from dsh_sim.adapters.post_execute_note import PostExecuteNote
 from dsh_sim.adapters.shell import SimRunner, SimSandboxProvider
 from dsh_sim.adapters.world_tools import world_tools
@@ -71,6 +72,8 @@ class Surroundings:
     answerer_failures: list[str]
     tool_marks: list[ToolMark]
     approval_consulted: list[str]
+    approval_delay: list[float]
+    call_policies: dict[str, CallPolicy]
 
 
 def _backend(env: Surroundings) -> JsonlBackend:
@@ -129,8 +132,10 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
         checkpoint_policy=cfg.checkpoint_policy,
         approval_policy=cfg.approval_policy,
     )
+    answerer = SimAnswerer(env.approval_answers, gate.domain, env.answerer_failures, env.approval_consulted)
+    answerer.observe(env.tool_marks, life.index, env.approval_delay, life.proc.sleep)
     plugins: list[Plugin] = [
-        SimAnswerer(env.approval_answers, gate.domain, env.answerer_failures, env.approval_consulted),
+        answerer,
         SandboxService(SimSandboxProvider(), cfg.workspace, default_mode=cfg.sandbox_mode),
         PipelineWitness(env.tool_marks, life.index),
     ]
@@ -138,7 +143,12 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
         plugins.append(ExecuteHookPlugin(gate.domain))
     if cfg.post_execute_note:
         plugins.append(PostExecuteNote())
+    policy = SimPolicy(env.call_policies, gate.domain, env.tool_marks, life.index, life.proc.sleep) if cfg.policy else None
+    if policy is not None:
+        plugins.append(policy)
     async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
+        if policy is not None:
+            rt.tools.guards.append(policy.guard)
         life.runtime = rt
         life.store = rt.store
         rt.backend.verifier = inline_verifier  # no worker threads inside a simulated process

@@ -105,4 +105,5 @@ INVARIANT_NAMES: tuple[str, ...] = (
     "dsh_agrees",
     "no_hang",
     "migration_atomic",
+    "route_decisions",
 )

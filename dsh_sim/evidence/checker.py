@@ -24,6 +24,7 @@ from dsh_sim.evidence.invariants.errors import check_flush_reports, check_step_e
 from dsh_sim.evidence.invariants.links import check_links_not_followed, refused_for_a_link
 from dsh_sim.evidence.invariants.lossless import check_edge_append, owns_step_error
 from dsh_sim.evidence.invariants.points import check_announcement
+from dsh_sim.evidence.invariants.route import check_route
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.approval_policy import PolicyWatch
 from dsh_sim.evidence.oracles.grammar import Grammar
@@ -279,6 +280,7 @@ class Checker(Observer):
             oracles.check_cancellation(self, fresh, life.index)
             oracles.check_result_shape(self, fresh, life.index)
             oracles.check_post_execute(self, fresh, life.index)
+            check_route(self, life, fresh)
             if watch.policy is not None:
                 oracles.check_approval_policy(self, fresh, watch.policy)
             self._judge_groups(life, watch, fresh)

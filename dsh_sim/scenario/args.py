@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from dsh_sim.adapters.policy import GATE_ANSWERS, GUARD_ANSWERS
 from dsh_sim.adapters.world_tools import TOOL_KINDS
 from dsh_sim.engine.bounds import at_most, each, integer, member, number, optional, text
 from dsh_sim.engine.faults import CrashSpec, FaultRule
@@ -46,6 +47,32 @@ class ToolCall:
     id: str = attrs.field(validator=text(200), metadata=doc("call id, unique in the scenario (a fault rule's match can name it)"))
     name: str = attrs.field(validator=member(TOOL_KINDS, "tool"), metadata=doc("the tool to call (see Tools)"))
     arguments: Any = attrs.field(factory=dict, validator=_tool_arguments, metadata=doc("the tool's arguments, a JSON object"))
+    gate: str = attrs.field(
+        default="pass",
+        validator=member(GATE_ANSWERS, "gate answer"),
+        metadata=doc(
+            "config policy: what the deployment's tools/pre-execute gate answers for this call — pass: hands it on (a tool that "
+            "needs approval asks, others are allowed); allow, deny, ask: answers so; raise: the gate fails"
+        ),
+    )
+    gate_delay: float = attrs.field(
+        default=0.0, validator=number(0.0, MAX_SECONDS), metadata=doc("config policy: virtual seconds the gate takes to answer")
+    )
+    guard: str = attrs.field(
+        default="pass",
+        validator=member(GUARD_ANSWERS, "guard answer"),
+        metadata=doc(
+            "config policy: what the deployment's monotonic guard says once the call is allowed — pass, deny, or raise (it fails)"
+        ),
+    )
+    guard_delay: float = attrs.field(
+        default=0.0, validator=number(0.0, MAX_SECONDS), metadata=doc("config policy: virtual seconds the guard takes to answer")
+    )
+
+    @property
+    def scripts_policy(self) -> bool:
+        """The call scripts the deployment's policy plugin (anything but its defaults)."""
+        return (self.gate, self.gate_delay, self.guard, self.guard_delay) != ("pass", 0.0, "pass", 0.0)
 
 
 FINISH_REASONS = ("max-tokens",)  # a scripted stream's finish besides the natural one
@@ -84,6 +111,11 @@ class PromptArgs:
         metadata=doc("answers to approval questions, in order (hang: never answers; raise: the answerer fails; yolo: a bogus answer)"),
     )
     horizon: float = attrs.field(default=600.0, validator=number(0.001, MAX_SECONDS), metadata=doc("virtual seconds the turn may take"))
+    approval_delay: float = attrs.field(
+        default=0.0,
+        validator=number(0.0, MAX_SECONDS),
+        metadata=doc("virtual seconds the simulated user takes before each answer (a cancellation may come meanwhile)"),
+    )
 
 
 @attrs.frozen

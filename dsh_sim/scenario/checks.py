@@ -70,6 +70,16 @@ def check(scenario: Scenario) -> list[tuple[str, str]]:
                         if call.name == "write_file":
                             where = f"$.steps[{index}].args.responses[{r}].tool_calls[{c}].name"
                             out.append((where, "write_file is the runtime's own tool: mount it with config.file_tools: true"))
+    if not scenario.config.policy:
+        for index, step in enumerate(scenario.steps):
+            if isinstance(step.args, PromptArgs):
+                for r, response in enumerate(step.args.responses):
+                    for c, call in enumerate(response.tool_calls):
+                        if call.scripts_policy:
+                            where = f"$.steps[{index}].args.responses[{r}].tool_calls[{c}]"
+                            out.append(
+                                (where, "gate and guard answer through the deployment's policy plugin: mount it with config.policy: true")
+                            )
     seen: dict[str, str] = {}
     for path, call_id in call_ids(scenario):
         if call_id in seen:

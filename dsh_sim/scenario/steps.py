@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import trio
 
+from dsh_sim.adapters.policy import CallPolicy
 from dsh_sim.engine import links
 from dsh_sim.engine.faults import CrashSpec
 from dsh_sim.engine.history import Corruption, SeededLog
@@ -122,6 +123,11 @@ def op_prompt(sim: Simulation, args: PromptArgs) -> str:
     # a prompt's script is for its own turn: whatever an interrupted turn left unused is gone
     sim.model_queue[:] = [scripted(r) for r in args.responses]
     sim.approval_answers[:] = list(args.approvals)
+    sim.approval_delay[0] = float(args.approval_delay)
+    if sim.config.policy:
+        for response in args.responses:
+            for call in response.tool_calls:
+                sim.call_policies[call.id] = CallPolicy(call.gate, float(call.gate_delay), call.guard, float(call.guard_delay))
 
     async def turn(life: Lifetime) -> Any:
         return await life.agent.run_turn(args.text)

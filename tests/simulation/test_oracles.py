@@ -152,7 +152,7 @@ def test_an_acknowledgement_is_checked_on_the_medium_without_any_crash():
 
 def test_a_pipeline_that_refuses_everything_breaks_no_safety_rule_but_makes_no_progress():
     """Every call needs approval and is denied: nothing unsafe happens, every safety check holds;
-    only the script's prediction of a quiet turn sees that nothing was done."""
+    only the script's prediction of a quiet turn and the route model see that nothing was done."""
     scenario = load(os.path.join(STARTER, "two-writers.json"))  # two quiet prompts with payments and reads
     edit = Edit(
         "runtime.tools.registry",
@@ -162,7 +162,7 @@ def test_a_pipeline_that_refuses_everything_breaks_no_safety_rule_but_makes_no_p
     )
     with applied([edit]):
         result, _ = run_scenario(scenario)
-    assert {v.invariant for v in result.violations} == {"turn_progress"}
+    assert {v.invariant for v in result.violations} == {"turn_progress", "route_decisions"}
 
 
 def _calls_prompt(steps_with_calls: int, config: dict | None = None) -> object:

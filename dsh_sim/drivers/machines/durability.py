@@ -58,9 +58,10 @@ class DurabilityMachine(SimulationMachine):
     def __init__(self) -> None:
         super().__init__()
         self.next_id = [1]
+        self.policy = [False]  # the deployment mounts its policy plugin (drawn at start)
         # one strategy per example, not one per prompt: a new composite is wrapped and validated
         # on its first draw; drawing from this one gives exactly the same scripts
-        self.turn_scripts = turn_script(self.next_id)
+        self.turn_scripts = turn_script(self.next_id, self.policy)
 
     def crashed(self) -> None:
         super().crashed()
@@ -82,10 +83,11 @@ class DurabilityMachine(SimulationMachine):
 
     # -- rules -----------------------------------------------------------------------------
 
-    @initialize(seed=st.integers(0, 2**31 - 1), compression=st.sampled_from(["zstd", "none"]), timing=timings)
-    def start(self, seed: int, compression: str, timing: Any = None) -> None:
+    @initialize(seed=st.integers(0, 2**31 - 1), compression=st.sampled_from(["zstd", "none"]), timing=timings, policy=st.booleans())
+    def start(self, seed: int, compression: str, timing: Any = None, policy: bool = False) -> None:
         self.seed = seed
-        cfg = attrs.evolve(type(self).config, compression=compression, **(timing or {}))
+        self.policy[0] = policy
+        cfg = attrs.evolve(type(self).config, compression=compression, policy=policy, **(timing or {}))
         self.sim = Simulation(seed, cfg, trace=self.record_trace)
         self.checker = Checker.attach(self.sim)
         self.do(Step("boot"))

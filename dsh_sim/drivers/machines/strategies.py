@@ -78,6 +78,16 @@ _PROMPT_TEXT = st.sampled_from(["go", "pay please"])
 
 _CUT_OFF = st.integers(0, 9).map(lambda n: n == 9)  # one answer with calls in ten (shrinks toward 0: not cut off)
 
+# config policy: how the deployment's gate and guard answer a call, and how long they take
+# (defaults first: examples shrink toward a call the policy hands on at once)
+_GATE = st.sampled_from(["pass", "pass", "pass", "allow", "deny", "ask", "raise"])
+_GUARD = st.sampled_from(["pass", "pass", "pass", "pass", "deny", "raise"])
+_POLICY_DELAY = st.sampled_from([0.0, 0.0, 0.0, 0.3, 30.0])
+# the simulated user's time to answer, and the turn's horizon: a turn that has not finished
+# when its prompt returns can be cancelled while a gate, a guard or the user still decides
+_APPROVAL_DELAY = st.sampled_from([0.0, 0.0, 0.0, 0.5, 30.0])
+_HORIZON = st.sampled_from([600.0, 600.0, 600.0, 10.0])
+
 
 def aimable_calls(script: dict[str, Any]) -> list[tuple[int, str]]:
     """(1-based response, call id) of each call a crash can be aimed at: the answers the turn
@@ -91,9 +101,16 @@ def aimable_calls(script: dict[str, Any]) -> list[tuple[int, str]]:
     return calls
 
 
+def _policy_script(draw: st.DrawFn) -> dict[str, Any]:
+    """A call's gate and guard answers and delays, defaults left out (a readable scenario)."""
+    script = {"gate": draw(_GATE), "gate_delay": draw(_POLICY_DELAY), "guard": draw(_GUARD), "guard_delay": draw(_POLICY_DELAY)}
+    return {key: value for key, value in script.items() if value not in ("pass", 0.0)}
+
+
 @st.composite
-def turn_script(draw: st.DrawFn, next_id: list[int]) -> dict[str, Any]:
-    """A prompt with 1–3 model responses; tool calls get fresh, concrete call ids."""
+def turn_script(draw: st.DrawFn, next_id: list[int], policy: list[bool] | None = None) -> dict[str, Any]:
+    """A prompt with 1–3 model responses; tool calls get fresh, concrete call ids; with the
+    deployment's policy plugin (``policy[0]``) each call scripts its gate and guard."""
     responses = []
     earlier = [f"c{i}" for i in range(max(1, next_id[0] - 3), next_id[0])]
     for _ in range(draw(_RESPONSE_COUNT)):
@@ -102,7 +119,10 @@ def turn_script(draw: st.DrawFn, next_id: list[int]) -> dict[str, Any]:
             name = draw(_TOOL)
             call_id = f"c{next_id[0]}"
             next_id[0] += 1
-            calls.append({"id": call_id, "name": name, "arguments": draw(tool_arguments(name, earlier))})
+            call = {"id": call_id, "name": name, "arguments": draw(tool_arguments(name, earlier))}
+            if policy is not None and policy[0]:
+                call.update(_policy_script(draw))
+            calls.append(call)
         response: dict[str, Any] = {"text": draw(_RESPONSE_TEXT), "tool_calls": calls} if calls else {"text": "done"}
         if calls:
             cut_off: bool = draw(_CUT_OFF)
@@ -110,7 +130,13 @@ def turn_script(draw: st.DrawFn, next_id: list[int]) -> dict[str, Any]:
                 response["finish"] = "max-tokens"
         responses.append(response)
     approvals = draw(_APPROVALS)
-    return {"text": draw(_PROMPT_TEXT), "responses": responses, "approvals": approvals}
+    script: dict[str, Any] = {"text": draw(_PROMPT_TEXT), "responses": responses, "approvals": approvals}
+    delay, horizon = draw(_APPROVAL_DELAY), draw(_HORIZON)
+    if delay:
+        script["approval_delay"] = delay
+    if horizon != 600.0:
+        script["horizon"] = horizon
+    return script
 
 
 crash_specs = st.one_of(
@@ -161,7 +187,19 @@ domain_faults = st.one_of(
     st.just({"point": "model.stream", "action": "stream_cut"}),
     st.builds(
         lambda p: {"point": p, "action": "cancel"},
-        st.sampled_from(["tools.call.appended", "session.flush", "llm.chunk", "tools.execute.body"]),
+        st.sampled_from(
+            [
+                "tools.call.appended",
+                "session.flush",
+                "llm.chunk",
+                "tools.execute.body",
+                "approval.answer",
+                "policy.gate",
+                "policy.guard",
+                "policy.post",
+                "world.deliver",
+            ]
+        ),
     ),
 )
 

@@ -57,6 +57,7 @@ INVARIANTS: dict[str, str] = {
     "dsh_agrees": "with --against dsh: the published DSH reader (list, read, inspect, load) reads every crash image the runtime recovers — projected to the v0 log DSH reads — as the runtime did: the same refusal class or the same prefix, closers and verdicts, unless a known DSH finding explains the difference",
     "no_hang": "no command hangs the process — boot, a prompt, a flush, a graceful stop: it never spins (a whole window of 10,000 scheduler batches without virtual time moving: a failure retried at once forever, tasks waking each other) never deadlocks while it stops (every task waiting with nothing left that could wake one), never overruns a stop's grace of 600 virtual seconds with its clock moving, and never stalls (one command running 10 CPU seconds: a loop that does not yield); the harness then kills it, as an operator would",
     "migration_atomic": "migrating a v0 log never changes it, and a published v3 generation always holds the complete migrated log: old or new readable, never neither, never half a generation",
+    "route_decisions": "every call's tool/result, approval question and pipeline are exactly what an executable model of the route (spec §4-§6, written apart from the runtime) predicts from the deployment, the gate and guard answers, the user's answers, the cancellation and the faults: the decision (allow, deny, ask; a raising gate or guard fails closed), whether the guard, the body and post-execute ran, the question's reason and outcome, and the result's exact text, error and content",
 }
 
 

@@ -45,6 +45,9 @@ def check_approval_gate(obs: Judge, life: Lifetime, details: dict[str, Any]) -> 
     tool = details.get("tool")
     if tool not in obs.sim.config.approval_tools or life.agent is None:
         return
+    script = obs.sim.call_policies.get(str(details.get("call_id")))
+    if script is not None and script.gate == "allow":
+        return  # the deployment's own gate allowed the call without a question (config policy)
     obs.count("approval_gate")
     call_id = details.get("call_id")
     asked = [e.data["id"] for e in life.agent.session.events if e.type == "approval/asked" and e.data.get("callId") == call_id]

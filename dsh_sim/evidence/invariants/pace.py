@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.engine.determinism import EPOCH_MS
+from dsh_sim.engine.process import DEFAULT_HORIZON
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.invariants.links import blocked_by_a_link
 from dsh_sim.evidence.oracles.event_records import in_force
@@ -33,9 +34,12 @@ def check_progress(obs: Judge, life: Lifetime, outcome: str, args: Any) -> None:
         sandbox_mode=in_force(events, "sandbox/mode", "mode", config.sandbox_mode),
         workspace=config.workspace,
         max_steps=config.max_steps,
+        policy=config.policy,
+        approval_delay=args.approval_delay,
+        horizon=args.horizon,
     )
-    if predicted.blocked:
-        return
+    if predicted.blocked or (outcome == "turn:blocked" and args.horizon < DEFAULT_HORIZON):
+        return  # a turn given less than the default horizon may still be running (a cancel may follow)
     obs.count(PROGRESS)
     start = next((i for i in range(len(events) - 1, -1, -1) if events[i].type == "turn/start"), None)
     if start is None or outcome != f"turn:{predicted.ends}":

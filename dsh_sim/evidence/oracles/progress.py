@@ -10,9 +10,16 @@ as the spec describes the route (§5, §6, §7):
   runtime's step limit) still has calls: its calls run, and the turn then ends with an error;
   a response cut off at the token limit (``finish: max-tokens``) ends the turn ``max-tokens``,
   and none of its calls appears (a cut-off message never owes tool calls);
-* a call to a tool that needs approval succeeds only when the session's policy is ``ask``
-  and the next scripted answer is ``allowed-once`` (``never`` denies without asking; no
-  approval service denies; an answer that fails or is not in the vocabulary denies);
+* with the deployment's policy plugin (config ``policy``), the call's gate decides first: a
+  gate that denies or raises fails the call, one that allows needs no question, one that asks
+  sends any tool to the approval seam; after an allow the guard may deny or raise (it fails);
+* a call to a tool that needs approval (or that the gate asks about) succeeds only when the
+  session's policy is ``ask`` and the next scripted answer is ``allowed-once`` (``never``
+  denies without asking; no approval service denies; an answer that fails or is not in the
+  vocabulary denies);
+* a turn whose scripted delays (gates, guards, the user's answers) add up to its horizon or
+  more may not finish within it: it is not judged (nor is one given less than the default
+  horizon that has not finished when its prompt returns);
 * a shell call succeeds when its command exists and the session's sandbox mode allows what
   it does (``read-only`` refuses every write, ``workspace-write`` refuses writes outside the
   workspace);
@@ -52,23 +59,37 @@ def predict(
     sandbox_mode: str,
     workspace: str,
     max_steps: int,
+    policy: bool = False,
+    approval_delay: float = 0.0,
+    horizon: float = float("inf"),
 ) -> Predicted:
     answers = list(approvals)
     calls: list[tuple[str, str, bool]] = []
+    delays = 0.0
     for step, response in enumerate(responses, 1):
         if getattr(response, "finish", None) == "max-tokens":
             return Predicted(tuple(calls), ends="max-tokens")  # cut off: its calls are never owed, the turn ends
         if not response.tool_calls:
             break
         for call in response.tool_calls:
-            if call.name in approval_tools:
+            gate, guard = (call.gate, call.guard) if policy else ("pass", "pass")
+            delays += (call.gate_delay + call.guard_delay) if policy else 0.0
+            if gate in ("deny", "raise"):
+                calls.append((call.id, call.name, False))
+                continue
+            if gate == "ask" or (gate == "pass" and call.name in approval_tools):
                 if approval_policy != "ask":
                     calls.append((call.id, call.name, False))
                     continue
                 answer = answers.pop(0) if answers else "unavailable"
                 if answer == _HANG:
                     return Predicted(tuple(calls), blocked=True)
-                calls.append((call.id, call.name, answer == "allowed-once"))
+                delays += approval_delay
+                if answer != "allowed-once":
+                    calls.append((call.id, call.name, False))
+                    continue
+            if guard != "pass":
+                calls.append((call.id, call.name, False))
             elif call.name == "shell":
                 calls.append((call.id, call.name, _shell_succeeds(call.arguments, sandbox_mode, workspace)))
             elif call.name == "write_file":
@@ -76,8 +97,8 @@ def predict(
             else:
                 calls.append((call.id, call.name, True))
         if step >= max_steps:
-            return Predicted(tuple(calls), ends="error")
-    return Predicted(tuple(calls))
+            return Predicted(tuple(calls), ends="error", blocked=delays >= horizon)
+    return Predicted(tuple(calls), blocked=delays >= horizon)
 
 
 def _shell_succeeds(arguments: Any, mode: str, workspace: str) -> bool:
