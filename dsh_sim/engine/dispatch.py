@@ -19,7 +19,7 @@ from dsh_sim.engine import links
 from dsh_sim.engine.config import PERTURB_MAX
 from dsh_sim.engine.faults import Firing
 from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE
-from dsh_sim.engine.history import FaultFired, History
+from dsh_sim.engine.history import FaultFired, History, WindowFact
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.points import POINTS
 from dsh_sim.engine.points import spec as point_spec
@@ -66,6 +66,8 @@ class Simulation(Protocol):
 # where a failed operation on the log leaves its unacknowledged bytes in place: a truncation (a
 # rollback's, or the heal before an append) or the removal of a first publication's name
 REMOVALS = frozenset({"fs.ftruncate", "fs.truncate", "fs.unlink"})
+# fault actions that fail no filesystem operation (what the rest do fails the write they strike)
+NOT_FAILURES = frozenset({"crash", "delay", "cancel", "corrupt", "source_append", "linked", "replaced", "removed"})
 
 
 async def announce(sim: Simulation, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
@@ -107,8 +109,13 @@ def _record_marks(sim: Simulation, life: Lifetime, name: str, details: dict[str,
     if name == "persist.batch.durable":
         batch, before, after = tuple(details.get("_events", ())), history.acked_bytes, sim.log_as_written()
         history.acknowledged(life.index, batch, after)
+        if batch:
+            label = durability.current().barrier
+            history.window.append(WindowFact("ack", life.index, sim.now(), batch[0].seq, len(batch), label))
         for observer in sim.observers:
             observer.on_acknowledged(life, batch, before, after)
+    elif name == "session.flush":
+        history.window.append(WindowFact("barrier", life.index, sim.now(), label=str(details.get("reason"))))
     if name == "tools.call.appended":
         call = ToolMark(
             "call", life.index, str(details.get("call_id")), tool=str(details.get("tool")), arguments=_logged_arguments(life, details)
@@ -132,10 +139,10 @@ def _fire(sim: Simulation, life: Lifetime, name: str, public: dict[str, Any], fi
     (a crash raises :class:`SimulatedCrash` here; a delay is the caller's to sleep)."""
     rule = firing.rule
     sim.trace.record("fault", life.index, name, firing.index, rule.action)
-    history = sim.history
-    history.faults.append(
-        FaultFired(life.index, name, rule.action, firing.index, durability.current().step, sim.now(), len(history.tool_marks))
-    )
+    history, op = sim.history, durability.current()
+    history.faults.append(FaultFired(life.index, name, rule.action, firing.index, op.step, sim.now(), len(history.tool_marks)))
+    if name.startswith("fs.") and rule.action not in NOT_FAILURES:  # the operation fails: so does the write it belongs to
+        history.window.append(WindowFact("fail", life.index, sim.now(), label=op.barrier))
     if rule.action == "crash":
         assert rule.crash is not None
         sim.crash_process(life, rule.crash, point=name, details=public)

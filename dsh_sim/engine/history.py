@@ -61,6 +61,21 @@ class PlantedLink:
     displaced: str | None = None  # where the file that was at ``path`` was moved aside
 
 
+@attrs.frozen
+class WindowFact:
+    """One happening the write-behind timing model reads, in the order it happened: an event
+    ``admit``-ted to a live session (``seq``), a batch acknowledged (``ack``: ``seq`` its first,
+    ``count``), a ``fail``-ed write, a ``barrier`` (flush) starting; ``label`` is the runtime's
+    durability label (a background "window write" or the barrier's reason)."""
+
+    kind: str
+    lifetime: int
+    time: float
+    seq: int = -1
+    count: int = 0
+    label: str | None = None
+
+
 @attrs.define
 class History:
     acked: dict[int, Event] = attrs.field(factory=dict)
@@ -72,6 +87,7 @@ class History:
     answerer_failures: list[str] = attrs.field(factory=list)  # calls whose approval answerer failed
     approval_consulted: list[str] = attrs.field(factory=list)  # approval request ids the simulated user was asked
     tool_marks: list[ToolMark] = attrs.field(factory=list)  # the tool pipeline's moments, in order
+    window: list[WindowFact] = attrs.field(factory=list)  # the write-behind's inputs and writes, in order
     seeded: SeededLog | None = None
     planted: list[PlantedLink] = attrs.field(factory=list)  # links planted at session paths (plant_link)
     prior_crash: CrashRecord | None = None  # explore: the crash this simulation starts after

@@ -38,7 +38,7 @@ from dsh_sim.engine.dispatch import announce
 from dsh_sim.engine.faults import CrashSpec, FaultPlan, FaultRule, Firing
 from dsh_sim.engine.gates import Gate, Probe
 from dsh_sim.engine.hang import Hung
-from dsh_sim.engine.history import History
+from dsh_sim.engine.history import History, WindowFact
 from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.media import as_written, corrupt
 from dsh_sim.engine.observer import Observer
@@ -265,7 +265,18 @@ class Simulation:
             self.history.approval_consulted,
             self.approval_delay,
             self.call_policies,
+            self.watch_admissions,
         )
+
+    def watch_admissions(self, life: Lifetime, session: Any) -> None:
+        """Record every event ``session`` admits from now on as a write-behind input (its time
+        and order among the acknowledgements, failures and barriers); events it holds that are
+        not yet acknowledged count as admitted now (bound at the start of the process)."""
+        window, index = self.history.window, life.index
+        stored = life.store.binding(session).handle.next_seq  # what the log held when the store bound it
+        for event in session.events[stored:]:
+            window.append(WindowFact("admit", index, self.now(), event.seq, label="bound"))
+        session.subscribe(lambda event: window.append(WindowFact("admit", index, self.now(), event.seq)))
 
     def boot(self, *, secondary: bool = False) -> Lifetime:
         """Start a process; it resumes the session with repair (or creates it).

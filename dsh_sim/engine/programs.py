@@ -74,6 +74,7 @@ class Surroundings:
     approval_consulted: list[str]
     approval_delay: list[float]
     call_policies: dict[str, CallPolicy]
+    admitted: Callable[[Lifetime, Session], None]  # watch a live session's appends (the write-behind's inputs)
 
 
 def _backend(env: Surroundings) -> JsonlBackend:
@@ -159,6 +160,7 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
                 life.agent = await rt.create_agent(cfg.session_id, cwd=cfg.workspace)
                 life.created = True
         life.session = life.agent.session
+        env.admitted(life, life.session)
         life.proc.ready = True
         await trio.sleep_forever()
 
@@ -189,5 +191,6 @@ async def storage_main(env: Surroundings, life: Lifetime) -> None:
         life.handle = handle
         life.session = Session(cfg.session_id, ports.clock, stored)
         store.bind(life.session, handle)
+        env.admitted(life, life.session)
         life.proc.ready = True
         await trio.sleep_forever()

@@ -105,5 +105,6 @@ INVARIANT_NAMES: tuple[str, ...] = (
     "dsh_agrees",
     "no_hang",
     "migration_atomic",
+    "write_behind_window",
     "route_decisions",
 )

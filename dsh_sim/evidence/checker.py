@@ -25,6 +25,7 @@ from dsh_sim.evidence.invariants.links import check_links_not_followed, refused_
 from dsh_sim.evidence.invariants.lossless import check_edge_append, owns_step_error
 from dsh_sim.evidence.invariants.points import check_announcement
 from dsh_sim.evidence.invariants.route import check_route
+from dsh_sim.evidence.invariants.window import WindowJudge
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.approval_policy import PolicyWatch
 from dsh_sim.evidence.oracles.grammar import Grammar
@@ -77,6 +78,7 @@ class Checker(Observer):
         self._stray_before_step: set[str] = set()  # (a failed boot is judged against what was there before it)
         self._paused_until = float("-inf")
         self._schedule = Schedule(max_parallel=sim.config.max_parallel_tool_calls)
+        self._window = WindowJudge()
 
     @classmethod
     def attach(cls, sim: Simulation, **kw: Any) -> Checker:
@@ -243,6 +245,7 @@ class Checker(Observer):
             if quiet and op == "prompt" and self.sim.kind == "agent":
                 pace.check_progress(self, life, outcome, args)
             pace.check_timely(self, life)
+        self._window.judge(self, life if life is not None and not life.dead and life.session is not None else None)
         if op == "flush" and outcome == "ok" and life is not None and life.session is not None and not life.dead:
             events = life.session.events
             if events:
@@ -305,6 +308,7 @@ class Checker(Observer):
 
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         check_links_not_followed(self)  # (the final drain is a write too)
+        self._window.judge(self, None)
         if life is not self.sim.primary:
             return
         if life.crash is None:

@@ -117,7 +117,7 @@ def test_a_paused_process_is_not_blamed_for_its_window(monkeypatch):
     scenario = load(os.path.join(STARTER, "interleave-second-writer-on-slow-disk.json"))
     assert violations(scenario) == set()
     monkeypatch.setattr(checker_module.Checker, "paused_until", property(lambda self: float("-inf")))
-    assert violations(scenario) == {"write_behind_timely"}
+    assert violations(scenario) == {"write_behind_timely", "write_behind_window"}
 
 
 @pytest.mark.parametrize(

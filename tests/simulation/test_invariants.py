@@ -305,6 +305,7 @@ def test_every_invariant_has_a_failing_demonstration():
         "post_execute_once",  # tests/test_tool_oracles.py: ABORTED not final, a scheduler that skips post-execute
         "points_truthful",  # tests/test_tool_oracles.py: a probe announcement without its call id, or naming another call
         "route_decisions",  # tests/simulation/test_route_model.py: seven careless edits of the pipeline's decisions
+        "write_behind_window",  # tests/simulation/test_window_model.py: five careless edits of the write-behind's timing
         "dsh_agrees",  # tests/test_dsh_against.py: a reader that drops a torn frame's records, caught by the real DSH
         "no_hang",  # tests/test_hang.py: a graceful stop that retries a failing write forever; spins and deadlocks
         "approval_policy",  # tests/test_approval_policy.py: the first approval/policy read as the one in force

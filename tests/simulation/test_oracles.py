@@ -222,7 +222,7 @@ def test_a_write_behind_that_waits_too_long_is_late():
     assert not run_scenario(scenario)[0].violations
     with applied([edit]):
         result, _ = run_scenario(scenario)
-    assert {v.invariant for v in result.violations} == {"write_behind_timely"}
+    assert {v.invariant for v in result.violations} == {"write_behind_timely", "write_behind_window"}
 
 
 @pytest.mark.parametrize(

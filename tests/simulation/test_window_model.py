@@ -1,0 +1,114 @@
+"""The write-behind timing model (``write_behind_window``) fails on slips in when the runtime writes.
+
+Each slip is a careless edit of the write-behind, replayed over the committed window scenarios:
+the model names it (the older ``write_behind_timely``, a slack-and-skip property, passed all of
+them), and the scenarios hold on the runtime as shipped.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+
+from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.engine.history import WindowFact
+from dsh_sim.evidence.oracles.window import WindowModel
+from dsh_sim.mutants.patch import Edit, applied
+from dsh_sim.scenario.files import load
+from tests.support.paths import REGRESSIONS, STARTER
+
+W = "runtime.persistence.write_behind"
+PAUSED = "            self._deadline = None  # paused until the next event (or an explicit flush)\n"
+SCENARIOS = sorted(glob.glob(os.path.join(REGRESSIONS, "window-*.json"))) + [
+    os.path.join(STARTER, "window-write-fails-then-recovers.json"),
+    os.path.join(STARTER, "interleave-append-during-failed-window-write.json"),
+]
+SLIPS = {
+    # a debounce: every event re-arms the window, so a steady stream is never written
+    "window-rearmed-on-every-event": [
+        Edit(
+            W,
+            "WriteBehind.enqueue",
+            "        if self._deadline is None and self._barrier is None:\n",
+            "        if self._barrier is None:\n",
+        )
+    ],
+    # after a failed background write, events wait for an explicit flush
+    "failure-waits-for-a-flush": [Edit(W, "WriteBehind._write", PAUSED, "            self._deadline = float('inf')\n")],
+    # a failed background write is retried every window instead of pausing
+    "failure-retried-every-window": [
+        Edit(W, "WriteBehind._write", PAUSED, "            self._deadline = trio.current_time() + self._window\n")
+    ],
+    # half the window
+    "window-too-short": [
+        Edit(
+            W,
+            "WriteBehind.enqueue",
+            "            self._deadline = trio.current_time() + self._window\n",
+            "            self._deadline = trio.current_time() + self._window / 2\n",
+        )
+    ],
+    # a window that expired while a write was in flight waits a whole window more
+    "expired-window-rearmed-behind-the-write": [
+        Edit(
+            W,
+            "WriteBehind.run",
+            "            if self._deadline is None or trio.current_time() < self._deadline:\n                continue\n",
+            "            if self._deadline is None or trio.current_time() < self._deadline:\n                continue\n"
+            "            if trio.current_time() > deadline:\n                self._deadline = trio.current_time() + self._window\n                continue\n",
+        )
+    ],
+}
+
+
+def _caught() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path in SCENARIOS:
+        result, _ = run_scenario(load(path))
+        for violation in result.violations:
+            found.setdefault(violation.invariant, []).append(violation.message)
+    return found
+
+
+def test_the_window_scenarios_hold_on_the_runtime_as_shipped() -> None:
+    assert _caught() == {}
+
+
+@pytest.mark.parametrize("slip", sorted(SLIPS))
+def test_the_timing_model_names_a_slip(slip: str) -> None:
+    with applied(SLIPS[slip]):
+        found = _caught()
+    assert found.get("write_behind_window"), found
+
+
+def _model(*facts: WindowFact) -> WindowModel:
+    model = WindowModel(1, bound=0.0)
+    model.feed(facts)
+    return model
+
+
+def test_a_batch_holding_an_event_that_came_after_the_expiry_was_held_open() -> None:
+    model = _model(
+        WindowFact("admit", 1, 0.0, 0),
+        WindowFact("admit", 1, 0.15, 1),
+        WindowFact("admit", 1, 0.3, 2),
+        WindowFact("ack", 1, 0.5, 0, 3, "window write"),
+    )
+    assert any("came after it was taken" in p for p in model.problems)
+
+
+def test_an_expired_window_without_a_write_is_overdue() -> None:
+    model = _model(WindowFact("admit", 1, 0.0, 0))
+    assert model.overdue(0.2) is None
+    assert model.overdue(0.21) is not None
+
+
+def test_after_a_failure_only_the_next_event_arms_a_window() -> None:
+    model = _model(WindowFact("admit", 1, 0.0, 0), WindowFact("fail", 1, 0.2, label="window write"))
+    assert model.overdue(5.0) is None  # paused: nothing is due
+    model.feed([WindowFact("admit", 1, 5.0, 1)])
+    assert model.overdue(5.2) is None and model.overdue(5.3) is not None
+    model.feed([WindowFact("ack", 1, 5.2, 0, 2, "window write")])
+    assert model.problems == [] and model.overdue(9.0) is None

@@ -1,0 +1,80 @@
+"""Write the write-behind timing regression scenarios (scenarios/regressions/window-*.json): a
+stream of events across one fixed window, a failed background write followed by events and no
+flush, a window that expires while a slow write is in flight, and a barrier at the very instant
+a window expires.
+
+Run: ``python tools/window_scenarios.py`` then ``dsh-sim replay --update-digest scenarios/regressions/window-*.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "scenarios", "regressions")
+
+
+def append(count: int = 1) -> dict[str, Any]:
+    return {"op": "append", "args": {"count": count}}
+
+
+def advance(seconds: float) -> dict[str, Any]:
+    return {"op": "advance", "args": {"seconds": seconds}}
+
+
+def arm(point: str, action: str, **rule: Any) -> dict[str, Any]:
+    return {"op": "arm", "args": {"rule": {"point": point, "action": action, "hit": 1, "lifetime": 1, **rule}}}
+
+
+BOOT = {"op": "boot"}
+
+SCENARIOS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {
+    "window-stream-across-one-fixed-window": (
+        "events keep arriving every 80 ms for a second, with no flush: the window the first one armed expires 200 ms later "
+        "and takes exactly the queue of that instant; the next event arms the next window — a debounce that re-arms on every "
+        "event would hold the first write back until the stream stops",
+        {},
+        [BOOT] + [step for _ in range(12) for step in (append(), advance(0.08))] + [advance(0.3)],
+    ),
+    "window-failed-write-then-events-without-flush": (
+        "a background write fails (EIO); retries pause; 300 ms later new events arrive, and the window they arm writes the "
+        "retained batch and them together — without any flush; later events get windows of their own",
+        {},
+        [BOOT, append(2), arm("fs.write", "error", errno="EIO"), advance(0.25), advance(0.3), append(1), advance(0.25), append(1), advance(0.25)],
+    ),
+    "window-expires-while-slow-write-in-flight": (
+        "on a slow disk (fsync 0.3 s) events arrive while a window's write is in flight (the first publication: until 2.0 s): "
+        "their window expires during it, so their batch starts the moment that write ends and does not hold the event that "
+        "arrives 100 ms later — a window re-armed behind the write would",
+        {"fsync_latency": 0.3},
+        [BOOT, append(1), advance(0.25), append(2), advance(0.1), append(1), advance(1.75), append(1), advance(1.0)],
+    ),
+}
+
+
+def main() -> None:
+    for name, (description, config, steps) in SCENARIOS.items():
+        doc = {
+            "format": "dsh-sim-scenario",
+            "version": 1,
+            "name": name,
+            "description": description,
+            "machine": "storage",
+            "seed": 3,
+            "config": config,
+            "fault_plan": [],
+            "steps": steps,
+            "expect": {"outcome": "pass"},
+            "trace_digest": None,
+            "origin": {"found_by": "hand", "generator": "tools/window_scenarios.py"},
+        }
+        path = os.path.join(OUT, f"{name}.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(doc, indent=2) + "\n")
+        print("wrote", os.path.relpath(path, ROOT))
+
+
+if __name__ == "__main__":
+    main()
