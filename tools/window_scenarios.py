@@ -42,7 +42,17 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {
         "a background write fails (EIO); retries pause; 300 ms later new events arrive, and the window they arm writes the "
         "retained batch and them together — without any flush; later events get windows of their own",
         {},
-        [BOOT, append(2), arm("fs.write", "error", errno="EIO"), advance(0.25), advance(0.3), append(1), advance(0.25), append(1), advance(0.25)],
+        [
+            BOOT,
+            append(2),
+            arm("fs.write", "error", errno="EIO"),
+            advance(0.25),
+            advance(0.3),
+            append(1),
+            advance(0.25),
+            append(1),
+            advance(0.25),
+        ],
     ),
     "window-expires-while-slow-write-in-flight": (
         "on a slow disk (fsync 0.3 s) events arrive while a window's write is in flight (the first publication: until 2.0 s): "

@@ -22,6 +22,7 @@ from dsh_sim.engine.faults import CrashSpec, FaultRule
 from dsh_sim.engine.json_values import EDGE_NAMES
 from dsh_sim.engine.vocabulary import APPROVAL_ANSWERS, MACHINES
 from dsh_sim.errors import FieldError
+from dsh_sim.scenario.v0.model import CALL_ENDS as V0_CALL_ENDS
 from dsh_sim.scenario.v0.model import ENDS as V0_ENDS
 from dsh_sim.scenario.v0.model import SHAPES as V0_SHAPES
 from dsh_sim.scenario.v0.model import TEARS as V0_TEARS
@@ -258,7 +259,9 @@ class SeedV0Args:
         metadata=doc(
             "how the final turn stops — balanced: closed; open-stream: inside its last step's stream (chunks no "
             "message claims); open-call: right after the first tool/call of its last step with calls (no result; "
-            "the later calls never started); open-step: right after its last step's request"
+            "the later calls never started); open-step: right after its last step's request; ended-step-call: its last step "
+            "with calls recorded them but none got a result, and the step ended (a scheduler failure) before the turn; "
+            "orphan-call: as open-call, then a tool/call no assistant block announced"
         ),
     )
     calls: int = attrs.field(default=2, validator=integer(0, 8), metadata=doc("tool calls per turn (shape tools)"))
@@ -321,8 +324,8 @@ class SeedV0Args:
     def __attrs_post_init__(self) -> None:
         if self.torn and self.damaged:
             raise FieldError("damaged", "a torn last batch cannot also be damaged: pick one")
-        if self.end == "open-call" and (self.shape != "tools" or not self.calls):
-            raise FieldError("end", "open-call needs a turn with tool calls (shape tools, calls ≥ 1)")
+        if self.end in V0_CALL_ENDS and (self.shape != "tools" or not self.calls):
+            raise FieldError("end", f"{self.end} needs a turn with tool calls (shape tools, calls ≥ 1)")
         if self.inherited >= self.turns:
             raise FieldError("inherited", f"must be below turns ({self.turns}): the session's own turns follow the inherited ones")
         if self.compact and self.turns < 2:

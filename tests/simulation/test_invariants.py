@@ -175,7 +175,7 @@ def test_one_result_per_call_is_remembered_only_for_the_very_same_events():
     call = ev(0, "assistant/message", {"turn": 1, "step": 1, "message": {"content": [block]}}, surface_op="append")
     other = ev(0, "assistant/message", {"turn": 1, "step": 1, "message": {"content": []}}, surface_op="append")
     answer = ev(1, "tool/result", result, surface_op="append")
-    end = ev(2, "step/end", {"turn": 1, "step": 1})
+    end = ev(2, "turn/end", {"turn": 1, "reason": {"kind": "interrupted"}})  # (a step/end would excuse the call: §5.3)
 
     def found(events, repaired=True):
         obs = _Obs()
@@ -190,6 +190,8 @@ def test_one_result_per_call_is_remembered_only_for_the_very_same_events():
     assert found([call, end]) == ["one_result_per_call"]
     assert found([call, answer, answer, end]) == ["one_result_per_call"]
     assert found([call, other, answer, end]) == []  # same length and last event, another one inside
+    step_end = ev(1, "step/end", {"turn": 1, "step": 1})
+    assert found([call, step_end]) == []  # a step ended without its result: a scheduler failure owes none (§5.3, §2.1)
     recovery.forget_survivors()
 
 

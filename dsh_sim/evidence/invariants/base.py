@@ -19,7 +19,7 @@ INVARIANTS: dict[str, str] = {
     "seq_dense": "after every recovery the log's seqs are dense from 0, with no duplicate or reordered event",
     "committed_bytes_stable": "bytes of the log acknowledged as durable are never rewritten or lost",
     "acked_events_survive": "every event acknowledged by a completed flush survives every crash, unchanged",
-    "one_result_per_call": "every tool-call block ends with exactly one tool/result after repair",
+    "one_result_per_call": "every tool-call block ends with exactly one tool/result after repair (none is owed for a call whose step ended without its result: a scheduler failure fabricates none, spec §5.3, and repair clears what an ended step left, §2.1), never two",
     "verdict_soundness": "never TOOL_NOT_STARTED for a call whose effect was applied; a durable tool/call without result is TOOL_OUTCOME_UNKNOWN",
     "checkpoint_before_effect": "with the checkpoint policy: no tool body before its tool/call is durable, no model request before its request/header is durable",
     "idempotent_retry_converges": "a keyed request to an idempotent service has at most one applied effect, however often it is retried",

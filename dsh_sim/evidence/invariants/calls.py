@@ -25,7 +25,7 @@ def forget() -> None:
     _CALLS.clear()
 
 
-_CALL_KINDS = frozenset({"assistant/message", "tool/result"})
+_CALL_KINDS = frozenset({"assistant/message", "tool/result", "step/end"})
 
 
 def check_one_result_per_call(obs: Judge, events: Sequence[Any], *, repaired: bool = True) -> None:
@@ -53,17 +53,24 @@ def _result_problems(events: tuple[Any, ...], repaired: bool) -> list[tuple[str,
 def _find_result_problems(events: tuple[Any, ...], repaired: bool) -> list[tuple[str, int]]:
     blocks: list[str] = []
     results: dict[str, int] = {}
+    step: list[str] = []  # the calls of the step in progress
+    left: set[str] = set()  # calls whose step ended before any result came (see below)
     for event in of_kinds(events, _CALL_KINDS):
         kind, data = kind_of(event), data_of(event)
         if kind == "assistant/message":
-            blocks += [b["id"] for b in data["message"]["content"] if b.get("type") == "tool-call"]
+            calls = [b["id"] for b in data["message"]["content"] if b.get("type") == "tool-call"]
+            blocks += calls
+            step += calls
         elif kind == "tool/result":
             call_id = data["message"]["source"]["callId"]
             results[call_id] = results.get(call_id, 0) + 1
+        else:  # step/end: a scheduler failure ends a step without fabricating results (spec §5.3), and repair
+            left.update(c for c in step if not results.get(c))  # clears what a step left pending (§2.1): none is owed
+            step = []
     problems = [
         (call_id, results.get(call_id, 0))
         for call_id in blocks
-        if results.get(call_id, 0) > 1 or (repaired and results.get(call_id, 0) != 1)
+        if results.get(call_id, 0) > 1 or (repaired and results.get(call_id, 0) != 1 and call_id not in left)
     ]
     return problems
 

@@ -135,9 +135,9 @@ class Grammar:
     def _step_end(self, seq: int, data: Any) -> None:
         self._in_step(seq, "step/end", data)
         unanswered = sorted(call for call, results in self.blocks.items() if results == 0)
+        step, self.step = self.step, None  # closed either way: an unjudged history (read) goes on from here
         if unanswered:
-            self._fail(seq, f"step {self.step} closes with tool calls that have no result: {unanswered}")
-        self.step = None
+            self._fail(seq, f"step {step} closes with tool calls that have no result: {unanswered}")
 
     def _assistant(self, seq: int, data: Any) -> None:
         self._in_step(seq, "assistant/message", data)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import attrs
 
 SHAPES = ("text", "tools")  # what each turn holds
-ENDS = ("balanced", "open-stream", "open-call", "open-step")  # how the final turn stops
+ENDS = ("balanced", "open-stream", "open-call", "open-step", "ended-step-call", "orphan-call")  # how the final turn stops
+CALL_ENDS = ("open-call", "ended-step-call", "orphan-call")  # ends that need a step with tool calls
 TEARS = ("half", "row", "tail")  # where a torn final batch is cut
 
 

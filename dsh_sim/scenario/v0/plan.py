@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from dsh_sim.engine.determinism import EPOCH_MS
-from dsh_sim.scenario.v0.model import V0Session, V0Step, V0Stream
+from dsh_sim.scenario.v0.model import CALL_ENDS, V0Session, V0Step, V0Stream
 
 CONFIG = {"provider": "sim", "model": "sim-v0"}
 SOURCE = {"kind": "model", "provider": "sim", "model": "sim-v0"}
@@ -130,6 +130,7 @@ class _Builder:
                 self.add("tool/code-dispatch", {"turn": t, "step": s, "callId": c.id})
         if calls:
             self.marks["call"] = calls[0] + 1
+        self.marks["results"] = len(self.items)
         for call, seq in zip(step.answer.calls, calls):
             result = {
                 "id": f"v0-result-{call.id}",
@@ -140,6 +141,7 @@ class _Builder:
                 ],
             }
             self.add("tool/result", {"turn": t, "step": s, "message": result}, surface=True, cites=(seq,))
+        self.marks["step_end"] = len(self.items)
         self.add("step/end", {"turn": t, "step": s})
 
     def legacy_step(self, t: int) -> None:
@@ -215,12 +217,12 @@ class _Builder:
         self.add("assistant/message", {"turn": t, "step": s, "message": message}, surface=True, cites=tuple(chunks), attempt=attempt)
 
 
-_STOPS = {"open-stream": "stream", "open-call": "call", "open-step": "request"}
+_STOPS = {"open-stream": "stream", "open-call": "call", "open-step": "request", "orphan-call": "call"}
 
 
 def _stop_step(steps: tuple[V0Step, ...], end: str) -> int:
-    """The step the final turn stops in: the last one (open-call: the last with calls)."""
-    if end == "open-call":
+    """The step the final turn stops in: the last one (the ends of CALL_ENDS: the last with calls)."""
+    if end in CALL_ENDS:
         return max(s for s, step in enumerate(steps, 1) if step.answer.calls)
     return len(steps)
 
@@ -237,9 +239,18 @@ def build(session: V0Session) -> Plan:
             starts.append(len(b.items))
         if t == len(session.turns) and session.end != "balanced":
             b.turn_start(t)
-            for s, step in enumerate(turn.steps[: _stop_step(turn.steps, session.end)], 1):
+            stop = _stop_step(turn.steps, session.end)
+            for s, step in enumerate(turn.steps[:stop], 1):
                 b.step(t, s, step)
-            del b.items[b.marks[_STOPS[session.end]] :]  # the old runtime crashed here
+            if session.end == "ended-step-call":
+                # the step's calls were recorded but none got a result, and the step still ended (a
+                # scheduler failure: spec §5.3 fabricates no results); the old runtime crashed before turn/end
+                del b.items[b.marks["results"] : b.marks["step_end"]]
+            else:
+                del b.items[b.marks[_STOPS[session.end]] :]  # the old runtime crashed here
+            if session.end == "orphan-call":  # a tool/call no assistant block announced (spec §2.1: repair ignores it)
+                first = turn.steps[stop - 1].answer.calls[0]
+                b.add("tool/call", {"turn": t, "step": stop, "callId": f"orphan-{t}", "name": first.name, "arguments": first.arguments})
         else:
             b.turn(t, turn.steps)
         if t == 1 and session.title:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from dsh_sim.scenario.args import SeedV0Args
-from dsh_sim.scenario.v0.model import ENDS, SHAPES, TEARS
+from dsh_sim.scenario.v0.model import CALL_ENDS, ENDS, SHAPES, TEARS
 
 
 @st.composite
@@ -23,7 +23,7 @@ def seed_v0_args(draw: st.DrawFn, max_turns: int = 3) -> SeedV0Args:
     """Args of one ``seed_v0`` step: ``Step("seed_v0", draw(seed_v0_args()))``."""
     shape = draw(st.sampled_from(SHAPES))
     calls = draw(st.integers(1, 3)) if shape == "tools" else 0
-    ends = [e for e in ENDS if e != "open-call" or calls]
+    ends = [e for e in ENDS if e not in CALL_ENDS or calls]
     turns = draw(st.integers(1, max_turns))
     inherited = draw(st.integers(0, turns - 1))
     damage = draw(st.sampled_from(("intact", "torn", "damaged")))
