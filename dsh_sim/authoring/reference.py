@@ -43,6 +43,8 @@ ACTION_DOCS = {
     "fsync_fail": "fsync fails with `errno`; `drop_dirty` drops the dirty pages (Linux behaviour)",
     "replaced": "another process removes the file at the path and creates an empty one there before the lock is taken (a stale-lock cleaner)",
     "removed": "another process removes the file at the path before the lock is taken, and leaves the name free (a stale-lock cleaner)",
+    "contended": "another process won the race to open the session: it holds the lock when this flock runs (the open must be refused and leave nothing behind)",
+    "target_exists": "another process put a file at the name this link publishes, just before it (the runtime must never remove or overwrite it: the link refuses, or an identical file is accepted)",
     "linked": "another program puts a symbolic link (to a file outside the sessions root) at the path just before the open, moving a file there aside: the race between the runtime's checks and its open (see plant_link)",
     "request_lost": "the request never reaches the service",
     "duplicate": "the request is delivered twice",

@@ -67,7 +67,7 @@ class Simulation(Protocol):
 # rollback's, or the heal before an append) or the removal of a first publication's name
 REMOVALS = frozenset({"fs.ftruncate", "fs.truncate", "fs.unlink"})
 # fault actions that fail no filesystem operation (what the rest do fails the write they strike)
-NOT_FAILURES = frozenset({"crash", "delay", "cancel", "corrupt", "source_append", "linked", "replaced", "removed"})
+NOT_FAILURES = frozenset({"crash", "delay", "cancel", "corrupt", "source_append", "linked", "replaced", "removed", "target_exists"})
 
 
 async def announce(sim: Simulation, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
@@ -160,6 +160,8 @@ def _fire(sim: Simulation, life: Lifetime, name: str, public: dict[str, Any], fi
         _legacy_append(sim)
     elif rule.action == "linked":  # the open then meets the link (links.plant)
         _link_raced(sim, str(public.get("path")))
+    elif rule.action == "target_exists":  # the link then meets the foreign file (links.plant_file)
+        links.plant_file(sim.disk, sim.history, str(public.get("path")))
     else:
         if name in REMOVALS and public.get("path") == sim.config.log_path:
             sim.history.unhealed = sim.log_as_written()  # the failed removal leaves the log as it is now

@@ -67,7 +67,7 @@ class Gate:
         errno = ERRNOS[rule.errno]
         if rule.action == "fsync_fail":
             return FsFault("fsync_fail", errno, rule.drop_dirty)
-        if rule.action in ("replaced", "removed"):
+        if rule.action in ("replaced", "removed", "contended"):
             return FsFault(rule.action)
         return FsFault("error", errno)
 

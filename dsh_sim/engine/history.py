@@ -90,6 +90,7 @@ class History:
     window: list[WindowFact] = attrs.field(factory=list)  # the write-behind's inputs and writes, in order
     seeded: SeededLog | None = None
     planted: list[PlantedLink] = attrs.field(factory=list)  # links planted at session paths (plant_link)
+    foreign_files: list[tuple[str, bytes]] = attrs.field(factory=list)  # files other processes put at session names (target_exists)
     prior_crash: CrashRecord | None = None  # explore: the crash this simulation starts after
     # the log (as written) when a truncation or removal failed: the bytes beyond the acknowledged
     # ones it could not remove stay until an append heals them (cleared by an acknowledgement
@@ -133,6 +134,7 @@ class History:
             approval_consulted=list(self.approval_consulted),
             seeded=self.seeded,
             planted=list(self.planted),
+            foreign_files=list(self.foreign_files),
         )
 
     def describe_faults(self) -> list[list[Any]]:

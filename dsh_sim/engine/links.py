@@ -59,3 +59,14 @@ def remove_all(disk: Disk, history: History) -> int:
 def in_place(disk: Disk, history: History) -> bool:
     """Whether any planted link is still where it was planted."""
     return bool(standing(disk, history))
+
+
+FOREIGN_BYTES = b"a file another process put here\n"
+
+
+def plant_file(disk: Disk, history: History, path: str) -> None:
+    """Another process puts a file of its own at ``path`` (durably), unless something is there
+    already: the runtime's link to that name must then fail, and the file stay as it is."""
+    if disk.resolve(path) is None:
+        disk.write_file_durable(path, FOREIGN_BYTES)
+        history.foreign_files.append((path, FOREIGN_BYTES))

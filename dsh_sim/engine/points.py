@@ -39,7 +39,7 @@ _SPECS = [
     PointSpec("fs.write", "fs", "write bytes (EIO/ENOSPC before any byte lands)", _FS_ERR, ("path", "size")),
     PointSpec("fs.fsync", "fs", "fsync a file (failure keeps or drops the dirty data)", _FS_ERR + ("fsync_fail",), ("path",)),
     PointSpec("fs.fsync_dir", "fs", "fsync a directory (entries become durable)", _FS_ERR, ("path",)),
-    PointSpec("fs.link", "fs", "hard-link a name (publication)", _FS_ERR, ("path", "src")),
+    PointSpec("fs.link", "fs", "hard-link a name (publication)", _FS_ERR + ("target_exists",), ("path", "src")),
     PointSpec("fs.unlink", "fs", "remove a name", _FS_ERR, ("path",)),
     PointSpec("fs.truncate", "fs", "truncate by path", _FS_ERR, ("path", "size")),
     PointSpec("fs.ftruncate", "fs", "truncate by descriptor (rollback, torn-tail repair)", _FS_ERR, ("path", "size")),
@@ -47,7 +47,7 @@ _SPECS = [
     PointSpec("fs.fstat", "fs", "stat a descriptor", (), ("path",)),
     PointSpec("fs.listdir", "fs", "list a directory", (), ("path",)),
     PointSpec("fs.mkdir", "fs", "create a directory", _FS_ERR, ("path",)),
-    PointSpec("fs.flock", "fs", "take the writer lock (contention)", _FS_ERR + ("replaced", "removed"), ("path",)),
+    PointSpec("fs.flock", "fs", "take the writer lock (contention)", _FS_ERR + ("replaced", "removed", "contended"), ("path",)),
     # runtime (announced through the probe port)
     PointSpec("agent.turn.start", "runtime", "turn/start appended", (), ("turn",)),
     PointSpec("agent.pre_step", "runtime", "before the agent/pre-step waterfall (checkpoint A)", (), ("turn", "step")),

@@ -107,4 +107,6 @@ INVARIANT_NAMES: tuple[str, ...] = (
     "migration_atomic",
     "write_behind_window",
     "route_decisions",
+    "lease_held",
+    "foreign_files_kept",
 )

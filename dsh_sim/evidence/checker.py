@@ -21,6 +21,7 @@ from dsh_sim.evidence.extra import recovery_judges
 from dsh_sim.evidence.invariants import oracles, pace, residue
 from dsh_sim.evidence.invariants.closed import check_closed_handle
 from dsh_sim.evidence.invariants.errors import check_flush_reports, check_step_error
+from dsh_sim.evidence.invariants.lease import MUTATIONS, check_foreign_files, check_lease
 from dsh_sim.evidence.invariants.links import check_links_not_followed, refused_for_a_link
 from dsh_sim.evidence.invariants.lossless import check_edge_append, owns_step_error
 from dsh_sim.evidence.invariants.points import check_announcement
@@ -143,6 +144,8 @@ class Checker(Observer):
         oracles.check_acknowledgement_durable(self, after)
 
     def on_point(self, life: Lifetime, name: str, details: dict[str, Any]) -> None:
+        if name in MUTATIONS:
+            check_lease(self, life, name, details)
         point = POINTS.get(name)
         if point is None or point.layer != "runtime":
             # every judge below concerns a runtime announcement; the simulator's own ports
@@ -229,6 +232,7 @@ class Checker(Observer):
         self.count(inv.NO_HANG)  # the step's command handed control back, or on_hang reported it
         self._stray_before_step = residue.stray_names(self)
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
+        check_foreign_files(self)
         current = self.sim.current
         if owns_step_error(op, args):
             check_edge_append(self, current, args.value, outcome, current.step_error if current is not None else None)

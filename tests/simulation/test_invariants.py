@@ -81,8 +81,8 @@ def test_repair_idempotent_catches_a_repair_that_forgets_turn_end(monkeypatch):
 def test_fidelity_catches_a_harness_whose_dead_processes_can_still_write(monkeypatch):
     """The guard against the harness itself: with revocation broken, cleanup writes land."""
     monkeypatch.setattr(ProcessView, "revoke", lambda self: self.disk.release_locks(self.pid))
-    caught, _ = replay("boundary-3-4-pay")
-    assert "fidelity" in caught
+    caught, _ = replay("boundary-3-4-pay", expecting="fidelity")  # (lease_held, stronger, fails first: the dead hold no lock)
+    assert {"fidelity", "lease_held"} <= caught
 
 
 # Defence in depth: the runtime refuses these states at several layers, so no single mutant
@@ -308,6 +308,8 @@ def test_every_invariant_has_a_failing_demonstration():
         "points_truthful",  # tests/test_tool_oracles.py: a probe announcement without its call id, or naming another call
         "route_decisions",  # tests/simulation/test_route_model.py: seven careless edits of the pipeline's decisions
         "write_behind_window",  # tests/simulation/test_window_model.py: five careless edits of the write-behind's timing
+        "lease_held",  # tests/simulation/test_lease_model.py: a lease without its recheck, a publication before the lock
+        "foreign_files_kept",  # tests/simulation/test_lease_model.py: a cleanup that removes a name it did not link
         "dsh_agrees",  # tests/test_dsh_against.py: a reader that drops a torn frame's records, caught by the real DSH
         "no_hang",  # tests/test_hang.py: a graceful stop that retries a failing write forever; spins and deadlocks
         "approval_policy",  # tests/test_approval_policy.py: the first approval/policy read as the one in force

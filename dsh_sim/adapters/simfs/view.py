@@ -45,7 +45,7 @@ def _require_mode(mode: object) -> None:
 class FsFault:
     """What the gate asks the view to do instead of (or around) the operation."""
 
-    kind: str  # "error" | "fsync_fail" | "replaced" | "removed" (another process swapped or removed the file at the path first)
+    kind: str  # "error" | "fsync_fail" | "replaced" | "removed" (another process swapped or removed the file at the path first) | "contended" (another process holds the lock)
     errno: int = errno.EIO
     drop_dirty: bool = False  # fsync_fail: pages marked clean, data never made durable
 
@@ -382,11 +382,11 @@ class ProcessView:
         entry = self._fd(fd)
         if fault is not None and fault.kind in ("replaced", "removed"):
             self._replace_behind(path, recreate=fault.kind == "replaced")
-        elif fault is not None:
+        elif fault is not None and fault.kind != "contended":
             self._done("flock", path, f"errno:{fault.errno}")
             raise _err(fault.errno, path)
         holder = self.disk.locks.get(entry.ino)
-        if holder is not None and holder != (self.pid, fd):
+        if (holder is not None and holder != (self.pid, fd)) or (fault is not None and fault.kind == "contended"):
             self._done("flock", path, "busy")
             raise BlockingIOError(errno.EWOULDBLOCK, os.strerror(errno.EWOULDBLOCK))
         self.disk.locks[entry.ino] = (self.pid, fd)

@@ -179,13 +179,22 @@ class StorageMachine(SimulationMachine):
         self.do(typed.arm({"point": point, "action": "crash", "hit": hit, "lifetime": lifetime, "crash": crash}))
 
     @precondition(is_dead)
-    @rule(action=st.sampled_from(["replaced", "removed"]))
+    @rule(action=st.sampled_from(["replaced", "removed", "contended"]))
     def arm_lock_race(self, action: str) -> None:
         """The next boot's lock file is replaced or removed by another process (a stale-lock
-        cleaner) between its open and its flock: the writer must hold a lock its name reaches,
-        or a second writer (the rule after) gets one of its own."""
+        cleaner) between its open and its flock — the writer must hold a lock its name reaches,
+        or a second writer (the rule after) gets one of its own — or another process wins the
+        race to open the session (``contended``): this one must stay out and leave nothing."""
         lifetime = len(self._running().lifetimes) + 1
         self.do(typed.arm({"point": "fs.flock", "action": action, "hit": 1, "lifetime": lifetime}))
+
+    @rule(hit=st.integers(1, 2))
+    def arm_publication_conflict(self, hit: int) -> None:
+        """Another process puts a file of its own at the name a publication links next (the
+        first publication of the log, or a migrated generation): it must stay as it is."""
+        sim = self._running()
+        lifetime = len(sim.lifetimes) + (0 if self.alive else 1)
+        self.do(typed.arm({"point": "fs.link", "action": "target_exists", "hit": hit, "lifetime": max(1, lifetime)}))
 
     @precondition(is_dead)
     @rule(at=st.sampled_from(["log", "lock"]), hit=st.integers(1, 2), race=st.booleans())

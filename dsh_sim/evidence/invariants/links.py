@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from dsh_sim.engine import links
 from dsh_sim.evidence.invariants.base import Judge, fail
-from runtime.persistence.errors import UnsafeSessionPathError
+from runtime.persistence.errors import (
+    GenerationTargetConflictError,
+    SessionAlreadyExistsError,
+    SessionPersistenceCorruptionError,
+    UnsafeSessionPathError,
+)
+
+# what a runtime rightly answers when another process's file sits at the log's name
+FOREIGN_REFUSALS = (SessionAlreadyExistsError, GenerationTargetConflictError, SessionPersistenceCorruptionError)
 
 NAME = "links_not_followed"
 
@@ -35,10 +43,20 @@ def check_links_not_followed(obs: Judge) -> None:
             )
 
 
+def foreign_log(obs: Judge) -> bool:
+    """Another process's file (``target_exists``) stands at the session log's name."""
+    log = obs.sim.config.log_path
+    return any(path == log and obs.sim.disk.read_path(path) == data for path, data in obs.history.foreign_files)
+
+
 def refused_for_a_link(obs: Judge, error: BaseException | None) -> bool:
-    """Whether ``error`` is the refusal a planted link calls for: an unsafe-path error naming
-    a planted link that is still in place.  Such a refusal is the runtime doing its job — a
-    boot or a stop it fails is not a failed recovery or a lost session."""
+    """Whether ``error`` is the refusal a planted link calls for — an unsafe-path error naming
+    a planted link that is still in place — or one that another process's file at the log's
+    name calls for (the log already exists, differs from the migrated one, or is not a log).
+    Such a refusal is the runtime doing its job: a boot or a stop it fails is not a failed
+    recovery or a lost session."""
+    if isinstance(error, FOREIGN_REFUSALS) and foreign_log(obs):
+        return True
     if not isinstance(error, UnsafeSessionPathError):
         return False
     return any(planted.path == error.path for planted in links.standing(obs.sim.disk, obs.sim.history))
@@ -46,9 +64,11 @@ def refused_for_a_link(obs: Judge, error: BaseException | None) -> bool:
 
 def blocked_by_a_link(obs: Judge) -> bool:
     """Whether a planted link stands at the log, at the lock file (a first publication takes the
-    lock) or at a directory above them: while it does, every write of the session may be
-    refused (whatever the judges of timeliness expect)."""
+    lock) or at a directory above them — or another process's file at the log's name: while it
+    does, every write of the session may be refused (whatever the judges of timeliness expect)."""
     paths = obs.sim.config.paths
+    if foreign_log(obs):
+        return True
     return any(
         planted.path in (paths.log, paths.lock) or paths.log.startswith(planted.path + "/")
         for planted in links.standing(obs.sim.disk, obs.sim.history)

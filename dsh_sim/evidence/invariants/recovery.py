@@ -21,7 +21,7 @@ from dsh_sim.evidence.invariants.storage import check_migration_atomic, undamage
 from dsh_sim.evidence.oracles.event_records import kind_of, seq_of
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
 from dsh_sim.evidence.oracles.spec_records import SpecViolation
-from runtime.persistence.errors import SessionPersistenceCorruptionError
+from runtime.persistence.errors import SessionAlreadyOwnedError, SessionPersistenceCorruptionError
 from runtime.session.events import Event
 from runtime.session.repair import (
     interrupted_turn_closers,
@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 def io_fault_refused(obs: Judge, life: Lifetime) -> bool:
     """Whether the boot failed because of a fault injected into it: the error of a filesystem
-    fault (the open passes an I/O error through) or a cancellation of the open.  The recovery
+    fault (the open passes an I/O error through), a cancellation of the open, or the lock held
+    by another process that won the race (``contended``).  The recovery
     is then judged at the next boot that opens the log."""
     from dsh_sim.engine.programs import OpenCancelled
     from dsh_sim.engine.vocabulary import ERRNOS
@@ -42,6 +43,8 @@ def io_fault_refused(obs: Judge, life: Lifetime) -> bool:
     error = life.boot_error
     if isinstance(error, OpenCancelled):  # (only a cancel fault during boot raises it)
         return True
+    if isinstance(error, SessionAlreadyOwnedError) and any(f.lifetime == life.index and f.action == "contended" for f in obs.faults):
+        return True  # another process won the race to open the session: this one rightly stays out
     if not isinstance(error, OSError):
         return False
     plan = obs.sim.plan.rules

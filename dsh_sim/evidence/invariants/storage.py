@@ -131,6 +131,8 @@ def check_migration_atomic(obs: Judge, life: Lifetime) -> None:
         )
     if source is None and current is None:
         fail(obs, "migration_atomic", "neither the v0 nor the v3 generation exists")
+    if any(path == seeded.target and data == current for path, data in obs.history.foreign_files):
+        return  # another process's file holds the v3 name: the publication must refuse it (foreign_files_kept)
     if seeded.refused:
         if current is not None or (life.session is not None and not life.dead):
             fail(

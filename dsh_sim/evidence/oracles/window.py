@@ -128,6 +128,7 @@ class WindowModel:
             self.deadline = fact.time + WINDOW
             self.early_ok = fact.label == "bound"
             self.uncertain = fact.time <= self.failing_until + TIE
+            self.fallback = None
         elif self.uncertain and self.fallback is None and fact.time > self.failing_until + TIE:
             self.fallback = fact.time + WINDOW  # the failure is over by now: if it paused the window, this event armed one
 
@@ -225,7 +226,7 @@ class WindowModel:
             write = self.active
             if write is not None:  # the batch goes back in front, retries pause until the next event
                 self.active = None
-                self.deadline = None
+                self.deadline, self.uncertain, self.fallback = None, False, None
                 self.last_end = fact.time
                 self.failing_until = fact.time + self.bound
         elif fact.label is not None and self.barrier:
