@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from dsh_sim.drivers import fuzz as fuzz_driver
-from dsh_sim.drivers import recheck
+from dsh_sim.drivers import recheck, traces
 from dsh_sim.drivers.explore import ExploreResult
 from dsh_sim.drivers.explore import explore as explore_driver
 from dsh_sim.drivers.fuzz import FuzzRun
@@ -125,10 +125,16 @@ class ReplayResult:
     updated: bool = False  # the digest was recorded in the file
     trace: tuple[tuple[Any, ...], ...] | None = None
     point_hits: dict[str, int] = attrs.field(factory=dict)
+    moved: traces.Move | None = None  # where the trace parted from the recorded one (its digest moved)
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def moved_unjudged(self) -> bool:
+        """The trace moved and every oracle held: a change no model judged (a gap, not a pass)."""
+        return self.scenario.trace_digest not in (None, self.run.digest) and not judge(self.scenario, self.run, check_digest=False)
 
     @property
     def label(self) -> str:
@@ -162,14 +168,32 @@ def replay(target: Target, *, path: str | None = None, update_digest: bool = Fal
     scenario, loaded_from = _scenario(target)
     path = path or loaded_from
     with capture_runtime_logs():
-        run, sim = run_scenario(scenario, keep_trace=keep_trace)
+        run, sim = run_scenario(scenario, keep_trace=keep_trace or update_digest)
     problems = judge(scenario, run, check_digest=not update_digest)
-    updated = False
-    if update_digest and path is not None and not problems and scenario.trace_digest != run.digest:
-        save(attrs.evolve(scenario, trace_digest=run.digest), path, overwrite=True)
-        updated = True
+    updated, moved = False, None
+    if update_digest and path is not None and not problems:
+        if scenario.trace_digest != run.digest:
+            save(attrs.evolve(scenario, trace_digest=run.digest), path, overwrite=True)
+            updated = True
+        if updated or traces.load(path, run.digest) is None:
+            traces.save(path, sim.trace.records)  # the trace beside its digest: a later move shows where
+    elif path is not None and scenario.trace_digest not in (None, run.digest):
+        recorded = traces.load(path, scenario.trace_digest)
+        if recorded is not None:
+            records = sim.trace.records if keep_trace else _trace_of(scenario)
+            moved = traces.first_move(recorded, records)
+            if moved is not None:
+                problems.append(moved.describe())
     trace = tuple(tuple(r) for r in sim.trace.records) if keep_trace else None
-    return ReplayResult(path, scenario, run, tuple(problems), updated, trace, dict(sim.point_hits))
+    return ReplayResult(path, scenario, run, tuple(problems), updated, trace, dict(sim.point_hits), moved)
+
+
+def _trace_of(scenario: Scenario) -> list[tuple[Any, ...]]:
+    """The scenario's trace records, from a second run that keeps them (the same run: it is a
+    pure function of the scenario)."""
+    with capture_runtime_logs():
+        _, sim = run_scenario(scenario, keep_trace=True)
+    return sim.trace.records
 
 
 def check_determinism(path: str) -> DeterminismCheck:

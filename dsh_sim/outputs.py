@@ -120,12 +120,13 @@ def fsync_directory(path: str) -> None:
         os.close(fd)
 
 
-def _staged(directory: str, name: str, text: str) -> str:
-    """A temp file in ``directory`` holding ``text``, fsynced; the caller gives it its name."""
+def _staged(directory: str, name: str, text: str | bytes) -> str:
+    """A temp file in ``directory`` holding ``text`` (UTF-8) or bytes, fsynced; the caller gives it its name."""
     fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+    data = text.encode("utf-8") if isinstance(text, str) else text
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp, 0o644)
@@ -156,7 +157,7 @@ def write_new(path: str, text: str) -> None:
     fsync_directory(directory)
 
 
-def write_replacing(path: str, text: str) -> None:
+def write_replacing(path: str, text: str | bytes) -> None:
     """Write ``path`` atomically and durably: a temp file beside it, fsynced, renamed over the
     name (never followed), then the directory fsynced."""
     directory = ensure_output_dir(os.path.dirname(path) or ".")

@@ -31,6 +31,7 @@ def counts(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "replayed": sum(d["meta"].get("scenarios", 0) for d in replay),
         "replay_failures": sum(len(d.get("violations", [])) for d in replay),
+        "moved_unjudged": sum(len(d.get("moved_unjudged", [])) for d in replay),
         "determinism_rechecks": sum(1 for d in replay for e in d.get("determinism", []) if "fresh" in str(e.get("how", ""))),
         "determinism_differences": sum(1 for d in replay for e in d.get("determinism", []) if not e.get("same")),
         "explore_shards": len(explore),
@@ -54,6 +55,11 @@ def totals(docs: list[dict[str, Any]], campaign: Campaign) -> list[str]:
             f"  replayed {c['replayed']} scenario(s), {c['replayed'] - c['replay_failures']} hold; "
             f"determinism re-checked for {c['determinism_rechecks']}, {c['determinism_differences']} difference(s)"
         )
+        if c["moved_unjudged"]:
+            lines.append(
+                f"  {c['moved_unjudged']} scenario(s) moved their trace while every oracle held: a change no model judged "
+                "(see each FAIL above for where the trace parted; a gap in the models, not a pass)"
+            )
     if c["explore_shards"]:
         lines.append(
             f"  explored {c['explored_scenarios']} scenario(s) in {c['explore_shards']} shard(s): "

@@ -22,7 +22,7 @@ import attrs
 
 from dsh_sim.campaign.plan import parsed
 from dsh_sim.campaign.tasks import ExploreShard, FuzzShard, MutantKill, ReplayShard, Task, kind_of
-from dsh_sim.drivers import faultsweep, readers, recheck
+from dsh_sim.drivers import faultsweep, readers, recheck, traces
 from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import judge, run_scenario
@@ -109,6 +109,8 @@ def replay_document(rows: list[dict[str, Any]], seconds: float, task: str) -> di
             for r in rows
             if not r["ok"]
         ],
+        # traces that moved while every oracle held: a change no model judged (a gap, not a pass)
+        "moved_unjudged": [r["scenario"] for r in rows if r.get("moved_unjudged")],
         "determinism": [
             {
                 "scenario": r["scenario"],
@@ -123,6 +125,18 @@ def replay_document(rows: list[dict[str, Any]], seconds: float, task: str) -> di
     }
 
 
+def recorded_move(label: str, scenario: Any, digest: str) -> Any:
+    """Where the trace parted from the one recorded beside the scenario, when its digest moved
+    and the recorded trace is on this machine (a worker without the corpus's files says less)."""
+    if scenario.trace_digest in (None, digest):
+        return None
+    recorded = traces.load(label, scenario.trace_digest)
+    if recorded is None:
+        return None
+    _, sim = run_scenario(scenario, keep_trace=True)
+    return traces.first_move(recorded, sim.trace.records)
+
+
 def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:
     from dsh_sim.api import ReplayResult
 
@@ -132,8 +146,12 @@ def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink
     for index, (label, scenario) in enumerate(scenarios.items()):
         ctx.checkpoint()
         run, sim = run_scenario(scenario)
-        result = ReplayResult(label, scenario, run, tuple(judge(scenario, run)), point_hits=dict(sim.point_hits))
-        rows.append(result.row())
+        problems = judge(scenario, run)
+        moved = recorded_move(label, scenario, run.digest)
+        if moved is not None:
+            problems.append(moved.describe())
+        result = ReplayResult(label, scenario, run, tuple(problems), point_hits=dict(sim.point_hits), moved=moved)
+        rows.append({**result.row(), "moved_unjudged": result.moved_unjudged})
         if not result.ok:
             lines.append(f"  FAIL {label}: {'; '.join(result.problems)}")
         ctx.progress(index + 1, len(scenarios) + len(task.recheck), label)

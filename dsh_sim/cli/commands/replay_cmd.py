@@ -69,6 +69,12 @@ def main(args: Any) -> int:
                 print(f"      {problem}")
         failed = sum(not r.ok for r in results)
         print(f"{len(results) - failed}/{len(results)} scenarios hold")
+        unjudged = sum(r.moved_unjudged for r in results)
+        if unjudged:
+            print(
+                f"{unjudged} scenario(s) moved their trace while every oracle held: judge each change above before "
+                "re-recording it (--update-digest) — a change no model judged is a gap in the models, not a pass"
+            )
         if compared:
             print(compared)
     return EXIT_OK if all(r.ok for r in results) else EXIT_VIOLATION
