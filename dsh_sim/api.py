@@ -134,6 +134,8 @@ class ReplayResult:
     @property
     def moved_unjudged(self) -> bool:
         """The trace moved and every oracle held: a change no model judged (a gap, not a pass)."""
+        if self.updated:
+            return False  # re-recorded on purpose (--update-digest)
         return self.scenario.trace_digest not in (None, self.run.digest) and not judge(self.scenario, self.run, check_digest=False)
 
     @property

@@ -21,6 +21,7 @@ def call(call_id: str, tool: str, **script: Any) -> dict[str, Any]:
         "pay": {"to": "bob", "amount": 3},
         "send_message": {"to": "alice", "text": "hi"},
         "get_balance": {"account": "bob"},
+        "no_such_tool": {},
         "write_note": {"path": "/sim/workspace/notes.txt", "text": "a"},
         "batch_pay": {"payments": [{"to": "bob", "amount": 1}, {"to": "carol", "amount": 2}]},
     }[tool]
@@ -167,6 +168,83 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {
             BOOT,
             {"op": "set_approval_policy", "args": {"policy": "never"}},
             prompt([call("c1", "pay", gate="ask")], [call("c2", "send_message", gate="allow")], approvals=["allowed-once"]),
+            AFTER,
+        ],
+    ),
+    "route-gate-without-a-decision-and-post-execute-reviews": (
+        "a gate that answers with no decision at all denies (never allows); the deployment's post-execute review blocks one "
+        "result (an error carrying its feedback) and fails on another (a final error); the user's answer 'cancelled' — not a "
+        "cancellation of the call — is a denial, not ABORTED_BEFORE_DISPATCH",
+        POLICY,
+        [
+            BOOT,
+            prompt(
+                [call("c1", "pay", gate="invalid")],
+                [call("c2", "pay", post="block")],
+                [call("c3", "get_balance", post="raise")],
+                [call("c4", "send_message")],
+                approvals=["cancelled"],
+            ),
+            AFTER,
+        ],
+    ),
+    "route-ask-without-an-approval-service": (
+        "no approval service is mounted: a call that needs approval, and one the gate asks about, are denied with the ask's "
+        "reason — never allowed, never asked",
+        {"policy": True, "approval_policy": None},
+        [BOOT, prompt([call("c1", "send_message")], [call("c2", "pay", gate="ask")]), AFTER],
+    ),
+    "route-unknown-tool-in-a-parallel-group": (
+        "the model calls a tool the deployment does not have, between two balance reads: it is exclusive (it splits the "
+        "group) and fails closed with 'unknown tool'; the reads around it run",
+        {},
+        [
+            BOOT,
+            prompt([call("r1", "get_balance"), call("u1", "no_such_tool"), call("r2", "get_balance"), call("r3", "get_balance")]),
+            AFTER,
+        ],
+    ),
+    "route-parallel-pool-of-two": (
+        "five concurrency-safe reads with at most two in flight (max_parallel_tool_calls 2): never a third body beside two",
+        {"max_parallel_tool_calls": 2},
+        [BOOT, prompt([call(f"r{i}", "get_balance") for i in range(1, 6)]), AFTER],
+    ),
+    "route-cancel-mid-stream-of-an-uncancellable-model": (
+        "the model adapter cannot be cancelled; the user cancels while it streams an answer with tool calls: the loop stops "
+        "at the next part, the delivered prefix is an interrupted assistant message with no tool calls, none runs",
+        {"model_uncancellable": True},
+        [
+            BOOT,
+            {
+                "op": "prompt",
+                "args": {
+                    "text": "go",
+                    "responses": [{"text": "paying now", "chunk_delay": 0.5, "tool_calls": [call("c1", "pay")]}],
+                    "horizon": 0.8,
+                },
+            },
+            {"op": "cancel", "args": {"settle": 10.0}},
+            AFTER,
+        ],
+    ),
+    "route-barrier-before-the-body-fails": (
+        "the flush before a payment's body (checkpoint C) fails (EIO on its write): the call fails closed with that error "
+        "— no body, no payment, no post-execute — and the next turn runs",
+        {},
+        [
+            BOOT,
+            {"op": "arm", "args": {"rule": {"point": "fs.write", "action": "error", "errno": "EIO", "hit": 3, "lifetime": 1}}},
+            prompt([call("c1", "pay")]),
+            AFTER,
+        ],
+    ),
+    "route-turn-cancelled-after-its-last-answer": (
+        "the user cancels while the model streams its final answer (no tool calls): the turn ends aborted, never completed",
+        {},
+        [
+            BOOT,
+            {"op": "prompt", "args": {"text": "go", "responses": [{"text": "a long answer", "chunk_delay": 5.0}], "horizon": 1.0}},
+            {"op": "cancel", "args": {"settle": 30.0}},
             AFTER,
         ],
     ),

@@ -61,6 +61,12 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {
         {"fsync_latency": 0.3},
         [BOOT, append(1), advance(0.25), append(2), advance(0.1), append(1), advance(1.75), append(1), advance(1.0)],
     ),
+    "window-flush-waits-for-the-write-in-flight": (
+        "on a slow disk a window's write is in flight when the application flushes with nothing else pending: the flush "
+        "must wait for that write (its events are durable when it returns), not return at once",
+        {"fsync_latency": 0.3},
+        [BOOT, append(1), {"op": "flush"}, append(1), advance(0.21), {"op": "flush"}, append(1), advance(0.21), {"op": "flush"}],
+    ),
 }
 
 

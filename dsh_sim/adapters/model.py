@@ -37,11 +37,15 @@ class SimModel:
         *,
         chunk_delay: float = 0.01,
         sleep: Callable[[float], Awaitable[None]] = trio.sleep,
+        shielded: bool = False,
     ) -> None:
         self._queue = queue  # shared with the simulation: survives process lifetimes
         self._gate = gate
         self._chunk_delay = chunk_delay
         self._sleep = sleep  # the process's host-timed sleep (SimProcess.sleep): same schedule, cheaper
+        # an adapter that cannot be cancelled (an HTTP client without cancellation support): its
+        # waits are shielded, so the loop must notice a cancellation between parts on its own
+        self._shielded = shielded
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         response = self._queue.pop(0) if self._queue else ScriptedResponse(text="ok")
@@ -52,5 +56,9 @@ class SimModel:
             fault = await self._gate("model.stream", {"turn": request.turn, "step": request.step, "part": index})
             if fault is not None and fault.action == "stream_cut":
                 raise ModelStreamError("the model stream was cut mid-response")
-            await self._sleep(response.chunk_delay or self._chunk_delay)
+            if self._shielded:
+                with trio.CancelScope(shield=True):
+                    await self._sleep(response.chunk_delay or self._chunk_delay)
+            else:
+                await self._sleep(response.chunk_delay or self._chunk_delay)
             yield part

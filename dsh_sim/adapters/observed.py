@@ -28,7 +28,7 @@ class ToolMark:
     a body ``returned`` (``result``) or ``raised``, a turn was ``cancel``-led (a cancel step or
     fault: ``how`` "signal"; or a graceful stop of a process whose turn was in flight: "stop")."""
 
-    kind: str  # "call" | "pre" | "gate" | "asked" | "answered" | "guard" | "dispatch" | "body" | "returned" | "raised" | "post" | "cancel"
+    kind: str  # "call" | "pre" | "gate" | "asked" | "answered" | "guard" | "guard2" | "dispatch" | "body" | "returned" | "raised" | "post" | "cancel" | "turn_end"
     lifetime: int
     call_id: str | None = None
     turn: int | None = None  # cancel: the turn it struck

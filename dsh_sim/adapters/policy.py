@@ -8,8 +8,11 @@ answers every call as the scenario scripts it (``ToolCall.gate``/``guard``, thei
 
 * gate ``pass`` hands the call on (the default decision follows: ask for a tool that needs
   approval, else allow); ``allow``, ``deny`` and ``ask`` answer without handing on; ``raise``
+  fails the hook; ``invalid`` answers with no decision at all (``None``);
+* guard ``pass`` has no objection; ``deny`` objects; ``raise`` fails the guard; a second guard
+  (an audit guard, mounted after it) never objects — a deny must stop the waterfall before it;
+* post-execute ``accept`` lets the result through; ``block`` blocks it with feedback; ``raise``
   fails the hook;
-* guard ``pass`` has no objection; ``deny`` objects; ``raise`` fails the guard;
 * a delay is virtual time the answer takes (a cancellation can arrive meanwhile).
 
 Each answer is announced at a named point — ``policy.gate`` before the gate answers,
@@ -29,15 +32,18 @@ import attrs
 from dsh_sim.adapters.gate import DomainGate
 from dsh_sim.adapters.observed import ToolMark
 from runtime.agent.hooks import Next, PluginContext
-from runtime.tools.registry import Allow, Ask, Deny, ToolExecution
+from runtime.tools.registry import Allow, Ask, Block, Deny, ToolExecution
 
-GATE_ANSWERS = ("pass", "allow", "deny", "ask", "raise")
+GATE_ANSWERS = ("pass", "allow", "deny", "ask", "raise", "invalid")
 GUARD_ANSWERS = ("pass", "deny", "raise")
+POST_ANSWERS = ("accept", "block", "raise")
 GATE_DENIAL = "denied by the deployment's policy gate"
 GATE_ASKS = "the deployment's policy gate asks"
 GUARD_DENIAL = "denied by the deployment's guard"
 GATE_FAILURE = "the deployment's policy gate failed"
 GUARD_FAILURE = "the deployment's guard failed"
+POST_FEEDBACK = "blocked by the deployment's post-execute review"
+POST_FAILURE = "the deployment's post-execute review failed"
 
 
 class PolicyFailure(RuntimeError):
@@ -52,6 +58,7 @@ class CallPolicy:
     gate_delay: float = 0.0
     guard: str = "pass"
     guard_delay: float = 0.0
+    post: str = "accept"
 
 
 class SimPolicy:
@@ -98,6 +105,8 @@ class SimPolicy:
             return Ask(GATE_ASKS)
         if script.gate == "raise":
             raise PolicyFailure(GATE_FAILURE)
+        if script.gate == "invalid":
+            return None
         return await next(ex)
 
     async def guard(self, ex: ToolExecution) -> str | None:
@@ -115,8 +124,20 @@ class SimPolicy:
             raise PolicyFailure(GUARD_FAILURE)
         return None
 
+    async def audit_guard(self, ex: ToolExecution) -> str | None:
+        """The second guard: it never objects, it only records that the waterfall reached it."""
+        if self._script(ex) is not None:
+            self._marks.append(ToolMark("guard2", self._lifetime, ex.call_id))
+        return None
+
     async def _post_execute(self, value: tuple[ToolExecution, Any], next: Next) -> Any:
         ex = value[0]
-        if self._script(ex) is not None:
-            await self._gate("policy.post", {"call_id": ex.call_id, "tool": ex.name})
+        script = self._script(ex)
+        if script is None:
+            return await next(value)
+        await self._gate("policy.post", {"call_id": ex.call_id, "tool": ex.name, "answer": script.post})
+        if script.post == "block":
+            return Block(POST_FEEDBACK)
+        if script.post == "raise":
+            raise PolicyFailure(POST_FAILURE)
         return await next(value)

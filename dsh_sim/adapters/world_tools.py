@@ -29,6 +29,7 @@ TOOL_KINDS: dict[str, str] = {
     "batch_pay": "nested",
     "shell": "sandboxed",
     "write_file": "runtime-file",  # the runtime's own tool (runtime/tools/files.py) on the simulated disk: config file_tools
+    "no_such_tool": "unknown",  # a name the model invented: the deployment has no such tool (its call must fail closed, alone)
 }
 
 # Each world tool's service and operation: the contract the tools implement and the world
@@ -73,6 +74,7 @@ TOOL_EXAMPLES: dict[str, dict[str, Any]] = {
     "batch_pay": {"payments": [{"to": "bob", "amount": 1}, {"to": "alice", "amount": 2}]},
     "shell": {"argv": ["write", "out.txt", "x"]},
     "write_file": {"path": "report.txt", "content": "hello"},
+    "no_such_tool": {},
 }
 
 if TYPE_CHECKING:

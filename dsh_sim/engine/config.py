@@ -126,6 +126,13 @@ class SimConfig:
             "file_effects_durable holds every success the recovered log reports to the medium"
         },
     )
+    model_uncancellable: bool = attrs.field(
+        default=False,
+        metadata={
+            "doc": "the model adapter cannot be cancelled (its waits are shielded, as an HTTP client without cancellation "
+            "support): the loop must notice a cancellation between stream parts on its own and mark the message interrupted"
+        },
+    )
     policy: bool = attrs.field(
         default=False,
         metadata={

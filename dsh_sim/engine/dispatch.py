@@ -123,6 +123,10 @@ def _record_marks(sim: Simulation, life: Lifetime, name: str, details: dict[str,
         history.tool_marks.append(call)
     elif name == "tools.execute.body":  # the runtime says the body runs next (before any fault fires here)
         history.tool_marks.append(ToolMark("dispatch", life.index, str(details.get("call_id"))))
+    elif name == "tools.result.appended":  # the call's result is in the log
+        history.tool_marks.append(ToolMark("result", life.index, str(details.get("call_id"))))
+    elif name == "agent.turn.end":  # turn/end is in the log: a cancellation after this is too late for the turn
+        history.tool_marks.append(ToolMark("turn_end", life.index, None, details.get("turn")))
 
 
 def _logged_arguments(life: Lifetime, details: dict[str, Any]) -> str | None:

@@ -94,9 +94,9 @@ _SPECS = [
     PointSpec(
         "policy.post",
         "plugin",
-        "the deployment's tools/post-execute hook sees a scripted call's result (config policy)",
+        "the deployment's tools/post-execute hook is about to answer a scripted call's result (config policy)",
         (),
-        ("call_id", "tool"),
+        ("call_id", "tool", "answer"),
     ),
     # simulated external world, model, approval, sandbox
     PointSpec(

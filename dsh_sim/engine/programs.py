@@ -123,7 +123,7 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
         writer.requires_approval = "write_file" in cfg.approval_tools
         tools.append(writer)
     tools = observed(tools, env.tool_marks, life.index)
-    model = SimModel(env.model_queue, gate.domain, chunk_delay=cfg.chunk_delay, sleep=life.proc.sleep)
+    model = SimModel(env.model_queue, gate.domain, chunk_delay=cfg.chunk_delay, sleep=life.proc.sleep, shielded=cfg.model_uncancellable)
     runtime_config = RuntimeConfig(
         root=cfg.root,
         compression=cfg.compression,
@@ -149,7 +149,7 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
         plugins.append(policy)
     async with open_runtime(ports, runtime_config, model, tools, plugins) as rt:
         if policy is not None:
-            rt.tools.guards.append(policy.guard)
+            rt.tools.guards.extend((policy.guard, policy.audit_guard))
         life.runtime = rt
         life.store = rt.store
         rt.backend.verifier = inline_verifier  # no worker threads inside a simulated process

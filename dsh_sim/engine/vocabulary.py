@@ -55,7 +55,7 @@ OUTCOMES: tuple[str, ...] = ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN", "closed
 ERRNOS: dict[str, int] = {"EIO": 5, "ENOSPC": 28, "EACCES": 13, "EWOULDBLOCK": 11, "EAGAIN": 11}
 
 # Scripted approval answers (dsh_sim.adapters.answerer), consumed in order.
-APPROVAL_ANSWERS: tuple[str, ...] = ("allowed-once", "rejected", "unavailable", "hang", "raise", "yolo")
+APPROVAL_ANSWERS: tuple[str, ...] = ("allowed-once", "rejected", "unavailable", "cancelled", "hang", "raise", "yolo")
 
 # The state machines a scenario runs on.
 MACHINES: tuple[str, ...] = ("durability", "storage")

@@ -194,6 +194,8 @@ class Checker(Observer):
             residue.check_residue(self, life, faults_in_life=faulted, stray_at_boot=self._stray_before_step)
         previous = [other for other in self.sim.lifetimes if other.index < life.index]
         crash = next((other.crash for other in reversed(previous) if other.crash is not None), self.history.prior_crash)
+        if not previous and crash is None and self.history.seeded is not None and self.sim.kind == "agent":
+            oracles.check_seeded_repair(self, life)
         inv.check_recovery(self, life, crash)
         inv.check_idempotent_keys(self)
         check_links_not_followed(self)  # (explore's recovery runs take no steps)

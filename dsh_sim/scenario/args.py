@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from dsh_sim.adapters.policy import GATE_ANSWERS, GUARD_ANSWERS
+from dsh_sim.adapters.policy import GATE_ANSWERS, GUARD_ANSWERS, POST_ANSWERS
 from dsh_sim.adapters.world_tools import TOOL_KINDS
 from dsh_sim.engine.bounds import at_most, each, integer, member, number, optional, text
 from dsh_sim.engine.faults import CrashSpec, FaultRule
@@ -53,7 +53,7 @@ class ToolCall:
         validator=member(GATE_ANSWERS, "gate answer"),
         metadata=doc(
             "config policy: what the deployment's tools/pre-execute gate answers for this call — pass: hands it on (a tool that "
-            "needs approval asks, others are allowed); allow, deny, ask: answers so; raise: the gate fails"
+            "needs approval asks, others are allowed); allow, deny, ask: answers so; raise: the gate fails; invalid: no decision"
         ),
     )
     gate_delay: float = attrs.field(
@@ -69,11 +69,16 @@ class ToolCall:
     guard_delay: float = attrs.field(
         default=0.0, validator=number(0.0, MAX_SECONDS), metadata=doc("config policy: virtual seconds the guard takes to answer")
     )
+    post: str = attrs.field(
+        default="accept",
+        validator=member(POST_ANSWERS, "post-execute answer"),
+        metadata=doc("config policy: what the deployment's tools/post-execute review answers — accept, block (with feedback), or raise"),
+    )
 
     @property
     def scripts_policy(self) -> bool:
         """The call scripts the deployment's policy plugin (anything but its defaults)."""
-        return (self.gate, self.gate_delay, self.guard, self.guard_delay) != ("pass", 0.0, "pass", 0.0)
+        return (self.gate, self.gate_delay, self.guard, self.guard_delay, self.post) != ("pass", 0.0, "pass", 0.0, "accept")
 
 
 FINISH_REASONS = ("max-tokens",)  # a scripted stream's finish besides the natural one

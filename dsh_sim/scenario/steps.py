@@ -127,7 +127,7 @@ def op_prompt(sim: Simulation, args: PromptArgs) -> str:
     if sim.config.policy:
         for response in args.responses:
             for call in response.tool_calls:
-                sim.call_policies[call.id] = CallPolicy(call.gate, float(call.gate_delay), call.guard, float(call.guard_delay))
+                sim.call_policies[call.id] = CallPolicy(call.gate, float(call.gate_delay), call.guard, float(call.guard_delay), call.post)
 
     async def turn(life: Lifetime) -> Any:
         return await life.agent.run_turn(args.text)

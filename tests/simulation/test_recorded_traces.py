@@ -15,9 +15,7 @@ from tests.support.paths import REGRESSIONS
 
 NAME = "window-stream-across-one-fixed-window"
 # an equivalent-looking edit no oracle judges: the store's worker task gets another name
-RENAMED_WORKER = Edit(
-    "runtime.persistence.store", "SessionStore.bind", 'name=f"write-behind:{session.id}"', 'name=f"writer:{session.id}"'
-)
+RENAMED_WORKER = Edit("runtime.persistence.store", "SessionStore.bind", 'name=f"write-behind:{session.id}"', 'name=f"writer:{session.id}"')
 
 
 def _copy(tmp_path: Path) -> str:

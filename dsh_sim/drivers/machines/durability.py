@@ -24,6 +24,7 @@ from dsh_sim.drivers.machines.strategies import (
     aimable_calls,
     aimed_crash_rule,
     crash_specs,
+    deployments,
     domain_faults,
     io_faults,
     timings,
@@ -83,11 +84,17 @@ class DurabilityMachine(SimulationMachine):
 
     # -- rules -----------------------------------------------------------------------------
 
-    @initialize(seed=st.integers(0, 2**31 - 1), compression=st.sampled_from(["zstd", "none"]), timing=timings, policy=st.booleans())
-    def start(self, seed: int, compression: str, timing: Any = None, policy: bool = False) -> None:
+    @initialize(
+        seed=st.integers(0, 2**31 - 1),
+        compression=st.sampled_from(["zstd", "none"]),
+        timing=timings,
+        policy=st.booleans(),
+        shape=deployments,
+    )
+    def start(self, seed: int, compression: str, timing: Any = None, policy: bool = False, shape: Any = None) -> None:
         self.seed = seed
         self.policy[0] = policy
-        cfg = attrs.evolve(type(self).config, compression=compression, policy=policy, **(timing or {}))
+        cfg = attrs.evolve(type(self).config, compression=compression, policy=policy, **(timing or {}), **(shape or {}))
         self.sim = Simulation(seed, cfg, trace=self.record_trace)
         self.checker = Checker.attach(self.sim)
         self.do(Step("boot"))

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 WORKSPACE_FILE = "/sim/workspace/notes.txt"
 # side-effecting tools first: shrinking moves toward the front of a sampled_from list
-TOOL_ORDER = ("pay", "pay_legacy", "write_note", "shell", "batch_pay", "send_message", "get_balance", "lookup_payment")
+TOOL_ORDER = ("pay", "pay_legacy", "write_note", "shell", "batch_pay", "send_message", "get_balance", "lookup_payment", "no_such_tool")
 
 # Points where a crash separates the four moments of a call (and a few barriers around them).
 MOMENT_POINTS = (
@@ -47,6 +47,7 @@ _ARGUMENTS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "shell": st.fixed_dictionaries({"argv": st.sampled_from([["echo", "hi"], ["write", "out.txt", "x"], ["write", "/etc/passwd", "pwn"]])}),
 }
 _ARGUMENTS["pay_legacy"] = _ARGUMENTS["pay"]
+_ARGUMENTS["no_such_tool"] = st.just({})  # a name the model invented
 
 
 # one lookup in five is raw text: empty (the spec parses it as {}: the call may run in parallel)
@@ -72,7 +73,7 @@ _RESPONSE_COUNT = st.integers(1, 3)
 _CALL_COUNT = st.sampled_from([2, 1, 0, 3])
 _TOOL = st.sampled_from(TOOL_ORDER)
 _RESPONSE_TEXT = st.sampled_from(["working", "ok"])
-_APPROVALS = st.lists(st.sampled_from(["allowed-once", "rejected", "unavailable", "hang", "raise", "yolo"]), max_size=2)
+_APPROVALS = st.lists(st.sampled_from(["allowed-once", "rejected", "unavailable", "cancelled", "hang", "raise", "yolo"]), max_size=2)
 _PROMPT_TEXT = st.sampled_from(["go", "pay please"])
 
 
@@ -80,8 +81,9 @@ _CUT_OFF = st.integers(0, 9).map(lambda n: n == 9)  # one answer with calls in t
 
 # config policy: how the deployment's gate and guard answer a call, and how long they take
 # (defaults first: examples shrink toward a call the policy hands on at once)
-_GATE = st.sampled_from(["pass", "pass", "pass", "allow", "deny", "ask", "raise"])
+_GATE = st.sampled_from(["pass", "pass", "pass", "allow", "deny", "ask", "raise", "invalid"])
 _GUARD = st.sampled_from(["pass", "pass", "pass", "pass", "deny", "raise"])
+_POST = st.sampled_from(["accept", "accept", "accept", "accept", "block", "raise"])
 _POLICY_DELAY = st.sampled_from([0.0, 0.0, 0.0, 0.3, 30.0])
 # the simulated user's time to answer, and the turn's horizon: a turn that has not finished
 # when its prompt returns can be cancelled while a gate, a guard or the user still decides
@@ -103,8 +105,14 @@ def aimable_calls(script: dict[str, Any]) -> list[tuple[int, str]]:
 
 def _policy_script(draw: st.DrawFn) -> dict[str, Any]:
     """A call's gate and guard answers and delays, defaults left out (a readable scenario)."""
-    script = {"gate": draw(_GATE), "gate_delay": draw(_POLICY_DELAY), "guard": draw(_GUARD), "guard_delay": draw(_POLICY_DELAY)}
-    return {key: value for key, value in script.items() if value not in ("pass", 0.0)}
+    script = {
+        "gate": draw(_GATE),
+        "gate_delay": draw(_POLICY_DELAY),
+        "guard": draw(_GUARD),
+        "guard_delay": draw(_POLICY_DELAY),
+        "post": draw(_POST),
+    }
+    return {key: value for key, value in script.items() if value not in ("pass", 0.0, "accept")}
 
 
 @st.composite
@@ -156,6 +164,11 @@ timings = st.fixed_dictionaries(
         "fsync_latency": st.sampled_from([0.0, 0.005, 0.3]),
         "perturb": st.sampled_from([0.0, 0.25, 0.6]),
     }
+)
+# The deployment's shape, drawn once per run (defaults first): a smaller tool pool, and a model
+# adapter that cannot be cancelled (the loop must notice a cancellation between parts itself)
+deployments = st.fixed_dictionaries(
+    {"max_parallel_tool_calls": st.sampled_from([10, 10, 2]), "model_uncancellable": st.sampled_from([False, False, True])}
 )
 
 # Media corruption: one byte of the session log flips on the medium (negative: from the end),

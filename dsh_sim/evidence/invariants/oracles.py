@@ -312,3 +312,28 @@ def check_reader_refused(obs: Judge, error: BaseException, *, quiet: bool) -> No
         except SpecViolation:
             return  # the spec refuses these bytes too
     fail(obs, READER, f"a reader was refused on a log the spec reads: {type(error).__name__}: {error}"[:300])
+
+
+def check_seeded_repair(obs: Judge, life: Lifetime) -> None:
+    """The first boot of a seeded (historical) log: what its repair appended is exactly the
+    spec's closers for the log it migrated and recovered (§2).  No crash of ours precedes it, so
+    the reference model (judged after our crashes) does not see it; the old runtime's crash is
+    the history's own shape (an open stream, an open call, a step that ended without its
+    results, a call no message announced)."""
+    from dsh_sim.evidence.oracles import spec_repair
+
+    report = life.report
+    if report is None or life.boot_error is not None or not hasattr(report, "closers"):
+        return
+    obs.count(REFERENCE)
+    stored = [event.to_record() for event in report.events]
+    want = spec_repair.closers(stored)
+    got = [event.to_record() for event in report.closers]
+    if got != want:
+        fail(
+            obs,
+            REFERENCE,
+            f"the repair of the seeded history appended {[r['type'] for r in got]}, the spec's closers are {[r['type'] for r in want]}",
+            None,
+            f"first difference: {next((f'{g} != {w}' for g, w in zip(got, want) if g != w), 'in length')}",
+        )

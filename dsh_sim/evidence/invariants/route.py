@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from dsh_sim.adapters.world_tools import TOOL_KINDS
 from dsh_sim.evidence.invariants.base import Judge, fail
 from dsh_sim.evidence.oracles import route
 
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from dsh_sim.engine.lifetime import Lifetime
 
 NAME = route.NAME
+UNKNOWN_TOOLS = frozenset(name for name, kind in TOOL_KINDS.items() if kind == "unknown")
 
 
 def deployment(obs: Judge) -> route.Deployment:
@@ -24,6 +26,7 @@ def deployment(obs: Judge) -> route.Deployment:
         post_note=config.post_execute_note,
         checkpoint=config.checkpoint_policy,
         policies=obs.sim.call_policies,
+        unknown_tools=UNKNOWN_TOOLS,
     )
 
 
@@ -34,8 +37,29 @@ def _policy_in_force(events: Sequence[Any], index: int, default: str | None) -> 
     return default
 
 
+def check_turn_ends(obs: Judge, life: Lifetime, fresh: Sequence[Any]) -> None:
+    """A turn its signal cancelled before it ended never reports itself ``completed`` (spec §1.6:
+    the reason says what happened — aborted, or the error that ended it first)."""
+    for event in fresh:
+        if event.type != "turn/end":
+            continue
+        turn = event.data.get("turn")
+        marks = obs.history.tool_marks
+        cancel = next(
+            (i for i, m in enumerate(marks) if m.kind == "cancel" and m.how != "stop" and m.lifetime == life.index and m.turn == turn), None
+        )
+        ended = next((i for i, m in enumerate(marks) if m.kind == "turn_end" and m.lifetime == life.index and m.turn == turn), None)
+        if cancel is None or (ended is not None and ended < cancel):
+            continue
+        obs.count(NAME)
+        reason = event.data.get("reason", {}).get("kind")
+        if reason == "completed":
+            fail(obs, NAME, f"turn {turn} was cancelled before it ended, but it ends 'completed'")
+
+
 def check_route(obs: Judge, life: Lifetime, fresh: Sequence[Any]) -> None:
     """Each new top-level ``tool/result`` of process ``life`` against the route's prediction."""
+    check_turn_ends(obs, life, fresh)
     results = [e for e in fresh if e.type == "tool/result" and ":nested:" not in str(e.data["message"]["source"]["callId"])]
     if not results:
         return

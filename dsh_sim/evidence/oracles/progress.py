@@ -11,8 +11,10 @@ as the spec describes the route (§5, §6, §7):
   a response cut off at the token limit (``finish: max-tokens``) ends the turn ``max-tokens``,
   and none of its calls appears (a cut-off message never owes tool calls);
 * with the deployment's policy plugin (config ``policy``), the call's gate decides first: a
-  gate that denies or raises fails the call, one that allows needs no question, one that asks
-  sends any tool to the approval seam; after an allow the guard may deny or raise (it fails);
+  gate that denies, raises or gives no decision fails the call, one that allows needs no
+  question, one that asks sends any tool to the approval seam; after an allow the guard may
+  deny or raise (it fails); a post-execute review that blocks or raises fails it too;
+* a call to a tool the deployment does not have fails;
 * a call to a tool that needs approval (or that the gate asks about) succeeds only when the
   session's policy is ``ask`` and the next scripted answer is ``allowed-once`` (``never``
   denies without asking; no approval service denies; an answer that fails or is not in the
@@ -72,9 +74,9 @@ def predict(
         if not response.tool_calls:
             break
         for call in response.tool_calls:
-            gate, guard = (call.gate, call.guard) if policy else ("pass", "pass")
+            gate, guard, post = (call.gate, call.guard, call.post) if policy else ("pass", "pass", "accept")
             delays += (call.gate_delay + call.guard_delay) if policy else 0.0
-            if gate in ("deny", "raise"):
+            if gate in ("deny", "raise", "invalid"):
                 calls.append((call.id, call.name, False))
                 continue
             if gate == "ask" or (gate == "pass" and call.name in approval_tools):
@@ -88,7 +90,7 @@ def predict(
                 if answer != "allowed-once":
                     calls.append((call.id, call.name, False))
                     continue
-            if guard != "pass":
+            if guard != "pass" or post != "accept" or call.name == "no_such_tool":  # (no such tool: fails at dispatch)
                 calls.append((call.id, call.name, False))
             elif call.name == "shell":
                 calls.append((call.id, call.name, _shell_succeeds(call.arguments, sandbox_mode, workspace)))

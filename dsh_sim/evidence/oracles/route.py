@@ -39,7 +39,16 @@ from typing import Any
 import attrs
 
 from dsh_sim.adapters.observed import ToolMark
-from dsh_sim.adapters.policy import GATE_ASKS, GATE_DENIAL, GATE_FAILURE, GUARD_DENIAL, GUARD_FAILURE, CallPolicy
+from dsh_sim.adapters.policy import (
+    GATE_ASKS,
+    GATE_DENIAL,
+    GATE_FAILURE,
+    GUARD_DENIAL,
+    GUARD_FAILURE,
+    POST_FAILURE,
+    POST_FEEDBACK,
+    CallPolicy,
+)
 from dsh_sim.adapters.post_execute_note import NOTE_BLOCK
 from dsh_sim.engine.history import FaultFired
 
@@ -73,7 +82,7 @@ class Result:
 
 BEFORE_DISPATCH = Result.error("tool call aborted before dispatch", ("AbortError", "ABORTED_BEFORE_DISPATCH"))
 ABORTED = Result.error("tool call aborted", ("AbortError", "ABORTED"))
-FLUSH_FAILED = Result(None, True)
+ANY_ERROR = Result(None, True)  # an error in the runtime's own words (a failed barrier's, a decision that is none)
 
 
 @attrs.frozen
@@ -91,6 +100,7 @@ class Expected:
     guard: bool | None = False
     body: bool | None = False
     post: bool | None = False
+    guard2: bool | None = False  # the second (audit) guard: only after the first let the call through
     why: str = ""  # the path through the pipeline, for the violation's evidence
     problems: tuple[str, ...] = ()
 
@@ -104,6 +114,7 @@ class Deployment:
     post_note: bool
     checkpoint: bool
     policies: Mapping[str, CallPolicy]
+    unknown_tools: frozenset[str] = frozenset()  # names the deployment has no tool for
 
 
 @attrs.define
@@ -182,10 +193,13 @@ class _Route:
         self.problems: list[str] = []
         self.asked: tuple[str, str] | None = None
         self.guard = False
+        self.guard2 = False
 
     def done(self, results: tuple[Result, ...], *, pre: bool = True, body: bool = False, post: bool = False) -> Expected:
         gate = pre and self.script is not None
-        return Expected(results, self.asked, pre, gate, self.guard, body, post, "; ".join(self.path), tuple(dict.fromkeys(self.problems)))
+        return Expected(
+            results, self.asked, pre, gate, self.guard, body, post, self.guard2, "; ".join(self.path), tuple(dict.fromkeys(self.problems))
+        )
 
     def pending(self, *, gate: bool = False) -> Expected:
         """The call is still deciding at the stage just reached (what ran so far is judged)."""
@@ -211,6 +225,9 @@ class _Route:
             self.path.append(f"the gate answered {script.gate}")
             if script.gate == "raise":
                 return self.done((Result.error(GATE_FAILURE),))
+            if script.gate == "invalid":  # no decision at all: denied (in the runtime's words), never allowed
+                self.path.append("denied: the gate gave no decision")
+                return self.done((self.post_execute(ANY_ERROR),), post=True)
             if script.gate in ("allow", "deny", "ask"):
                 decision = script.gate
                 reason = {"deny": GATE_DENIAL, "ask": GATE_ASKS, "allow": None}[script.gate]
@@ -231,10 +248,12 @@ class _Route:
                 return self.done((Result.error(GUARD_FAILURE),))
             if script.guard == "deny":
                 decision, reason = "deny", GUARD_DENIAL
+            else:
+                self.guard2 = True  # the first guard let it through: the next one is asked
         if decision == "deny":
             assert reason is not None
             self.path.append(f"denied: {reason}")
-            return self.done((_post(self.deployment, Result.error(reason)),), post=True)
+            return self.done((self.post_execute(Result.error(reason)),), post=True)
         return self._dispatch()
 
     def _ask(self, reason: str) -> tuple[str, str | None]:
@@ -299,12 +318,18 @@ class _Route:
         """Allowed: the barrier before the body, the body, post-execute (spec §5.2 step 3-4, §4 C)."""
         found = self.found
         failed = found.checkpoint_failed
-        if found.cancelled_before("dispatch") and (failed is None or failed > (found.cancel or 0)):
+        # no such tool: no dispatch is announced; its final error is decided where the body would
+        # be, right before the result is committed
+        dispatched = "result" if self.tool in self.deployment.unknown_tools else "dispatch"
+        if found.cancelled_before(dispatched) and (failed is None or failed > (found.cancel or 0)):
             self.path.append("allowed, but the turn was cancelled before dispatch")
             return self.done((BEFORE_DISPATCH,))
         if failed is not None and not found.seen("dispatch"):
             self.path.append("the barrier before the body failed")
-            return self.done((FLUSH_FAILED,))
+            return self.done((ANY_ERROR,))
+        if self.tool in self.deployment.unknown_tools:
+            self.path.append("no such tool: a final error")
+            return self.done((Result.error(f'unknown tool "{self.tool}"'),))
         raised = found.at.get("raised")
         if not found.seen("body"):
             if raised is not None:  # the fault plan replaced the body (tool_failure at the dispatch)
@@ -327,7 +352,19 @@ class _Route:
         if found.cancelled_before("returned") and not result.is_error:
             self.path.append("it returned a success after the turn was cancelled")
             return self.done((ABORTED,), body=True)
-        return self.done((_post(self.deployment, result),), body=True, post=True)
+        return self.done((self.post_execute(result),), body=True, post=True)
+
+    def post_execute(self, result: Result) -> Result:
+        """The deployment's post-execute: its review (scripted) blocks or fails, else the note
+        plugin appends its block to every result that passes."""
+        script = self.script
+        if script is not None and script.post == "block":
+            self.path.append("post-execute blocked it")
+            return Result.error(POST_FEEDBACK)
+        if script is not None and script.post == "raise":
+            self.path.append("post-execute failed")
+            return Result.error(POST_FAILURE)
+        return _post(self.deployment, result)
 
 
 def _raised(mark: ToolMark) -> Result:
@@ -366,6 +403,7 @@ def _torn_down(normal: Expected, found: Facts) -> Expected:
         None if normal.guard else False,
         None if normal.body else False,
         None,
+        None if normal.guard2 else False,
         why,
         normal.problems,
     )
