@@ -67,6 +67,22 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {
         {"fsync_latency": 0.3},
         [BOOT, append(1), {"op": "flush"}, append(1), advance(0.21), {"op": "flush"}, append(1), advance(0.21), {"op": "flush"}],
     ),
+    "window-flush-during-a-failing-write": (
+        "on a slow disk the application flushes, with nothing pending, while a window's write is in flight — and that write "
+        "fails (fsync EIO): the flush must wait for it and then write the retained batch itself, so that what it returns "
+        "over is durable (a flush that skips its barrier because nothing is pending returns over a lost batch)",
+        {"fsync_latency": 0.3},
+        [
+            BOOT,
+            append(1),
+            {"op": "flush"},
+            append(1),
+            arm("fs.fsync", "fsync_fail", errno="EIO"),
+            advance(0.25),
+            {"op": "flush"},
+            advance(0.3),
+        ],
+    ),
 }
 
 

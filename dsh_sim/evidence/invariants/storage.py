@@ -16,7 +16,7 @@ from dsh_sim.evidence.oracle import readable_records
 from dsh_sim.evidence.oracles.event_records import first_mismatch
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
 from dsh_sim.evidence.oracles.spec_records import SpecViolation
-from runtime.persistence.errors import SessionAlreadyOwnedError
+from runtime.persistence.errors import GenerationTargetConflictError, SessionAlreadyOwnedError
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
@@ -132,7 +132,19 @@ def check_migration_atomic(obs: Judge, life: Lifetime) -> None:
     if source is None and current is None:
         fail(obs, "migration_atomic", "neither the v0 nor the v3 generation exists")
     if any(path == seeded.target and data == current for path, data in obs.history.foreign_files):
-        return  # another process's file holds the v3 name: the publication must refuse it (foreign_files_kept)
+        # another process's file holds the v3 name: the publication must refuse it, never take it for its generation
+        planted_now = any(f.lifetime == life.index and f.action == "target_exists" for f in obs.faults)
+        if life.boot_error is None and life.session is not None:
+            fail(obs, "migration_atomic", "the migration took another process's file at the v3 name for the published generation")
+        elif planted_now and not isinstance(life.boot_error, GenerationTargetConflictError):
+            got = f"{type(life.boot_error).__name__}: {life.boot_error}" if life.boot_error is not None else "no refusal"
+            fail(
+                obs,
+                "migration_atomic",
+                "another process's file took the v3 name during the migration: its publication must refuse it as a conflicting "
+                f"generation (the target's bytes differ), got {got}",
+            )
+        return
     if seeded.refused:
         if current is not None or (life.session is not None and not life.dead):
             fail(

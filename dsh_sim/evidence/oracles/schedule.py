@@ -2,7 +2,9 @@
 
 * At most ``maxParallelToolCalls`` tool bodies of one process run at once.
 * An exclusive call (a tool that is not concurrency-safe) is a barrier: it starts only when
-  no other call's body runs, and no other call starts or runs while its body does.
+  no other call's body runs, and no other call starts or runs from its start until its result
+  is in the log — also when it has no body to run (a call of a tool that does not exist, a
+  refused call).
 
 The facts are the simulator's (:class:`~dsh_sim.adapters.observed.ToolMark`): when each call
 started (its ``tool/call``, with its arguments), when its body began and ended.  Whether a call
@@ -77,10 +79,18 @@ class Schedule:
         if mark.kind == "call":
             proc.tools[call] = str(mark.tool)
             proc.alone[call] = runs_alone(str(mark.tool), mark.arguments, self.says)
-            return self._barrier(proc, call, "started")
+            out = self._barrier(proc, call, "started")
+            if proc.alone[call]:
+                proc.running[call] = proc.tools[call]  # a barrier from its start to its result
+            return out
         if call not in proc.tools:
             return []  # a nested call: part of its parent's body
+        if mark.kind == "result":
+            proc.running.pop(call, None)
+            return []
         if mark.kind == "body":
+            if proc.alone[call]:
+                return []  # (it holds the barrier since it started)
             out = self._barrier(proc, call, "ran its body")
             proc.running[call] = proc.tools[call]
             if len(proc.running) > self.max_parallel:
@@ -91,7 +101,8 @@ class Schedule:
                     )
                 )
             return out
-        proc.running.pop(call, None)  # returned or raised
+        if mark.kind in ("returned", "raised") and not proc.alone[call]:
+            proc.running.pop(call, None)
         return []
 
     def _barrier(self, proc: _Process, call: str, what: str) -> list[Problem]:
@@ -101,7 +112,13 @@ class Schedule:
         tool = proc.tools[call]
         blocking = [c for c in others if proc.alone[c]]
         if blocking:
-            return [Problem(call, f"{tool} call {call} {what} while the exclusive call {blocking[0]} ({others[blocking[0]]}) ran its body")]
+            return [
+                Problem(
+                    call,
+                    f"{tool} call {call} {what} while the exclusive call {blocking[0]} ({others[blocking[0]]}) was running "
+                    "(an exclusive call runs alone)",
+                )
+            ]
         if proc.alone[call]:
             return [
                 Problem(
