@@ -1,6 +1,8 @@
 """Realistic bugs written independently of the catalogue: which of dsh-sim's methods catch them?
 
-Run: ``python tools/independent_bugs.py [NAME...]`` (about 30-60 CPU-s per bug).
+Run: ``python tools/independent_bugs.py [--replay-only] [NAME...]`` (about 30-60 CPU-s per bug;
+``--replay-only``: the corpus replay alone, about 10 CPU-s per bug, a lower bound of what
+`dsh-sim run` catches).
 
 Each bug is a few lines changed (a careless colleague's slip), applied by code substitution.
 Methods, as `dsh-sim run` uses them: replay of the passing corpus, explore of a spread of it,
@@ -347,7 +349,7 @@ BUGS.update(BUGS4)  # round 4 (tools/bugs_round4.py)
 BUGS.update(BUGS5)  # round 5 (tools/bugs_round5.py): the route's decisions and timing
 
 
-def methods(scenarios: list, *, explore_every: int, fuzz_examples: int) -> dict[str, collections.Counter]:
+def methods(scenarios: list, *, explore_every: int, fuzz_examples: int, replay_only: bool = False) -> dict[str, collections.Counter]:
     from dsh_sim.drivers import readers
     from dsh_sim.drivers.explore import explore
     from dsh_sim.drivers.faultsweep import sweep
@@ -370,6 +372,8 @@ def methods(scenarios: list, *, explore_every: int, fuzz_examples: int) -> dict[
             continue
         for v in result.violations:
             found["replay"][v.invariant] += 1
+    if replay_only:
+        return found
     for sc in scenarios[::explore_every]:
         try:
             result = explore(sc, cache={}, stop_on_violation=True)
@@ -414,7 +418,9 @@ def main() -> None:
     from dsh_sim.engine.logs import capture_runtime_logs
     from dsh_sim.scenario.files import load
 
-    names = sys.argv[1:] or list(BUGS)
+    args = sys.argv[1:]
+    replay_only = "--replay-only" in args
+    names = [a for a in args if a != "--replay-only"] or list(BUGS)
     paths = sorted(glob.glob(os.path.join(ROOT, "scenarios", "starter", "*.json"))) + sorted(
         glob.glob(os.path.join(ROOT, "scenarios", "regressions", "*.json"))
     )
@@ -425,7 +431,7 @@ def main() -> None:
             started = time.process_time()
             try:
                 with applied(BUGS[name]):
-                    found = methods(scenarios, explore_every=4, fuzz_examples=60)
+                    found = methods(scenarios, explore_every=4, fuzz_examples=60, replay_only=replay_only)
             except StaleMutant as err:
                 print(f"{name}: STALE {err}")
                 continue
@@ -433,7 +439,7 @@ def main() -> None:
             if not caught:
                 survivors.append(name)
             print(f"{name}: {caught if caught else 'SURVIVED'}  ({time.process_time() - started:.0f} cpu-s)", flush=True)
-    print("survivors:", survivors)
+    print(f"caught {len(names) - len(survivors)} of {len(names)}; survivors:", survivors)
 
 
 if __name__ == "__main__":

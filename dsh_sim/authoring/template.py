@@ -12,7 +12,7 @@ from typing import Any
 
 from dsh_sim.adapters.world_tools import TOOL_EXAMPLES, TOOL_KINDS
 from dsh_sim.drivers.machines.strategies import aimed_crash_rule
-from dsh_sim.engine.vocabulary import BOUNDARIES
+from dsh_sim.engine.vocabulary import BOUNDARIES, BOUNDARY_ALIASES
 from dsh_sim.errors import InputError, one_of
 from dsh_sim.scenario.codec import step_of
 from dsh_sim.scenario.model import Scenario
@@ -24,6 +24,7 @@ _SLUG = {"before 1": "before-1", "1→2": "1-2", "2→3": "2-3", "3→4": "3-4",
 def template(tool: str = "pay", boundary: str = "2→3", crash: str = "kill", name: str | None = None) -> Scenario:
     if tool not in TOOL_KINDS:
         raise InputError("--tool: " + one_of(tool, TOOL_KINDS, "tool"))
+    boundary = BOUNDARY_ALIASES.get(boundary, boundary)
     if boundary not in BOUNDARIES:
         raise InputError(one_of(boundary, BOUNDARIES, "boundary"))
     if crash not in ("kill", "power"):

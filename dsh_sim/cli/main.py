@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from dsh_sim import __version__
 from dsh_sim.cli.commands.common import EXIT_USAGE, CliError
-from dsh_sim.engine.vocabulary import BOUNDARIES, MACHINES
+from dsh_sim.engine.vocabulary import BOUNDARIES, BOUNDARY_ALIASES, MACHINES
 from dsh_sim.errors import InputError
 
 PARTS = ("replay", "explore", "fuzz", "mutants", "dsh")  # the parts of a campaign (dsh_sim.campaign.plan.PARTS) and the DSH phase
@@ -202,7 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("new", help="write a scenario template: a crash at a boundary of one tool call")
     p.add_argument("--tool", default="pay", help="the tool whose call is crashed (default pay)")
-    p.add_argument("--boundary", choices=BOUNDARIES, default="2→3", help="where among the four moments (default 2→3)")
+    p.add_argument(
+        "--boundary",
+        choices=(*BOUNDARIES, *BOUNDARY_ALIASES),
+        default="2→3",
+        help="where among the four moments (default 2→3; 2-3 is the same)",
+    )
     p.add_argument("--crash", choices=("kill", "power"), default="kill", help="kill (default) or power loss (unsynced writes dropped)")
     p.add_argument("--name", default=None, help="scenario name (default from the choices)")
     p.add_argument("--out", default=None, help="file to write (default: print to stdout); never overwrites")
@@ -228,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--tool", action="store_true", help="mutation testing with mutmut over the durability modules (slow; resumable)")
     p.add_argument(
-        "--modules", default="core", help="with --tool: core | priority | rest | all | comma-separated module paths (default core)"
+        "--modules", default="core", help="with --tool: core | priority | route | rest | all | comma-separated module paths (default core)"
     )
     p.add_argument("--max-children", type=_count(1, 64), default=2, help="with --tool: mutants tested in parallel (default 2)")
     p.add_argument("--workdir", default="reports/mutation/work", help="with --tool: mutmut's working copy (resumable state)")

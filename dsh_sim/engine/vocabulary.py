@@ -9,6 +9,8 @@ from __future__ import annotations
 # Where a crash struck among the four moments of a tool call (model emits the call → the
 # runtime records it durably → the world receives it → the runtime records the result).
 BOUNDARIES: tuple[str, ...] = ("before 1", "1→2", "2→3", "3→4", "after 4")
+# The spellings a shell user types and file names use: 3-4 for 3→4.
+BOUNDARY_ALIASES = {"before-1": "before 1", "1-2": "1→2", "2-3": "2→3", "3-4": "3→4", "after-4": "after 4"}
 
 # How a process dies, and what a power loss leaves of the unsynced writes.
 CRASH_KINDS: tuple[str, ...] = ("kill", "power")

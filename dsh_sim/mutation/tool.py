@@ -88,6 +88,24 @@ REST = (
     "runtime/agent/approval.py",
     "runtime/tools/results.py",
 )
+# The route: what the runtime decides and when (the pipeline, approval, cancellation, the
+# scheduler's slots, the write-behind window, the lease, publication).  The sandbox and the
+# file/shell tools are left to their own escape-probe tests: no scenario reaches them.
+ROUTE = (
+    "runtime/agent/loop.py",
+    "runtime/agent/hooks.py",
+    "runtime/agent/approval.py",
+    "runtime/agent/checkpoint.py",
+    "runtime/agent/resume.py",
+    "runtime/agent/runtime.py",
+    "runtime/agent/signal.py",
+    "runtime/tools/scheduler.py",
+    "runtime/tools/registry.py",
+    "runtime/tools/results.py",
+    "runtime/persistence/write_behind.py",
+    "runtime/persistence/lease.py",
+    "runtime/persistence/publication.py",
+)
 COPIED = ("runtime", "dsh_sim", "scenarios", "tests_mutation")
 DEFAULT_WORKDIR = "reports/mutation/work"
 

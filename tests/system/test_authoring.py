@@ -11,7 +11,8 @@ import jsonschema
 import pytest
 
 from dsh_sim import api
-from dsh_sim.engine.vocabulary import BOUNDARIES
+from dsh_sim.cli.main import main
+from dsh_sim.engine.vocabulary import BOUNDARIES, BOUNDARY_ALIASES
 from dsh_sim.errors import InputError
 from dsh_sim.scenario.files import corpus, parse
 from tests.support.paths import ROOT
@@ -56,6 +57,14 @@ def test_a_template_validates_and_replays_with_its_crash_fired(boundary: str, to
     result = api.replay(scenario)
     assert result.ok, result.problems
     assert any(o.startswith("crashed:") for o in result.run.outcomes)
+
+
+def test_a_boundary_may_be_spelled_as_the_file_names_spell_it(tmp_path: Any) -> None:
+    for slug, boundary in BOUNDARY_ALIASES.items():
+        assert api.new_scenario("pay", slug, "kill") == api.new_scenario("pay", boundary, "kill")
+    assert main(["new", "--boundary", "3-4", "--out", str(tmp_path / "s.json")]) == 0
+    assert main(["new", "--boundary", "3→4", "--out", str(tmp_path / "t.json")]) == 0
+    assert (tmp_path / "s.json").read_bytes() == (tmp_path / "t.json").read_bytes()
 
 
 def test_validate_lists_every_problem_with_its_path(tmp_path: Any) -> None:

@@ -30,7 +30,13 @@ def _line(result: api.KillResult) -> str:
 def _modules(spec: str) -> tuple[str, ...]:
     from dsh_sim.mutation import tool
 
-    groups = {"core": tool.CORE, "priority": tool.PRIORITY, "rest": tool.REST, "all": tool.PRIORITY + tool.REST}
+    groups = {
+        "core": tool.CORE,
+        "priority": tool.PRIORITY,
+        "rest": tool.REST,
+        "route": tool.ROUTE,
+        "all": tuple(dict.fromkeys(tool.PRIORITY + tool.REST + tool.ROUTE)),
+    }
     if spec in groups:
         return groups[spec]
     return tuple(m.strip() for m in spec.split(",") if m.strip())
