@@ -24,13 +24,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from dsh_sim import api
 from dsh_sim.dsh.against import NAME, delta, session
 from dsh_sim.dsh.explore_dsh import DshExploreResult, explore_dsh, results_document
 from dsh_sim.dsh.install import Installation, installation
 from dsh_sim.dsh.node import NodeMissing
 from dsh_sim.dsh.shapes import shape_of
 from dsh_sim.evidence.results import meta, write
+from dsh_sim.operations.search import explore
 from dsh_sim.scenario.codec import to_json
 from dsh_sim.scenario.model import Scenario
 
@@ -81,7 +81,7 @@ def run_dsh_phase(files: Sequence[str], scenarios: Sequence[Scenario], results_d
     with session(install) as oracle:
         for index, (path, scenario) in enumerate(sample):
             before = oracle.summary()
-            result = api.explore(scenario, bound=AGAINST_BOUND, found_dir="scenarios/found")
+            result = explore(scenario, bound=AGAINST_BOUND, found_dir="scenarios/found")
             after = oracle.summary()
             written.append(
                 write(_against_document(path, result, before, after), os.path.join(results_dir, f"against-dsh{tag}-{index}.json"))

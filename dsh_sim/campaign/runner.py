@@ -49,6 +49,10 @@ class Request:
 
 @attrs.frozen
 class Outcome:
+    """How a campaign ended: its run id and directory, ``complete``/``failed``/``incomplete``,
+    the exit status (0: all held; 1: a violation, a survivor, a failed task or an unmet
+    requirement; 130/143: stopped by a signal), the closing lines and the report's files."""
+
     run: str
     path: str
     state: str
@@ -180,14 +184,15 @@ def _header(request: Request, run: RunDir, campaign: Campaign, executor: str, do
 
 
 def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session) -> Outcome:
-    from dsh_sim import api
     from dsh_sim.evidence.results import unique
+    from dsh_sim.operations.results import read_results
+    from dsh_sim.operations.results import report as merge_report
 
     docs = list(run.finished(campaign).values())
     complete = len(docs) == len(campaign.tasks)
-    extra = api.read_results(resolve_inputs(request.inputs, request.out)) if request.inputs else []
+    extra = read_results(resolve_inputs(request.inputs, request.out)) if request.inputs else []
     extra += _dsh_phase(campaign, run, request.json_mode) if complete and "dsh" not in campaign.options.skip else []
-    report = api.report(unique(docs + extra), run.path)
+    report = merge_report(unique(docs + extra), run.path)
     copies = _copy_report(report.paths, request.out)
     state = "complete" if complete else "failed"
     run.write_status(ended(session.status, state))
@@ -211,15 +216,16 @@ def _dsh_phase(campaign: Campaign, run: RunDir, json_mode: bool) -> list[dict[st
     """The published DSH (its writer explored, a sample of our recoveries read by it), when it
     is installed: on the submitting machine, after the campaign's tasks — it needs Node and the
     installed packages there.  Its documents go to the run directory and join the report."""
-    from dsh_sim import api
     from dsh_sim.campaign.dsh_phase import run_dsh_phase
+    from dsh_sim.operations.results import read_results
+    from dsh_sim.operations.scenarios import load
 
     files = [label for label in campaign.corpus if os.path.isfile(label)]
     out = os.path.join(run.path, DSH_RESULTS)
     os.makedirs(out, exist_ok=True)
     with contextlib.redirect_stdout(sys.stderr) if json_mode else contextlib.nullcontext():  # --json: stdout is the result
-        written = run_dsh_phase(files, [api.load(path) for path in files], out, "")
-    return api.read_results(written) if written else []
+        written = run_dsh_phase(files, [load(path) for path in files], out, "")
+    return read_results(written) if written else []
 
 
 def _copy_report(paths: dict[str, str], out: str) -> dict[str, str]:

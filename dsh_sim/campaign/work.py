@@ -138,7 +138,7 @@ def recorded_move(label: str, scenario: Any, digest: str) -> Any:
 
 
 def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:
-    from dsh_sim.api import ReplayResult
+    from dsh_sim.operations.replay import ReplayResult
 
     scenarios = parsed({label: corpus[label] for label in task.scenarios})
     started = time.perf_counter()

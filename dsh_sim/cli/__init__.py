@@ -1,2 +1,3 @@
 """The ``dsh-sim`` command: argument parsing and one-line refusals (:mod:`.main`), each
-subcommand a thin module over the library (:mod:`dsh_sim.api`, the drivers)."""
+subcommand a thin module over :mod:`dsh_sim.api` (parse the flags, call the api, print, pick
+the exit status)."""

@@ -1,6 +1,7 @@
 """The ``dsh-sim`` command line.
 
-Every subcommand lives in :mod:`dsh_sim.cli.commands`, a thin layer over :mod:`dsh_sim.api`.
+Every subcommand lives in :mod:`dsh_sim.cli.commands`, a thin layer over :mod:`dsh_sim.api`:
+it parses the flags, calls the api, prints the result and picks the exit status.
 Bad input — a flag out of range, an unreadable or invalid file, an output path that cannot
 be written — gets one line on stderr naming it, and exit status 2, before anything runs; a
 failed check exits 1.

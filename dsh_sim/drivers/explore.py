@@ -86,6 +86,9 @@ class StateResult:
 
 @attrs.frozen
 class ExploreResult:
+    """Every crash state of one scenario: the crash points recorded, each state recovered and
+    checked (its violations, the scenario replaying it), the counts possible and explored."""
+
     scenario: str
     points: tuple[CrashPoint, ...]
     states: tuple[StateResult, ...]

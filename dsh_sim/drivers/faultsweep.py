@@ -111,6 +111,9 @@ class SweepViolation:
 
 @attrs.frozen
 class SweepResult:
+    """One scenario swept: the positions, the runs (bridged, ended early), every violation
+    with the scenario replaying it, or why nothing was swept (``baseline``)."""
+
     scenario: str
     positions: tuple[Position, ...]
     runs: int

@@ -75,6 +75,9 @@ class Found:
 
 @attrs.define
 class FuzzRun:
+    """A fuzzing run of one state machine: its seed, the examples, steps and crash recoveries
+    checked, and the first violation found (shrunk and saved), if any."""
+
     machine: str
     seed: int
     examples: int = 0  # example executions, shrinking replays included

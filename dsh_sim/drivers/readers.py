@@ -43,9 +43,12 @@ ROOT = "/sim/root"
 
 @attrs.frozen
 class ReaderRun:
+    """The reader differential's count of cases and checks, and every mismatch found."""
+
     cases: int
     checks: int
     mismatches: tuple[str, ...]
+    seconds: float = 0.0  # wall time, when the caller measured it
 
 
 class _Gate:

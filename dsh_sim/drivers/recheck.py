@@ -28,6 +28,9 @@ HASH_SEEDS = ("1", "2")
 
 @attrs.frozen
 class DeterminismCheck:
+    """One scenario replayed in two fresh processes (different PYTHONHASHSEED): both digests
+    and session hashes, and where the two traces parted when they differ."""
+
     scenario: str
     digest_a: str
     digest_b: str

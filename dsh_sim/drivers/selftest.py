@@ -55,6 +55,9 @@ class MethodResult:
 
 @attrs.frozen
 class KillResult:
+    """One catalogue mutant attacked: each method's result (killed, how fast, by which
+    invariant); killed when any method caught it."""
+
     mutant: str
     description: str
     methods: dict[str, MethodResult]

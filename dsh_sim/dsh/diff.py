@@ -44,6 +44,9 @@ class Difference:
 
 @attrs.frozen
 class LogDiff:
+    """One log read by the published DSH and by dsh-sim: both outcomes and every difference
+    (a known finding names the ones it explains)."""
+
     path: str
     compression: str
     dsh: Outcome

@@ -62,6 +62,9 @@ class DshViolation:
 
 @attrs.frozen
 class DshExploreResult:
+    """The DSH writer crashed at every filesystem operation of one session shape: the crash
+    points and states, the distinct DSH recoveries, and every violation."""
+
     shape: str
     compression: str
     points: int

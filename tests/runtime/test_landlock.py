@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_sim.cli.commands.demo import shell_lines
+from dsh_sim.operations.demo import shell_lines
 from runtime.adapters import landlock_exec
 from runtime.adapters.bwrap import BubblewrapProvider, RunResult
 from runtime.adapters.landlock import RUNNER_SCRIPT, LandlockProvider, landlock_spec, unconfined_by

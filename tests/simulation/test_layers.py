@@ -19,8 +19,9 @@ from tests.support.paths import ROOT
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("dsh_sim.__main__",),
     ("dsh_sim.cli",),
-    ("dsh_sim.campaign",),
     ("dsh_sim.api", "dsh_sim.pytest_plugin"),
+    ("dsh_sim.campaign",),
+    ("dsh_sim.operations",),
     ("dsh_sim.report", "dsh_sim.authoring"),
     ("dsh_sim.mutation",),
     ("dsh_sim.drivers", "dsh_sim.dsh"),

@@ -28,15 +28,3 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 def emit_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
-
-
-def single(err: BaseException, kind: type[BaseException]) -> BaseException | None:
-    """The one ``kind`` error inside ``err`` (trio wraps errors from nurseries in groups)."""
-    if isinstance(err, kind):
-        return err
-    if isinstance(err, BaseExceptionGroup):
-        matched: BaseException | None = err.split(kind)[0]
-        while isinstance(matched, BaseExceptionGroup) and len(matched.exceptions) == 1:
-            matched = matched.exceptions[0]
-        return matched if isinstance(matched, kind) else None
-    return None

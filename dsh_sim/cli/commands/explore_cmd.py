@@ -1,46 +1,14 @@
-"""``dsh-sim explore SCENARIO...``: every crash state of each scenario, checked."""
+"""``dsh-sim explore SCENARIO...``: every crash state of each scenario, checked
+(:func:`dsh_sim.api.explore_files`; ``--runtime dsh``: :func:`dsh_sim.api.dsh_explore`)."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from dsh_sim import api
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.cli.commands.dsh_cmd import against_line, against_oracle
-from dsh_sim.drivers.explore import ExploreResult
-from dsh_sim.dsh.against import delta
-from dsh_sim.evidence.results import explore_document, write
+from dsh_sim.cli.commands.dsh_cmd import against_line
 from dsh_sim.outputs import check_output_dir, check_output_file
-
-
-def summary(result: ExploreResult) -> dict[str, Any]:
-    return {
-        "scenario": result.scenario,
-        "crash_points": len(result.points),
-        "states": len(result.states),
-        "recoveries_run": sum(not s.shared for s in result.states),
-        "possible": sum(result.possible.values()),
-        "explored": sum(result.explored.values()),
-        "sampled_points": result.sampled,
-        "per_point": {
-            name: {"possible": result.possible[name], "explored": result.explored.get(name, 0)} for name in sorted(result.possible)
-        },
-        "violations": [
-            {
-                "invariant": v.invariant,
-                "point": result.points[s.point].point,
-                "crash": s.kind,
-                "state": s.cut,
-                "phase": s.phase,
-                "message": v.describe(),
-                "scenario": s.repro,
-            }
-            for s, v in result.violations
-        ],
-        "seconds": round(result.seconds, 3),
-        "not_applicable": result.not_applicable,
-    }
 
 
 def violation_lines(s: dict[str, Any]) -> list[str]:
@@ -62,47 +30,58 @@ def violation_lines(s: dict[str, Any]) -> list[str]:
 
 def main(args: Any) -> int:
     if getattr(args, "runtime", "dsh-sim") == "dsh":  # extension point: the published DSH's writer on SimFS
-        from dsh_sim.cli.commands.dsh_explore import run_explore_dsh
-
         if getattr(args, "against", None):
             raise CliError("--against dsh compares dsh-sim's runtime with DSH; it does not go with --runtime dsh")
-        return run_explore_dsh(args, list(api.expand(args.files)))
+        return _dsh_writer(args)
     if args.results:
         check_output_file(args.results, "--results")
     check_output_dir(args.found_dir, "--found-dir")
-    files = api.expand(args.files)
-    scenarios = [api.load(path) for path in files]  # every file is checked before the first explore starts
-    out = []
-    docs = []
-    with against_oracle(getattr(args, "against", None)) as oracle:
-        for path, scenario in zip(files, scenarios):
-            before = oracle.summary() if oracle is not None else {}
-            result = api.explore(scenario, crash=args.crash, model=args.model, bound=args.bound, found_dir=args.found_dir)
-            out.append(summary(result))
-            docs.append(explore_document(result, path, result.seconds))
-            if oracle is not None:
-                out[-1]["against_dsh"] = docs[-1]["dsh_against"] = delta(before, oracle.summary())
-            _print(args, path, out[-1])
-        if oracle is not None and not args.json:
-            print(against_line(oracle))
-    if args.results:
-        for index, doc in enumerate(docs):
-            base, ext = os.path.splitext(args.results)
-            write(doc, args.results if len(docs) == 1 else f"{base}-{index}{ext or '.json'}")
+    batch = api.explore_files(
+        args.files,
+        crash=args.crash,
+        model=args.model,
+        bound=args.bound,
+        found_dir=args.found_dir,
+        results=args.results,
+        against_dsh=getattr(args, "against", None) == "dsh",
+        progress=None if args.json else _print,
+    )
+    if batch.against is not None and not args.json:
+        print(against_line(batch.against))
     if args.json:
-        emit_json(out)
-    return EXIT_OK if not any(s["violations"] or s["not_applicable"] for s in out) else EXIT_VIOLATION
+        emit_json([explored.row() for explored in batch.explored])
+    return EXIT_VIOLATION if batch.failed else EXIT_OK
 
 
-def _print(args: Any, path: str, s: dict[str, Any]) -> None:
-    if args.json:
-        return
+def _print(explored: api.Explored) -> None:
+    s = explored.row()
     sampled = f", sampled at {sum(s['sampled_points'].values())} point(s)" if s["sampled_points"] else " (exhaustive)"
     print(
-        f"{path}: {s['explored']}/{s['possible']} crash states checked at {s['crash_points']} points{sampled}; "
+        f"{explored.path}: {s['explored']}/{s['possible']} crash states checked at {s['crash_points']} points{sampled}; "
         f"{s['recoveries_run']} distinct recoveries in {s['seconds']}s; {len(s['violations'])} violation(s)"
     )
     if s["not_applicable"]:
         print(f"  NOT EXPLORED past {s['not_applicable']} (the steps after it never ran)")
     for line in violation_lines(s):
         print(line)
+
+
+def _dsh_writer(args: Any) -> int:
+    """``--runtime dsh``: the published DSH writer (Node, on SimFS) explored."""
+
+    def show(path: str, result: api.DshExploreResult | None) -> None:
+        if result is None:
+            print(f"{path}: no prompt steps, nothing for the DSH writer to write")
+            return
+        if not args.json:
+            print(
+                f"{path}: DSH writer ({result.compression}) crashed at {result.points} filesystem operations, {result.states} crash states, "
+                f"{result.recoveries} distinct DSH recoveries in {result.seconds:.1f}s; {len(result.violations)} violation(s)"
+            )
+            for v in result.violations[:10]:
+                print(f"  {v.invariant} at point {v.point} ({v.crash}): {v.detail}")
+
+    explored = api.dsh_explore(args.files, crash=args.crash, bound=args.bound, results=args.results, progress=show)
+    if args.json:
+        emit_json(explored.document)
+    return EXIT_VIOLATION if explored.failed else EXIT_OK

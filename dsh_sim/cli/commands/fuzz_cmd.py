@@ -1,4 +1,5 @@
-"""``dsh-sim fuzz``: fuzz with a progress line; on a violation save, print and exit 1."""
+"""``dsh-sim fuzz``: fuzz with a progress line; on a violation save, print and exit 1
+(:func:`dsh_sim.api.fuzz`)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,8 @@ from typing import Any
 
 from dsh_sim import api
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, emit_json
-from dsh_sim.cli.commands.dsh_cmd import against_line, against_oracle
-from dsh_sim.engine.config import SimConfig
-from dsh_sim.evidence.results import meta, write
+from dsh_sim.cli.commands.dsh_cmd import against_line
 from dsh_sim.outputs import check_output_dir, check_output_file
-from dsh_sim.scenario.codec import to_json
 
 
 def _progress(budget: float) -> Any:
@@ -30,29 +28,25 @@ def main(args: Any) -> int:
     if args.results:
         check_output_file(args.results, "--results")
     check_output_dir(args.found_dir, "--found-dir")
-    config = SimConfig(compression=args.compression, checkpoint_policy=not args.no_checkpoint_policy)
-    with against_oracle(getattr(args, "against", None)) as oracle:  # shrinking and minimising compare too
+    with api.against_dsh(getattr(args, "against", None) == "dsh") as oracle:  # shrinking and minimising compare too
         run = api.fuzz(
             args.machine,
             budget=args.budget,
             examples=args.examples,
             steps=args.steps,
             seed=args.seed,
-            config=config,
+            compression=args.compression,
+            checkpoint_policy=not args.no_checkpoint_policy,
             mutants=args.mutant,
             found_dir=args.found_dir,
             progress=None if args.json else _progress(args.budget),
+            results=args.results,
         )
         against = oracle.summary() if oracle is not None else None
-        if oracle is not None and not args.json:
-            print(against_line(oracle))
+        if against is not None and not args.json:
+            print(against_line(against))
     if sys.stderr.isatty() and not args.json:
         sys.stderr.write("\n")
-    if args.results:
-        doc = run.document(meta("fuzz", config=to_json(config), mutants=args.mutant))
-        if against is not None:
-            doc["dsh_against"] = against
-        write(doc, args.results)
     found = run.found
     if args.json:
         emit_json(

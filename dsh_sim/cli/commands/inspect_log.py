@@ -1,4 +1,5 @@
-"""``dsh-sim inspect PATH [--json]``: read a session log and say what a resume would do.
+"""``dsh-sim inspect PATH [--json]``: read a session log and say what a resume would do
+(:func:`dsh_sim.api.inspect`).
 
 It never writes.  PATH is a session directory (the highest canonical generation in it is
 read) or a log file.  The JSON shape is a stable interface, documented in the README.
@@ -10,8 +11,8 @@ import datetime
 import sys
 from typing import Any
 
+from dsh_sim import api
 from dsh_sim.cli.commands.common import emit_json
-from dsh_sim.sessionlogs.inspect import inspect_path
 
 
 def _summary(event: dict[str, Any]) -> str:
@@ -75,7 +76,7 @@ def print_report(report: dict[str, Any]) -> None:
 
 
 def main(args: Any) -> int:
-    report = inspect_path(args.path)
+    report = api.inspect(args.path).document
     if args.json:
         emit_json(report)
     else:

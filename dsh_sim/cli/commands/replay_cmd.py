@@ -1,4 +1,5 @@
-"""``dsh-sim replay FILE... [--json]``: run scenarios without Hypothesis and judge them."""
+"""``dsh-sim replay FILE... [--json]``: run scenarios without Hypothesis and judge them
+(:func:`dsh_sim.api.replay`; ``--check-determinism``: :func:`dsh_sim.api.check_determinism`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ from typing import Any
 
 from dsh_sim import api
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.cli.commands.dsh_cmd import against_line, against_oracle
-from dsh_sim.dsh.against import NAME as DSH_AGREES
+from dsh_sim.cli.commands.dsh_cmd import against_line
 from dsh_sim.outputs import check_output_file, write_replacing
 
 
@@ -32,9 +32,9 @@ def main(args: Any) -> int:
     files = api.expand(args.files)
     for path in files:  # every file is checked before the first replay starts
         scenario = api.load(path)
-        if scenario.expect.invariant == DSH_AGREES and getattr(args, "against", None) != "dsh":
+        if scenario.expect.invariant == api.DSH_AGREES and getattr(args, "against", None) != "dsh":
             raise CliError(
-                f"{path}: expects a {DSH_AGREES} violation, which only a comparison with DSH shows: replay it with --against dsh"
+                f"{path}: expects a {api.DSH_AGREES} violation, which only a comparison with DSH shows: replay it with --against dsh"
             )
     if args.check_determinism and getattr(args, "against", None):
         raise CliError("--check-determinism replays in fresh processes without DSH; it does not go with --against")
@@ -48,9 +48,9 @@ def main(args: Any) -> int:
                 if check.divergence:
                     print(check.divergence)
         return EXIT_OK if all(c.same for c in checks) else EXIT_VIOLATION
-    with against_oracle(getattr(args, "against", None)) as oracle:
+    with api.against_dsh(getattr(args, "against", None) == "dsh") as oracle:
         results = [api.replay(path, update_digest=args.update_digest, keep_trace=bool(args.trace_out)) for path in files]
-        compared = against_line(oracle) if oracle is not None and not args.json else None
+        compared = against_line(oracle.summary()) if oracle is not None and not args.json else None
     if args.trace_out:
         # by rename: a link or FIFO planted at the name during the replay is replaced, never
         # written through (a plain open followed the link, and blocked on the FIFO)

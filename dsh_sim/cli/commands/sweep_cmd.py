@@ -1,5 +1,5 @@
 """``dsh-sim sweep SCENARIO...``: an I/O error and a cancellation at every position of every
-durability sequence of each scenario, every run judged (see :mod:`dsh_sim.drivers.faultsweep`)."""
+durability sequence of each scenario, every run judged (:func:`dsh_sim.api.sweep`)."""
 
 from __future__ import annotations
 
@@ -7,33 +7,7 @@ from typing import Any
 
 from dsh_sim import api
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, emit_json
-from dsh_sim.drivers.faultsweep import SweepResult, sweep
-from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.outputs import check_output_dir
-from dsh_sim.scenario.files import save_found
-
-
-def summary(result: SweepResult, saved: dict[int, str]) -> dict[str, Any]:
-    return {
-        "scenario": result.scenario,
-        "positions": len(result.positions),
-        "runs": result.runs,
-        "not_applicable": result.not_applicable,
-        "bridged": result.bridged,
-        "replays": result.replays,
-        "baseline": list(result.baseline),
-        "violations": [
-            {
-                "invariant": found.violation.invariant,
-                "action": found.action,
-                "position": found.position.describe(),
-                "message": found.violation.describe(),
-                "scenario": saved.get(index),
-            }
-            for index, found in enumerate(result.violations)
-        ],
-        "seconds": round(result.seconds, 3),
-    }
 
 
 def main(args: Any) -> int:
@@ -42,13 +16,13 @@ def main(args: Any) -> int:
     scenarios = [api.load(path) for path in files]  # every file is checked before the first sweep starts
     out = []
     for path, scenario in zip(files, scenarios):
-        with capture_runtime_logs():
-            result = sweep(scenario)
-        saved = {index: save_found(found.repro, args.found_dir) for index, found in enumerate(result.violations)}
-        out.append(summary(result, saved))
+        swept = api.sweep(scenario, found_dir=args.found_dir)
+        out.append(swept.row())
         if not args.json:
             s = out[-1]
-            print(f"{path}: {result.runs_text()} over {s['positions']} positions in {s['seconds']}s; {len(s['violations'])} violation(s)")
+            print(
+                f"{path}: {swept.result.runs_text()} over {s['positions']} positions in {s['seconds']}s; {len(s['violations'])} violation(s)"
+            )
             for problem in s["baseline"]:
                 print(f"  NOT SWEPT: the scenario itself does not hold: {problem}")
             for v in s["violations"]:
