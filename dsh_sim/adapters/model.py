@@ -9,8 +9,9 @@ empty the model answers with plain text, so every turn ends.  Parts are spaced b
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import attrs
 import trio
 
 from runtime.adapters.script_model import ScriptedResponse
@@ -24,6 +25,19 @@ if TYPE_CHECKING:
 class ModelStreamError(HarnessError):
     name = "ModelStreamError"
     code = "STREAM_CUT"
+
+
+@attrs.frozen
+class RequestMark:
+    """A model request as the model received it: the turn and step it names, the messages and
+    tools it carries, and how many events the process's log held then (what it was built from)."""
+
+    lifetime: int
+    turn: int
+    step: int
+    messages: tuple[Any, ...]
+    tools: tuple[Any, ...]
+    events: int
 
 
 class SimModel:
@@ -46,8 +60,18 @@ class SimModel:
         # an adapter that cannot be cancelled (an HTTP client without cancellation support): its
         # waits are shielded, so the loop must notice a cancellation between parts on its own
         self._shielded = shielded
+        self._requests: list[RequestMark] | None = None
+        self._lifetime = 0
+        self._log_length: Callable[[], int] = lambda: 0
+
+    def observe(self, requests: list[RequestMark], lifetime: int, log_length: Callable[[], int]) -> None:
+        """Record every request in ``requests``, with the length of the log it was built from."""
+        self._requests, self._lifetime, self._log_length = requests, lifetime, log_length
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        if self._requests is not None:
+            mark = RequestMark(self._lifetime, request.turn, request.step, request.messages, request.tools, self._log_length())
+            self._requests.append(mark)
         response = self._queue.pop(0) if self._queue else ScriptedResponse(text="ok")
         return self._emit(request, response)
 

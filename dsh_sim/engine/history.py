@@ -16,6 +16,7 @@ import attrs
 from runtime.session.events import Event
 
 if TYPE_CHECKING:
+    from dsh_sim.adapters.model import RequestMark
     from dsh_sim.adapters.observed import ToolMark
     from dsh_sim.engine.crash import CrashRecord
 
@@ -88,6 +89,8 @@ class History:
     approval_consulted: list[str] = attrs.field(factory=list)  # approval request ids the simulated user was asked
     tool_marks: list[ToolMark] = attrs.field(factory=list)  # the tool pipeline's moments, in order
     window: list[WindowFact] = attrs.field(factory=list)  # the write-behind's inputs and writes, in order
+    model_requests: list[RequestMark] = attrs.field(factory=list)  # every request the model received, in order
+    prompts: list[tuple[int, int, str]] = attrs.field(factory=list)  # (lifetime, index of its turn/start, text) per prompt
     seeded: SeededLog | None = None
     planted: list[PlantedLink] = attrs.field(factory=list)  # links planted at session paths (plant_link)
     foreign_files: list[tuple[str, bytes]] = attrs.field(factory=list)  # files other processes put at session names (target_exists)

@@ -262,6 +262,7 @@ class Simulation:
             self.approval_answers,
             self.history.answerer_failures,
             self.history.tool_marks,
+            self.history.model_requests,
             self.history.approval_consulted,
             self.approval_delay,
             self.call_policies,

@@ -17,7 +17,7 @@ import trio
 
 from dsh_sim.adapters.answerer import SimAnswerer
 from dsh_sim.adapters.execute_hook import ExecuteHookPlugin
-from dsh_sim.adapters.model import SimModel
+from dsh_sim.adapters.model import RequestMark, SimModel
 from dsh_sim.adapters.observed import PipelineWitness, ToolMark, observed
 from dsh_sim.adapters.policy import CallPolicy, SimPolicy
 from dsh_sim.adapters.post_execute_note import PostExecuteNote
@@ -71,6 +71,7 @@ class Surroundings:
     approval_answers: list[str]
     answerer_failures: list[str]
     tool_marks: list[ToolMark]
+    model_requests: list[RequestMark]
     approval_consulted: list[str]
     approval_delay: list[float]
     call_policies: dict[str, CallPolicy]
@@ -123,7 +124,9 @@ async def agent_main(env: Surroundings, life: Lifetime) -> None:
         writer.requires_approval = "write_file" in cfg.approval_tools
         tools.append(writer)
     tools = observed(tools, env.tool_marks, life.index)
+    life.tools_mounted = tuple((t.name, t.description) for t in tools)
     model = SimModel(env.model_queue, gate.domain, chunk_delay=cfg.chunk_delay, sleep=life.proc.sleep, shielded=cfg.model_uncancellable)
+    model.observe(env.model_requests, life.index, lambda: len(life.agent.session.events) if life.agent is not None else 0)
     runtime_config = RuntimeConfig(
         root=cfg.root,
         compression=cfg.compression,

@@ -26,6 +26,7 @@ from dsh_sim.evidence.invariants.links import check_links_not_followed, refused_
 from dsh_sim.evidence.invariants.lossless import check_edge_append, owns_step_error
 from dsh_sim.evidence.invariants.points import check_announcement
 from dsh_sim.evidence.invariants.route import check_route
+from dsh_sim.evidence.invariants.step_inputs import check_requests
 from dsh_sim.evidence.invariants.window import WindowJudge
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.approval_policy import PolicyWatch
@@ -80,6 +81,7 @@ class Checker(Observer):
         self._paused_until = float("-inf")
         self._schedule = Schedule(max_parallel=sim.config.max_parallel_tool_calls)
         self._window = WindowJudge()
+        self._requests_seen = 0  # model requests judged (step_inputs)
 
     @classmethod
     def attach(cls, sim: Simulation, **kw: Any) -> Checker:
@@ -232,6 +234,8 @@ class Checker(Observer):
 
     def on_step(self, op: str, outcome: str, args: Any = None) -> None:
         self.count(inv.NO_HANG)  # the step's command handed control back, or on_hang reported it
+        if self.sim.kind == "agent":
+            self._requests_seen = check_requests(self, self._requests_seen)
         self._stray_before_step = residue.stray_names(self)
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
         check_foreign_files(self)
@@ -277,7 +281,8 @@ class Checker(Observer):
             recovered = (*report.events, *getattr(report, "closers", ())) if report is not None else ()
             grammar = Grammar()  # a resumed log is judged from its recovered (closed) end on
             grammar.count, grammar.last_turn = len(recovered), _last_turn(recovered)
-            watch = self._live[life.index] = _Watch(grammar, agreement.Tracker(workspace=self.sim.config.workspace), len(recovered))
+            tracker = agreement.Tracker(workspace=self.sim.config.workspace)
+            watch = self._live[life.index] = _Watch(grammar, tracker, len(recovered))
             default = self.sim.config.approval_policy
             watch.policy = PolicyWatch.after(recovered, default) if default is not None else None
         events = life.session.events
@@ -314,6 +319,8 @@ class Checker(Observer):
 
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         check_links_not_followed(self)  # (the final drain is a write too)
+        if self.sim.kind == "agent":
+            self._requests_seen = check_requests(self, self._requests_seen)
         self._window.judge(self, None)
         if life is not self.sim.primary:
             return

@@ -59,7 +59,7 @@ PRIORITY = (
     "runtime/tools/registry.py",
     "runtime/agent/resume.py",
 )
-# The write path, recovery and the barrier: what the run measured in the README covers.
+# The write path, recovery and the barrier: what the run measured in docs/mutation-testing.md covers.
 CORE = (
     "runtime/persistence/durable.py",
     "runtime/persistence/handles.py",

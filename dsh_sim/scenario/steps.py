@@ -132,6 +132,8 @@ def op_prompt(sim: Simulation, args: PromptArgs) -> str:
     async def turn(life: Lifetime) -> Any:
         return await life.agent.run_turn(args.text)
 
+    sim.history.prompts.append((life.index, len(life.agent.session.events), args.text))  # (its turn/start comes next)
+
     reply = sim.run(turn, horizon=float(args.horizon))
     if life.dead:
         return _outcome(life, reply)

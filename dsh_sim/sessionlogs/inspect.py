@@ -1,7 +1,7 @@
 """What ``dsh-sim inspect`` reports about a session log: the stable JSON document.
 
 Read-only: a current log is decoded; a historical one is migrated in memory (what a write
-open would publish).  The document shape is a stable interface, documented in the README.
+open would publish).  The document shape is a stable interface, documented in docs/inspect-json.md.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def inspect_document(
     torn: tuple[int, int, int] | None,
     migration: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The stable ``inspect`` JSON shape (README) for a current or a migrated view.
+    """The stable ``inspect`` JSON shape (docs/inspect-json.md) for a current or a migrated view.
 
     ``torn`` is (offset, torn bytes, recovered records) of the log as read.
     """

@@ -244,7 +244,7 @@ class _Scanner:
         # the last write, and an fsynced append never follows unrepaired damage.  The
         # reference tolerates this unless the record is a turn/end, and its repair then
         # truncates the later committed records away; dsh-sim refuses instead (finding
-        # DSH-1 of the differential, README "Differential mode").
+        # DSH-1 of the differential, docs/differential.md).
         if self.raw or turn_end:
             assert self.issue is not None
             raise LogCorruption(self.issue)

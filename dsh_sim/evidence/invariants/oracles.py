@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dsh_sim.adapters.post_execute_note import NOTE_BLOCK
 from dsh_sim.adapters.simfs.disk import FileNode
 from dsh_sim.evidence.invariants.base import Judge, fail
-from dsh_sim.evidence.oracles import agreement, approval_policy, cancellation, post_execute, reference, result_shape
+from dsh_sim.evidence.oracles import agreement, approval_policy, cancellation, payloads, post_execute, reference, result_shape
 from dsh_sim.evidence.oracles.grammar import Grammar
 from dsh_sim.evidence.oracles.grammar import problems as grammar_problems
 from dsh_sim.evidence.oracles.schedule import Schedule
@@ -66,6 +66,11 @@ def check_acknowledged_bytes(obs: Judge, batch: Sequence[Event], before: bytes, 
                 return
     if batch and list(log.records[-len(batch) :]) != records:
         fail(obs, FORMAT, "the last records on disk are not the acknowledged batch", None, f"batch seqs {batch[0].seq}..{batch[-1].seq}")
+    if obs.sim.kind == "agent":  # (the storage machine appends events of its own, with any data)
+        for event in batch:
+            wrong = payloads.problem(event.type, event.data)
+            if wrong is not None:
+                fail(obs, FORMAT, f"{event.type} {event.seq}: the payload is not the spec's (§1.5): {wrong}", None, repr(event.data)[:300])
 
 
 def report_differences(expected: reference.Expected, report: Any, agent: bool) -> list[str]:

@@ -37,24 +37,39 @@ def _policy_in_force(events: Sequence[Any], index: int, default: str | None) -> 
     return default
 
 
+# how a cancelled turn ends (spec §1.5): the user's cancel, or the process's owner tearing it down
+ABORTED = {"signal": {"kind": "aborted", "reason": {"kind": "user"}}, "stop": {"kind": "aborted", "reason": {"kind": "disposed"}}}
+
+
 def check_turn_ends(obs: Judge, life: Lifetime, fresh: Sequence[Any]) -> None:
-    """A turn its signal cancelled before it ended never reports itself ``completed`` (spec §1.6:
-    the reason says what happened — aborted, or the error that ended it first)."""
+    """A turn cancelled before it ended says so exactly (spec §1.5, §1.6): ``aborted`` with the
+    user as the reason after a cancel, ``disposed`` after a graceful stop tore it down — or, when
+    a fault struck the turn, the error that may have ended it first; never ``completed``."""
+    marks = obs.history.tool_marks
     for event in fresh:
         if event.type != "turn/end":
             continue
         turn = event.data.get("turn")
-        marks = obs.history.tool_marks
-        cancel = next(
-            (i for i, m in enumerate(marks) if m.kind == "cancel" and m.how != "stop" and m.lifetime == life.index and m.turn == turn), None
-        )
-        ended = next((i for i, m in enumerate(marks) if m.kind == "turn_end" and m.lifetime == life.index and m.turn == turn), None)
-        if cancel is None or (ended is not None and ended < cancel):
+        mine = [(i, m) for i, m in enumerate(marks) if m.lifetime == life.index and m.turn == turn]
+        cancel = next((m for _, m in mine if m.kind == "cancel"), None)
+        cancelled_at = next((i for i, m in mine if m.kind == "cancel"), None)
+        ended = next((i for i, m in mine if m.kind == "turn_end"), None)
+        if cancel is None or cancelled_at is None or (ended is not None and ended < cancelled_at):
             continue
         obs.count(NAME)
-        reason = event.data.get("reason", {}).get("kind")
-        if reason == "completed":
-            fail(obs, NAME, f"turn {turn} was cancelled before it ended, but it ends 'completed'")
+        reason = event.data.get("reason")
+        expected = ABORTED["stop" if cancel.how == "stop" else "signal"]
+        if reason == expected:
+            continue
+        struck = any(f.lifetime == life.index and f.marks > _turn_began(marks, life.index, turn) for f in obs.history.faults)
+        if struck and isinstance(reason, dict) and reason.get("kind") == "error":
+            continue  # a fault's error may have ended the turn before the cancellation did
+        fail(obs, NAME, f"turn {turn} was cancelled ({cancel.how}) before it ended, but it ends {reason!r} where {expected!r} belongs")
+
+
+def _turn_began(marks: Sequence[Any], lifetime: int, turn: Any) -> int:
+    """The position in ``marks`` after the previous turn of ``lifetime`` ended (its start, near enough)."""
+    return max((i for i, m in enumerate(marks) if m.kind == "turn_end" and m.lifetime == lifetime and m.turn != turn), default=-1)
 
 
 def check_route(obs: Judge, life: Lifetime, fresh: Sequence[Any]) -> None:

@@ -3,7 +3,7 @@
 :mod:`.spec_log` says which records a reader recovers; a caller of the runtime sees more: the
 refusal's class and message (spec §3.4, §3.7 give the texts of the format's refusals), the
 torn tail a write open will truncate, what a header-only listing shows (§3.8), and the
-resource bounds the project documents (README, "session logs": a zstd frame that could
+resource bounds the project documents (docs/commands.md, bad input: a zstd frame that could
 decompress past 64 MiB is refused before decoding, the bound read from its block headers).
 This module derives all of that from the bytes alone, reusing :mod:`.spec_log` and the
 harness's own frame walker — never ``runtime.persistence`` — so it can judge the runtime's
@@ -22,7 +22,7 @@ from dsh_sim.adapters.simfs.frames import FrameStructureError, Layout, layout_at
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
 from dsh_sim.evidence.oracles.spec_records import SpecViolation, check_header, strict_json
 
-FRAME_LIMIT = 64 * 1024 * 1024  # README: the most one frame may decompress to
+FRAME_LIMIT = 64 * 1024 * 1024  # docs/commands.md: the most one frame may decompress to
 BLOCK_MAX = 128 * 1024  # RFC 8878 Block_Maximum_Size: the most one compressed block regenerates
 CORRUPT = "corruption"
 UNSUPPORTED = "unsupported"
