@@ -248,6 +248,30 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {
             AFTER,
         ],
     ),
+    "route-cancel-as-the-turn-starts": (
+        "the user cancels as the turn starts, before its first step: the turn ends aborted by the user with no step, "
+        "no request and no call; the next turn runs",
+        {},
+        [BOOT, arm("agent.turn.start", "cancel"), prompt([call("c1", "pay")]), AFTER],
+    ),
+    "route-cancel-before-the-second-step": (
+        "the user cancels as the second step is about to open (at the pre-step barrier): the first step's call stands, "
+        "no second step opens, the turn ends aborted by the user",
+        {},
+        [BOOT, arm("agent.pre_step", "cancel", match={"step": 2}), prompt([call("c1", "pay")], [call("c2", "pay")]), AFTER],
+    ),
+    "route-cancel-as-the-model-is-asked": (
+        "the user cancels as the model request goes out (at llm.request, before any part arrives): nothing was "
+        "delivered, so no assistant message is appended and the turn ends aborted by the user; the next turn runs",
+        {},
+        [BOOT, arm("llm.request", "cancel"), prompt([call("c1", "pay")]), AFTER],
+    ),
+    "route-step-limit-reached": (
+        "the model keeps calling tools past the runtime's step limit (config max_steps 2): the second step's calls run, "
+        "then the turn ends with an error (code UNKNOWN) instead of a third request; the next turn runs",
+        {"max_steps": 2},
+        [BOOT, prompt([call("c1", "get_balance")], [call("c2", "pay")], [call("c3", "pay")]), AFTER],
+    ),
 }
 
 

@@ -27,10 +27,11 @@ class ModelStreamError(HarnessError):
     code = "STREAM_CUT"
 
 
-@attrs.frozen
+@attrs.define(eq=False)
 class RequestMark:
-    """A model request as the model received it: the turn and step it names, the messages and
-    tools it carries, and how many events the process's log held then (what it was built from)."""
+    """A model request as the model received it — the turn and step it names, the messages and
+    tools it carries, how many events the process's log held then (what it was built from) —
+    and the model's answer: the parts it delivered, in order, and whether its stream was cut."""
 
     lifetime: int
     turn: int
@@ -38,6 +39,9 @@ class RequestMark:
     messages: tuple[Any, ...]
     tools: tuple[Any, ...]
     events: int
+    delivered: list[StreamPart] = attrs.field(factory=list)
+    parts: int = 0  # how many parts the scripted response has
+    cut: bool = False
 
 
 class SimModel:
@@ -69,20 +73,29 @@ class SimModel:
         self._requests, self._lifetime, self._log_length = requests, lifetime, log_length
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        response = self._queue.pop(0) if self._queue else ScriptedResponse(text="ok")
+        parts = response.parts()
+        mark = None
         if self._requests is not None:
             mark = RequestMark(self._lifetime, request.turn, request.step, request.messages, request.tools, self._log_length())
+            mark.parts = len(parts)
             self._requests.append(mark)
-        response = self._queue.pop(0) if self._queue else ScriptedResponse(text="ok")
-        return self._emit(request, response)
+        return self._emit(request, response, parts, mark)
 
-    async def _emit(self, request: ModelRequest, response: ScriptedResponse) -> AsyncIterator[StreamPart]:
-        for index, part in enumerate(response.parts()):
+    async def _emit(
+        self, request: ModelRequest, response: ScriptedResponse, parts: list[StreamPart], mark: RequestMark | None
+    ) -> AsyncIterator[StreamPart]:
+        for index, part in enumerate(parts):
             fault = await self._gate("model.stream", {"turn": request.turn, "step": request.step, "part": index})
             if fault is not None and fault.action == "stream_cut":
+                if mark is not None:
+                    mark.cut = True
                 raise ModelStreamError("the model stream was cut mid-response")
             if self._shielded:
                 with trio.CancelScope(shield=True):
                     await self._sleep(response.chunk_delay or self._chunk_delay)
             else:
                 await self._sleep(response.chunk_delay or self._chunk_delay)
+            if mark is not None:
+                mark.delivered.append(part)
             yield part

@@ -37,7 +37,7 @@ class Lifetime:
     step_error: BaseException | None = None  # what the last step raised to its caller (errors_documented)
     hung: Hung | None = None  # a command hung the process (see engine.hang); the harness killed it
     log_at_boot: bytes | None = None  # the session log as this process found it when it started (recovery_maximal)
-    tools_mounted: tuple[tuple[str, str], ...] = ()  # (name, description) of every tool the process mounted (step_inputs)
+    tools_mounted: tuple[tuple[str, str], ...] = ()  # (name, description) of every tool the process mounted (model_exchange)
 
     def live_runtime(self) -> Runtime:
         """The runtime this process booted (set before its agent: a process with an agent has one)."""

@@ -111,5 +111,5 @@ INVARIANT_NAMES: tuple[str, ...] = (
     "route_decisions",
     "lease_held",
     "foreign_files_kept",
-    "step_inputs",
+    "model_exchange",
 )

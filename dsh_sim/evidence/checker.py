@@ -24,9 +24,9 @@ from dsh_sim.evidence.invariants.errors import check_flush_reports, check_step_e
 from dsh_sim.evidence.invariants.lease import MUTATIONS, check_foreign_files, check_lease
 from dsh_sim.evidence.invariants.links import check_links_not_followed, refused_for_a_link
 from dsh_sim.evidence.invariants.lossless import check_edge_append, owns_step_error
+from dsh_sim.evidence.invariants.model_exchange import check_answers, check_requests
 from dsh_sim.evidence.invariants.points import check_announcement
 from dsh_sim.evidence.invariants.route import check_route
-from dsh_sim.evidence.invariants.step_inputs import check_requests
 from dsh_sim.evidence.invariants.window import WindowJudge
 from dsh_sim.evidence.oracles import agreement
 from dsh_sim.evidence.oracles.approval_policy import PolicyWatch
@@ -34,6 +34,7 @@ from dsh_sim.evidence.oracles.grammar import Grammar
 from dsh_sim.evidence.oracles.schedule import Schedule, group_problems
 
 if TYPE_CHECKING:
+    from dsh_sim.adapters.model import RequestMark
     from dsh_sim.engine.crash import CrashRecord
     from dsh_sim.engine.hang import Hung
     from dsh_sim.engine.history import Corruption, FaultFired, History
@@ -81,7 +82,8 @@ class Checker(Observer):
         self._paused_until = float("-inf")
         self._schedule = Schedule(max_parallel=sim.config.max_parallel_tool_calls)
         self._window = WindowJudge()
-        self._requests_seen = 0  # model requests judged (step_inputs)
+        self._requests_seen = 0  # model requests judged (model_exchange)
+        self._answers_pending: list[RequestMark] = []  # requests whose answer is still streaming
 
     @classmethod
     def attach(cls, sim: Simulation, **kw: Any) -> Checker:
@@ -235,7 +237,7 @@ class Checker(Observer):
     def on_step(self, op: str, outcome: str, args: Any = None) -> None:
         self.count(inv.NO_HANG)  # the step's command handed control back, or on_hang reported it
         if self.sim.kind == "agent":
-            self._requests_seen = check_requests(self, self._requests_seen)
+            self._judge_requests()
         self._stray_before_step = residue.stray_names(self)
         inv.check_idempotent_keys(self)  # the ledger can go wrong without any crash
         check_foreign_files(self)
@@ -269,6 +271,12 @@ class Checker(Observer):
                 )
         if life is not None and not life.dead and self.sim.kind == "agent":  # (a dead process's memory holds its unwinding)
             self._judge_live(life)
+
+    def _judge_requests(self) -> None:
+        """Each model request as it was sent, and its answer once its step has ended."""
+        seen = self._requests_seen
+        self._requests_seen = check_requests(self, seen)
+        self._answers_pending = check_answers(self, self._answers_pending + self.history.model_requests[seen : self._requests_seen])
 
     def _judge_live(self, life: Lifetime) -> None:
         """Feed what the live log gained since the last step to its grammar and agreement."""
@@ -320,7 +328,7 @@ class Checker(Observer):
     def on_shutdown(self, life: Lifetime, faults_during: bool) -> None:
         check_links_not_followed(self)  # (the final drain is a write too)
         if self.sim.kind == "agent":
-            self._requests_seen = check_requests(self, self._requests_seen)
+            self._judge_requests()
         self._window.judge(self, None)
         if life is not self.sim.primary:
             return

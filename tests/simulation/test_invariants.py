@@ -310,7 +310,7 @@ def test_every_invariant_has_a_failing_demonstration():
         "write_behind_window",  # tests/simulation/test_window_model.py: five careless edits of the write-behind's timing
         "lease_held",  # tests/simulation/test_lease_model.py: a lease without its recheck, a publication before the lock
         "foreign_files_kept",  # tests/simulation/test_lease_model.py: a cleanup that removes a name it did not link
-        "step_inputs",  # tests/simulation/test_step_inputs.py: headers at every step, a history without results, a lost prompt
+        "model_exchange",  # tests/simulation/test_model_exchange.py: headers at every step, a history without results, a lost prompt
         "dsh_agrees",  # tests/test_dsh_against.py: a reader that drops a torn frame's records, caught by the real DSH
         "no_hang",  # tests/test_hang.py: a graceful stop that retries a failing write forever; spins and deadlocks
         "approval_policy",  # tests/test_approval_policy.py: the first approval/policy read as the one in force

@@ -51,20 +51,21 @@ def check_turn_ends(obs: Judge, life: Lifetime, fresh: Sequence[Any]) -> None:
             continue
         turn = event.data.get("turn")
         mine = [(i, m) for i, m in enumerate(marks) if m.lifetime == life.index and m.turn == turn]
-        cancel = next((m for _, m in mine if m.kind == "cancel"), None)
-        cancelled_at = next((i for i, m in mine if m.kind == "cancel"), None)
-        ended = next((i for i, m in mine if m.kind == "turn_end"), None)
-        if cancel is None or cancelled_at is None or (ended is not None and ended < cancelled_at):
+        ended = next((i for i, m in mine if m.kind == "turn_end"), len(marks))
+        cancels = [m for i, m in mine if m.kind == "cancel" and i < ended]
+        if not cancels:
             continue
         obs.count(NAME)
         reason = event.data.get("reason")
-        expected = ABORTED["stop" if cancel.how == "stop" else "signal"]
-        if reason == expected:
+        # a cancel the loop had not yet noticed when a graceful stop tore the turn down: either says what happened
+        expected = [ABORTED["stop" if m.how == "stop" else "signal"] for m in cancels]
+        if reason in expected:
             continue
         struck = any(f.lifetime == life.index and f.marks > _turn_began(marks, life.index, turn) for f in obs.history.faults)
         if struck and isinstance(reason, dict) and reason.get("kind") == "error":
             continue  # a fault's error may have ended the turn before the cancellation did
-        fail(obs, NAME, f"turn {turn} was cancelled ({cancel.how}) before it ended, but it ends {reason!r} where {expected!r} belongs")
+        hows = "/".join(str(m.how) for m in cancels)
+        fail(obs, NAME, f"turn {turn} was cancelled ({hows}) before it ended, but it ends {reason!r}, not one of {expected!r}")
 
 
 def _turn_began(marks: Sequence[Any], lifetime: int, turn: Any) -> int:

@@ -1,8 +1,9 @@
-"""``step_inputs``: what each step appends before its model request, and what the model is sent.
+"""``model_exchange``: both sides of the model port against the log and the spec's loop.
 
-The spec's loop (§1.6 steps 4-5, §1.3) fixes both, and the simulator sees both sides: the log,
-and every request the scripted model received (:class:`~dsh_sim.adapters.model.RequestMark`).
-For each request of a live process:
+The spec's loop (§1.3, §1.6 steps 4-7, §10.1) fixes what a step appends before its request,
+what the model is sent and how its answer is recorded; the simulator sees both sides: the log,
+and every request the scripted model received and every part it delivered
+(:class:`~dsh_sim.adapters.model.RequestMark`).  For each request:
 
 * its turn and step are those of the ``step/start`` that opened the step;
 * the step's inputs, appended together right after ``step/start``, are: the system prompt
@@ -16,7 +17,15 @@ For each request of a live process:
   ``request/context`` only when provider or model differ from the last one;
 * the request's messages are exactly the log's surface (§1.3: user, system, assistant and tool
   result messages, in log order) at the instant it was built: derived history is computed only
-  from the surface.
+  from the surface;
+* once the step has ended, its ``assistant/message`` embeds exactly the chunks the model
+  delivered (a cancellation may lose the last one), its content and usage are what those chunks
+  make (§10.1: the embedded stream must reproduce the message), and it is marked interrupted
+  exactly when a cancellation cut it short; a step without one had a failed stream or was
+  cancelled before any content.
+
+A process that died is judged by what it held in memory; a request whose step never ended in a
+live process is judged when it does.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from dsh_sim.evidence.invariants.base import Judge, fail
 if TYPE_CHECKING:
     from dsh_sim.engine.lifetime import Lifetime
 
-NAME = "step_inputs"
+NAME = "model_exchange"
 SURFACE = frozenset({"user/message", "assistant/message", "tool/result", "system/message"})  # §1.3, §10.1 (v3)
 _INPUTS = frozenset({"system/message", "user/message", "request/header", "request/context"})
 
@@ -133,9 +142,105 @@ def problems(
     return out
 
 
+def assemble(chunks: Sequence[Any], *, interrupted: bool) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The content and usage a stream's chunks make (spec §1.5 chunk types; §10.1: the embedded
+    stream must reproduce the message): text deltas joined per block, tool-call deltas joined into
+    ``{type, id, name, arguments}``, blocks in index order; an interrupted or token-capped message
+    owes no tool calls."""
+    blocks: dict[int, dict[str, Any]] = {}
+    usage, finish = None, None
+    for chunk in chunks:
+        kind = chunk.get("type")
+        if kind == "text-delta":
+            blocks.setdefault(chunk["index"], {"type": "text", "text": ""})["text"] += chunk["text"]
+        elif kind == "tool-call-delta":
+            block = blocks.setdefault(chunk["index"], {"type": "tool-call", "id": chunk["id"], "name": "", "arguments": ""})
+            if "name" in chunk:
+                block["name"] = chunk["name"]
+            block["arguments"] += chunk["argumentsDelta"]
+        elif kind == "usage":
+            usage = {"inputTokens": chunk["inputTokens"], "outputTokens": chunk["outputTokens"]}
+        elif kind == "finish":
+            finish = chunk["reason"]["kind"]
+    content = [blocks[i] for i in sorted(blocks)]
+    if interrupted or finish == "max-tokens":
+        content = [b for b in content if b["type"] != "tool-call"]
+    return content, usage
+
+
+def answer_problems(events: Sequence[Any], mark: RequestMark, *, cancelled: bool, ended: bool) -> list[str] | None:
+    """How the step's ``assistant/message`` departs from what the model delivered (None: not
+    judgeable yet — the step is still streaming)."""
+    message = next(
+        (
+            e
+            for e in events[mark.events :]
+            if e.type == "assistant/message" and (e.data.get("turn"), e.data.get("step")) == (mark.turn, mark.step)
+        ),
+        None,
+    )
+    delivered = [part.to_chunk() for part in mark.delivered]
+    if message is None:
+        if not ended:
+            return None
+        if mark.cut:
+            return []  # the stream failed: the turn ends with its error, no message
+        empty = [k for k in (len(delivered), len(delivered) - 1) if k >= 0 and not assemble(delivered[:k], interrupted=True)[0]]
+        if cancelled and empty:
+            return []  # cancelled before any content: nothing to record (§1.6 step 7)
+        return [f"the model delivered {len(delivered)} parts of its answer, but the step ended without an assistant message"]
+    data = message.data
+    records = data.get("stream")
+    if not isinstance(records, list) or any(not isinstance(r, dict) or r.get("type") != "chunk" for r in records):
+        return [f"assistant/message {message.seq} embeds no stream of chunk records (§10.1)"]
+    stream = [r.get("chunk") for r in records]
+    out = []
+    kept = len(stream)
+    if stream != delivered[:kept] or not (kept == len(delivered) or (cancelled and kept == len(delivered) - 1)):
+        out.append(f"assistant/message {message.seq} embeds {kept} chunks, the model delivered {len(delivered)}: they differ")
+    interrupted = data.get("interrupted") is True
+    if interrupted and not cancelled:
+        out.append(f"assistant/message {message.seq} is marked interrupted, but nothing cancelled its turn")
+    if not interrupted and kept != mark.parts:
+        out.append(f"assistant/message {message.seq} holds {kept} of the answer's {mark.parts} parts but is not marked interrupted")
+    content, usage = assemble(stream, interrupted=interrupted)
+    if data.get("message", {}).get("content") != content:
+        out.append(f"assistant/message {message.seq}: its content is not what its stream makes (§10.1): {content!r}")
+    if data.get("usage") != usage:
+        out.append(f"assistant/message {message.seq}: usage {data.get('usage')!r}, its stream says {usage!r}")
+    return out
+
+
 def _recovered(life: Lifetime) -> int:
     report = life.report
     return len(report.events) + len(getattr(report, "closers", ())) if report is not None else 0
+
+
+def check_answers(obs: Judge, pending: list[RequestMark]) -> list[RequestMark]:
+    """Judge the answers of ``pending`` requests whose step has ended (or whose process died);
+    returns those still streaming."""
+    by_index = {life.index: life for life in obs.sim.lifetimes}
+    waiting = []
+    for mark in pending:
+        life = by_index.get(mark.lifetime)
+        if life is None or life.session is None:
+            continue
+        events = life.session.events
+        ended = life.dead or any(
+            e.type == "step/end" and (e.data.get("turn"), e.data.get("step")) == (mark.turn, mark.step) for e in events[mark.events :]
+        )
+        marks = obs.history.tool_marks
+        cancelled = any(m.kind == "cancel" and m.lifetime == life.index and m.turn == mark.turn for m in marks)
+        found = answer_problems(events, mark, cancelled=cancelled or life.dead, ended=ended)
+        if found is None:
+            waiting.append(mark)
+            continue
+        if life.dead and not found:
+            continue
+        obs.count(NAME)
+        for problem in found:
+            fail(obs, NAME, problem, None, f"turn {mark.turn} step {mark.step}, process {life.index}")
+    return waiting
 
 
 def check_requests(obs: Judge, seen: int) -> int:
