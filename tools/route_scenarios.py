@@ -137,6 +137,23 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {
         POLICY,
         [BOOT, prompt([call("c1", "pay", gate_delay=30.0), call("c2", "pay")], horizon=1.0)],
     ),
+    "route-stop-while-a-parallel-body-runs": (
+        "a graceful stop while a parallel group's first read is in its body (its service is slow: a 30 s delay) and the "
+        "second has been denied by the gate but not settled: the running call is ABORTED (its body started), the denied "
+        "one ABORTED_BEFORE_DISPATCH, in the model's order, nothing else runs",
+        POLICY,
+        [
+            BOOT,
+            arm("world.deliver", "delay", delay=30.0, match={"call_id": "c1"}),
+            prompt([call("c1", "get_balance"), call("c2", "get_balance", gate="deny")], horizon=1.0),
+        ],
+    ),
+    "route-never-by-default": (
+        "the deployment's approval policy is never (config approval_policy, no approval/policy event): a message that "
+        "needs approval is rejected without asking the user, a payment runs",
+        {"approval_policy": "never"},
+        [BOOT, prompt([call("c1", "send_message")], [call("c2", "pay")], approvals=["allowed-once"]), AFTER],
+    ),
     "route-stop-while-user-thinks": (
         "a graceful stop (the end of the run) while the user takes 30 s to answer: the question is decided cancelled, the "
         "call is ABORTED_BEFORE_DISPATCH, and everything is durable",

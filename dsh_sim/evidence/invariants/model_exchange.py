@@ -168,7 +168,7 @@ def assemble(chunks: Sequence[Any], *, interrupted: bool) -> tuple[list[dict[str
     return content, usage
 
 
-def answer_problems(events: Sequence[Any], mark: RequestMark, *, cancelled: bool, ended: bool) -> list[str] | None:
+def answer_problems(events: Sequence[Any], mark: RequestMark, *, cancelled: bool, ended: bool, died: bool = False) -> list[str] | None:
     """How the step's ``assistant/message`` departs from what the model delivered (None: not
     judgeable yet — the step is still streaming)."""
     message = next(
@@ -183,7 +183,7 @@ def answer_problems(events: Sequence[Any], mark: RequestMark, *, cancelled: bool
     if message is None:
         if not ended:
             return None
-        if mark.cut:
+        if mark.cut or died:  # (a process that died mid-answer appended nothing more)
             return []  # the stream failed: the turn ends with its error, no message
         empty = [k for k in (len(delivered), len(delivered) - 1) if k >= 0 and not assemble(delivered[:k], interrupted=True)[0]]
         if cancelled and empty:
@@ -231,7 +231,7 @@ def check_answers(obs: Judge, pending: list[RequestMark]) -> list[RequestMark]:
         )
         marks = obs.history.tool_marks
         cancelled = any(m.kind == "cancel" and m.lifetime == life.index and m.turn == mark.turn for m in marks)
-        found = answer_problems(events, mark, cancelled=cancelled or life.dead, ended=ended)
+        found = answer_problems(events, mark, cancelled=cancelled or life.dead, ended=ended, died=life.dead)
         if found is None:
             waiting.append(mark)
             continue
