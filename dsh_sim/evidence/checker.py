@@ -25,6 +25,7 @@ from dsh_sim.evidence.invariants.lease import MUTATIONS, check_foreign_files, ch
 from dsh_sim.evidence.invariants.links import check_links_not_followed, refused_for_a_link
 from dsh_sim.evidence.invariants.lossless import check_edge_append, owns_step_error
 from dsh_sim.evidence.invariants.model_exchange import check_answers, check_requests
+from dsh_sim.evidence.invariants.points import NAME as TRUTHFUL
 from dsh_sim.evidence.invariants.points import check_announcement
 from dsh_sim.evidence.invariants.route import check_route
 from dsh_sim.evidence.invariants.window import WindowJudge
@@ -84,6 +85,7 @@ class Checker(Observer):
         self._window = WindowJudge()
         self._requests_seen = 0  # model requests judged (model_exchange)
         self._answers_pending: list[RequestMark] = []  # requests whose answer is still streaming
+        self._announced_messages: set[tuple[int, Any, Any]] = set()  # (process, turn, step) of each agent.assistant.appended
 
     @classmethod
     def attach(cls, sim: Simulation, **kw: Any) -> Checker:
@@ -158,6 +160,8 @@ class Checker(Observer):
                 spec(name)  # (refuses an undeclared name, as check_announcement does)
             return
         check_announcement(self, life, name, details)
+        if name == "agent.assistant.appended":
+            self._announced_messages.add((life.index, details.get("turn"), details.get("step")))
         if name == "persist.batch.durable":
             inv.check_single_writer(self, life)
             oracles.check_announcement(self, details)
@@ -303,9 +307,24 @@ class Checker(Observer):
             oracles.check_result_shape(self, fresh, life.index)
             oracles.check_post_execute(self, fresh, life.index)
             check_route(self, life, fresh)
+            self._judge_message_announcements(life, fresh)
             if watch.policy is not None:
                 oracles.check_approval_policy(self, fresh, watch.policy)
             self._judge_groups(life, watch, fresh)
+
+    def _judge_message_announcements(self, life: Lifetime, fresh: Any) -> None:
+        """Every assistant message a live process appended was announced (agent.assistant.appended,
+        moment 1 of a call: where faults and crashes aimed at it strike)."""
+        for event in fresh:
+            if event.type == "assistant/message":
+                self.count(TRUTHFUL)
+                turn, step = event.data.get("turn"), event.data.get("step")
+                if (life.index, turn, step) not in self._announced_messages:
+                    inv.fail(
+                        self,
+                        TRUTHFUL,
+                        f"assistant/message {event.seq} (turn {turn} step {step}) was appended, but agent.assistant.appended was never announced",
+                    )
 
     def _judge_groups(self, life: Lifetime, watch: _Watch, fresh: Any) -> None:
         """At each step's end: its parallel siblings started together (when nothing else could

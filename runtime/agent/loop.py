@@ -10,7 +10,6 @@ are always appended.  Cancellation mid-stream keeps the delivered prefix, marked
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -345,6 +344,3 @@ class Agent:
 async def _continue(_: Any) -> str:
     return "continue"
 
-
-def arguments_json(arguments: Any) -> str:
-    return json.dumps(arguments, separators=(",", ":"), sort_keys=True)
