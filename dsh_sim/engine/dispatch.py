@@ -66,8 +66,11 @@ class Simulation(Protocol):
 # where a failed operation on the log leaves its unacknowledged bytes in place: a truncation (a
 # rollback's, or the heal before an append) or the removal of a first publication's name
 REMOVALS = frozenset({"fs.ftruncate", "fs.truncate", "fs.unlink"})
-# fault actions that fail no filesystem operation (what the rest do fails the write they strike)
-NOT_FAILURES = frozenset({"crash", "delay", "cancel", "corrupt", "source_append", "linked", "replaced", "removed", "target_exists"})
+# fault actions that fail no filesystem operation (what the rest do may fail the write they strike:
+# an error fails it unless the runtime swallows it, a foreign change — the target made to exist, the
+# file replaced or removed — fails the operation that meets it, this one or the next; a write
+# acknowledged anyway is one whose failure was swallowed, see WindowModel.shaken)
+NOT_FAILURES = frozenset({"crash", "delay", "cancel", "corrupt", "source_append", "linked"})
 
 
 async def announce(sim: Simulation, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:

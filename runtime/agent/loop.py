@@ -343,4 +343,3 @@ class Agent:
 
 async def _continue(_: Any) -> str:
     return "continue"
-

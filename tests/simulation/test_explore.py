@@ -92,7 +92,7 @@ def test_every_crash_state_of_the_spread_recovers_cleanly(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", sorted(os.listdir(os.path.join(STARTER, "..", "regressions"))))
+@pytest.mark.parametrize("path", sorted(n for n in os.listdir(os.path.join(STARTER, "..", "regressions")) if n.endswith(".json")))
 def test_every_crash_state_of_the_regressions_recovers_cleanly(path):
     result = explore(load(os.path.join(STARTER, "..", "regressions", path)))
     assert not result.violations, result.violations[0][1].describe()

@@ -42,10 +42,11 @@ def _found(tmp_path, *edits: Edit, seed: int = 1, saved: list | None = None):  #
         return str(tmp_path / f"{scenario.name}.json")
 
     with capture_runtime_logs(), applied(list(edits)):
-        # 12 rules per example, the fuzz profile's count when these seeds were chosen: at seed 22 the
+        # 12 rules per example, the fuzz profile's count when these seeds were chosen: at seed 11 the
         # only failing stop is in an example Hypothesis discards (the profile's 50 draws others;
-        # seeds are re-chosen when the draw changes — at 6bebc92 it was seed 8, at c31625a 24; the
-        # draw moved again with cut-off model answers, raw lookup arguments and lock races)
+        # seeds are re-chosen when the draw changes — at 6bebc92 it was seed 8, at c31625a 24, then
+        # 22; the draw moved again with the route's generators: gates and guards that raise or
+        # answer late, approval timing, cancellations)
         run = fuzz("durability", seed=seed, examples=150, budget=1e9, on_found=keep, minimize_budget=0.0, shrink_budget=2.0, steps=12)
     return run
 
@@ -72,11 +73,11 @@ def test_the_correct_stop_passes_the_same_examples(tmp_path) -> None:  # type: i
 
 @pytest.mark.slow
 def test_a_failed_stop_of_an_example_hypothesis_discards_is_found_and_replays(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """At seed 22 the only example of the 150 whose stop loses events is one Hypothesis ran out
+    """At seed 11 the only example of the 150 whose stop loses events is one Hypothesis ran out
     of data for: found through ``unreported``, saved, and its replay fails the same way."""
     saved: list = []
     with applied([AT_ONCE]):
-        run = _found(tmp_path, seed=22, saved=saved)
+        run = _found(tmp_path, seed=11, saved=saved)
         assert run.found is not None, "the failed stop of a discarded example went unreported"
         assert run.found.invariant == "eventually_durable", run.found.message
         (scenario,) = saved
@@ -86,14 +87,14 @@ def test_a_failed_stop_of_an_example_hypothesis_discards_is_found_and_replays(tm
 
 @pytest.mark.slow
 def test_the_same_examples_miss_it_when_the_discarded_stop_is_not_reported(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    run = _found(tmp_path, AT_ONCE, UNREPORTED_STOP, seed=22)
+    run = _found(tmp_path, AT_ONCE, UNREPORTED_STOP, seed=11)
     assert run.found is None, run.found.message if run.found else ""
 
 
 @pytest.mark.slow
 def test_a_machine_run_outside_the_driver_keeps_no_unreported_simulation() -> None:
     """Run directly (as the machine tests run it), nobody reads ``unreported``: the class must
-    not keep a discarded example's simulation for the rest of the process.  At seed 10 the
+    not keep a discarded example's simulation for the rest of the process.  At seed 11 the
     only failing stop of 150 examples of 12 rules is in a discarded one (a class that kept it
     would hold it)."""
     from hypothesis import Phase, settings
@@ -110,7 +111,7 @@ def test_a_machine_run_outside_the_driver_keeps_no_unreported_simulation() -> No
         keeps_unreported = True
 
     for cls in (Direct, Keeping):
-        cls._hypothesis_internal_use_seed = 10  # type: ignore[attr-defined]
+        cls._hypothesis_internal_use_seed = 11  # type: ignore[attr-defined]
         with capture_runtime_logs(), applied([AT_ONCE]), fixed_constants():
             run_state_machine_as_test(cls, settings=settings(profiles.fuzz_settings(12), max_examples=150, phases=(Phase.generate,)))
     assert Keeping.unreported is not None  # the discarded failing stop is there

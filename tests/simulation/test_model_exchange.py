@@ -125,7 +125,14 @@ SLIPS = {
         "agent.assistant.appended announced",
     ),
     "interrupted-message-not-announced": (
-        [Edit(LOOP, "Agent._stream", "        if interrupted:\n            return True, []\n", "        if interrupted:\n            return False, []\n")],
+        [
+            Edit(
+                LOOP,
+                "Agent._stream",
+                "        if interrupted:\n            return True, []\n",
+                "        if interrupted:\n            return False, []\n",
+            )
+        ],
         MID_STREAM,
         "points_truthful",
         "agent.assistant.appended was never announced",

@@ -112,3 +112,26 @@ def test_after_a_failure_only_the_next_event_arms_a_window() -> None:
     assert model.overdue(5.2) is None and model.overdue(5.3) is not None
     model.feed([WindowFact("ack", 1, 5.2, 0, 2, "window write")])
     assert model.problems == [] and model.overdue(9.0) is None
+
+
+def test_a_failure_the_write_swallows_leaves_its_batch_on_time() -> None:
+    """An operation of a background write may fail without failing it (the best-effort removal of
+    a temporary file after the first publication): its batch is acknowledged within the write's
+    time, as the window's.  Found by the failure-path sweep of no-checkpoint-policy-unsafe
+    (error at the first fs.unlink)."""
+    swallowed = _model(
+        WindowFact("admit", 1, 0.0, 0),
+        WindowFact("admit", 1, 0.07, 1),
+        WindowFact("fail", 1, 0.2, label="window write"),
+        WindowFact("ack", 1, 0.2, 0, 2, "window write"),
+    )
+    assert swallowed.problems == []
+
+
+def test_a_write_retried_after_a_real_failure_with_no_new_event_is_one_too_many() -> None:
+    retried = _model(
+        WindowFact("admit", 1, 0.0, 0),
+        WindowFact("fail", 1, 0.2, label="window write"),
+        WindowFact("ack", 1, 0.6, 0, 1, "window write"),
+    )
+    assert any("no window was armed" in p for p in retried.problems)

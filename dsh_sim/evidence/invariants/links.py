@@ -44,9 +44,11 @@ def check_links_not_followed(obs: Judge) -> None:
 
 
 def foreign_log(obs: Judge) -> bool:
-    """Another process's file (``target_exists``) stands at the session log's name."""
+    """Another process's file (``target_exists``) stands at the session log's name (as it was
+    put there, or as the harness's own corrupt fault left it)."""
     log = obs.sim.config.log_path
-    return any(path == log and obs.sim.disk.read_path(path) == data for path, data in obs.history.foreign_files)
+    corrupted = any(corruption.path == log for corruption in obs.corruptions)
+    return any(path == log and (corrupted or obs.sim.disk.read_path(path) == data) for path, data in obs.history.foreign_files)
 
 
 def refused_for_a_link(obs: Judge, error: BaseException | None) -> bool:
