@@ -67,10 +67,10 @@ class Simulation(Protocol):
 # rollback's, or the heal before an append) or the removal of a first publication's name
 REMOVALS = frozenset({"fs.ftruncate", "fs.truncate", "fs.unlink"})
 # fault actions that fail no filesystem operation (what the rest do may fail the write they strike:
-# an error fails it unless the runtime swallows it, a foreign change — the target made to exist, the
-# file replaced or removed — fails the operation that meets it, this one or the next; a write
-# acknowledged anyway is one whose failure was swallowed, see WindowModel.shaken)
-NOT_FAILURES = frozenset({"crash", "delay", "cancel", "corrupt", "source_append", "linked"})
+# an error fails it unless the runtime swallows it, another process's file at the target fails the
+# link; a write acknowledged anyway is one whose failure was swallowed, see WindowModel.shaken).
+# A lock file replaced or removed under the writer is taken again (the lease retries).
+NOT_FAILURES = frozenset({"crash", "delay", "cancel", "corrupt", "source_append", "linked", "replaced", "removed"})
 
 
 async def announce(sim: Simulation, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
@@ -103,6 +103,10 @@ async def announce(sim: Simulation, life: Lifetime, name: str, details: dict[str
             await trio.sleep(firing.rule.delay)
     if sim.config.points_take_time:
         await _take_time(sim, life, name)
+    if name == "session.flush" and domain is None:
+        # the barrier takes the queue when the runtime goes on from here: after the point's own
+        # time (a delay fault, the perturbation's pause), during which a window may expire
+        sim.history.window.append(WindowFact("barrier", life.index, sim.now(), label=str(details.get("reason"))))
     return domain
 
 
@@ -117,8 +121,6 @@ def _record_marks(sim: Simulation, life: Lifetime, name: str, details: dict[str,
             history.window.append(WindowFact("ack", life.index, sim.now(), batch[0].seq, len(batch), label))
         for observer in sim.observers:
             observer.on_acknowledged(life, batch, before, after)
-    elif name == "session.flush":
-        history.window.append(WindowFact("barrier", life.index, sim.now(), label=str(details.get("reason"))))
     if name == "tools.call.appended":
         call = ToolMark(
             "call", life.index, str(details.get("call_id")), tool=str(details.get("tool")), arguments=_logged_arguments(life, details)

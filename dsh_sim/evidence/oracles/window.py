@@ -175,8 +175,9 @@ class WindowModel:
         write = self.active
         if write is None and self.murky:
             write = _Write(fact.time, fact.time, (), float("inf"), exact=False, optional=True)
-        if write is None and self.shaken is not None and fact.time <= self.shaken[1] + self.bound + TIE:
-            write, _, self.failing_until = self.shaken  # the failure was swallowed: this is that write's batch
+        shaken = self.shaken
+        if write is None and shaken is not None and (fact.time <= shaken[1] + self.bound + TIE or self.stretched >= shaken[1]):
+            write, _, self.failing_until = shaken  # the failure was swallowed: this is that write's batch
         self.shaken = None
         if write is None:
             waited = [seq for seq, _ in self.pending]
