@@ -13,13 +13,14 @@ import attrs
 import trio
 
 from dsh_sim.errors import InputError
+from dsh_sim.sessionlogs.identity import check_identity, unsupported_version
 from dsh_sim.sessionlogs.inspect import inspect_bytes, inspect_path, migrate_in_memory
 from dsh_sim.sessionlogs.locate import locate_log, read_log
 from runtime.adapters import production_ports
 from runtime.agent.resume import repair_and_seed
 from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.errors import SessionPersistenceError
-from runtime.persistence.log_format import LogCorruption, decode_log
+from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported, decode_log
 from runtime.session.vocabulary import SESSION_FORMAT_VERSION
 
 __all__ = ["Inspection", "Migration", "Repair", "inspect", "migrate", "repair"]
@@ -98,12 +99,19 @@ def repair(path: str) -> Repair:
     """Commit the closers a resume would append to the log at ``path``: the runtime's own
     repair path (write open with the lock, torn-tail truncation and re-append, the closers as
     one durable batch) on the real filesystem."""
-    log, _, compression = locate_log(path)
+    log, version, compression = locate_log(path)
+    if version == 0:
+        raise InputError(f"{log}: refused: a v0 log is historical: publish its current generation first (dsh-sim migrate {path})")
+    if version != SESSION_FORMAT_VERSION:
+        raise unsupported_version(log, version)
     data = read_log(log)
     try:
         header = decode_log(data, compression).header
+    except LogVersionUnsupported as err:
+        raise unsupported_version(log, err.version) from None
     except (LogCorruption, ValueError) as err:
         raise InputError(f"{log}: refused: {err}") from None
+    check_identity(log, header, compression)
     try:
         return trio.run(_repair, log, _root_of(log), header.id, compression)
     except SessionPersistenceError as err:

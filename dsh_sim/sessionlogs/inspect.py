@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dsh_sim.errors import InputError
+from dsh_sim.sessionlogs.identity import check_identity, unsupported_version
 from dsh_sim.sessionlogs.locate import locate_log, read_log
 from runtime.persistence.header import SessionHeader
 from runtime.persistence.layout import generation_filename
@@ -43,9 +44,10 @@ def inspect_bytes(log: str, version: int, compression: str, data: bytes) -> dict
     except LogCorruption as err:
         raise InputError(f"{log}: refused: {err}") from None
     except LogVersionUnsupported as err:
-        raise InputError(f"{log}: refused: header says log format v{err.version}, this build reads v{SESSION_FORMAT_VERSION}") from None
+        raise unsupported_version(log, err.version) from None
     except LogUnknownEventType as err:
         raise InputError(f"{log}: refused: {err} (not marked ignorable; written by a newer harness?)") from None
+    check_identity(log, decoded.header, compression)
     torn = decoded.torn
     return inspect_document(
         log,
@@ -91,22 +93,18 @@ def inspect_document(
 def migrate_in_memory(log: str, version: int, compression: str, data: bytes) -> tuple[V0Log, MigratedLog]:
     """Decode and migrate; every refusal becomes one line naming the file."""
     if version != V0_VERSION:
-        if version > SESSION_FORMAT_VERSION:
-            raise InputError(
-                f"{log}: refused: log format v{version} was written by a newer harness; this build reads up to v{SESSION_FORMAT_VERSION}"
-            )
-        raise InputError(
-            f"{log}: refused: log format v{version} is older than v{SESSION_FORMAT_VERSION} and this build ships no upgrade path for it"
-        )
+        raise unsupported_version(log, version)
     try:
         source = decode_v0(data, compression)
-        return source, migrate_v0(source)
+        migrated = migrate_v0(source)
     except LogVersionUnsupported as err:
         raise InputError(f"{log}: refused: the filename identifies v{version}, but its header identifies v{err.version}") from None
     except LogCorruption as err:
         raise InputError(f"{log}: refused: {err}") from None
     except (V0Unsupported, MigrationRefused) as err:
         raise InputError(f"{log}: refused: cannot migrate from v{version}: {err}; the source is unchanged") from None
+    check_identity(log, migrated.header, compression)
+    return source, migrated
 
 
 def inspect_historical(log: str, version: int, compression: str, data: bytes) -> dict[str, Any]:

@@ -191,8 +191,16 @@ def test_special_files_are_refused_before_reading(tmp_path: Any, special: str) -
 
 
 def test_a_lone_surrogate_in_a_log_is_printed_escaped(tmp_path: Any) -> None:
-    log = tmp_path / "session.v3.jsonl"
-    log.write_text('{"type":"session","version":3,"id":"s\\ud800","createdAt":0,"isSeeded":false,"delegationDepth":0}\n')
+    header = '{"type":"session","version":3,"id":"s\\ud800","createdAt":0,"isSeeded":false,"delegationDepth":0}\n'
+    stray = tmp_path / "session.v3.jsonl"  # not in its session's directory: refused in one line
+    stray.write_text(header)
+    code, err = run("inspect", str(stray))
+    assert code == 2 and "header id" in err, err
+    assert_clean(code, err)
+    session_dir = tmp_path / "root" / "_no-cwd" / "s~D800"  # where the header's id and cwd say it lives
+    session_dir.mkdir(parents=True)
+    log = session_dir / "session.v3.jsonl"
+    log.write_text(header)
     for extra in ((), ("--json",)):
         code, err = run("inspect", str(log), *extra)
         assert code == 0, err

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from dsh_sim import api
-from dsh_sim.cli.commands.common import emit_json
+from dsh_sim.cli.commands.common import emit_json_lines
 
 
 def _summary(event: dict[str, Any]) -> str:
@@ -78,7 +78,7 @@ def print_report(report: dict[str, Any]) -> None:
 def main(args: Any) -> int:
     report = api.inspect(args.path).document
     if args.json:
-        emit_json(report)
+        emit_json_lines(report, listed="events")
     else:
         print_report(report)
     sys.stdout.flush()
