@@ -25,7 +25,7 @@ def check_identity(log: str, header: SessionHeader, compression: str) -> None:
     checks before it reads or repairs anything (``corrupt session log ... identify ...``)."""
     session_dir = _session_dir(log)
     root = os.path.dirname(os.path.dirname(session_dir))
-    expected = os.path.normpath(SessionPaths.of(root, header.cwd, header.id, compression).session_dir)
+    expected = SessionPaths.of(root.rstrip("/"), header.cwd, header.id, compression).session_dir  # (a root of "/" adds no slash)
     if expected != session_dir:
         raise InputError(f'{log}: refused: corrupt session log "{log}": header id "{header.id}" and cwd identify "{expected}"')
 
