@@ -269,6 +269,84 @@ def raw_damage(name: str, source: Source, data: bytes) -> Iterator[Case]:
     yield Case(f"{name}/header-not-json", "none", b"{header\n" + data.split(b"\n", 1)[1], source.header)
 
 
+# header records of the wrong shape or another version (§3.3, §3.4, §3.9): a number other than the
+# current version is refused as unsupported (newer: upgrade; older: no path), anything else that is
+# no session header as corruption
+HEADER_SHAPES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("type-other", {"type": "sessions"}),
+    ("version-string", {"version": "3"}),
+    ("version-missing", {"version": None}),
+    ("version-newer", {"version": 99}),
+    ("version-older", {"version": 1}),
+    ("version-negative", {"version": -1}),
+    ("delegation-negative", {"delegationDepth": -1}),
+    ("origin-other", {"origin": "parent"}),
+)
+
+
+def header_shapes(name: str, source: Source, compression: str) -> Iterator[Case]:
+    """The source with its header record replaced (placed where its original header says)."""
+    for tag, change in HEADER_SHAPES:
+        header = {k: v for k, v in {**source.header, **change}.items() if v is not None}
+        changed = Source(source.name, header, source.records)
+        yield Case(f"{name}/header-{tag}", compression, encode(changed, compression), source.header)
+    # a session whose id names another session than the directory it is read from (a copied or
+    # planted log): every read refuses it (§3.7, "requested id ... does not match header id")
+    other = Source(source.name, {**source.header, "id": "another-session"}, source.records)
+    yield Case(f"{name}/header-id-of-another-session", compression, encode(other, compression), source.header)
+    # an id whose directory name is escaped (§3.6: characters outside [A-Za-z0-9._-], one outside
+    # the BMP), placed where its own header says
+    escaped = Source(source.name, {**source.header, "id": "sim session/é\U0001f600"}, source.records)
+    yield Case(f"{name}/header-id-escaped", compression, encode(escaped, compression), escaped.header)
+
+
+# stored sourceEventSeqs at the edges of the decoder's rules (§12: pairs [start, end] with start <=
+# end, strict increase once a pair is present, only earlier events)
+SOURCE_SEQS: tuple[tuple[str, Any], ...] = (
+    ("pair-of-one", [[2, 2]]),
+    ("repeat-after-pair", [[1, 2], 2, 3]),
+    ("pair-then-smaller", [[3, 4], 1]),
+    ("repeat-without-pair", [1, 1, 0]),
+    ("names-itself", "self"),
+    ("pair-to-itself", "pair-self"),
+)
+
+
+def source_seqs(name: str, source: Source, compression: str) -> Iterator[Case]:
+    """The source with one more record whose ``sourceEventSeqs`` sit at an edge of the rules."""
+    seq = len(source.records)
+    for tag, seqs in SOURCE_SEQS:
+        value = [seq] if seqs == "self" else [[seq - 1, seq]] if seqs == "pair-self" else seqs
+        message = {"id": f"sources-{tag}", "role": "user", "content": [{"type": "text", "text": tag}], "source": {"kind": "user"}}
+        record = {"type": "user/message", "seq": seq, "time": 2000, "data": message, "surfaceOp": "append", "sourceEventSeqs": value}
+        end = {"type": "turn/end", "seq": seq + 1, "time": 2001, "data": {"turn": 0, "reason": {"kind": "completed"}}}  # commits it (§3.7)
+        changed = Source(source.name, source.header, (*source.records, record, end))
+        yield Case(f"{name}/sources-{tag}", compression, encode(changed, compression), source.header)
+
+
+# values a JavaScript reader cannot hold exactly (an integer past 2**53, a negative zero), at every
+# nesting a payload has: an object's member, an object in an object, an object in an array, an array
+# in an array (a reader that checks only some levels lets one through)
+UNSAFE_VALUES: tuple[tuple[str, Any], ...] = (("big-integer", 2**60), ("negative-zero", -0.0))
+NESTINGS: tuple[tuple[str, Any], ...] = (
+    ("member", lambda v: {"v": v}),
+    ("object-in-object", lambda v: {"o": {"p": {"v": v}}}),
+    ("object-in-array", lambda v: {"a": [1, {"v": v}]}),
+    ("array-in-array", lambda v: {"a": [[0, v]]}),
+)
+
+
+def unsafe_values(name: str, source: Source, compression: str) -> Iterator[Case]:
+    """The source with one more committed record holding a value no lossless reader may take."""
+    seq = len(source.records)
+    for value_tag, value in UNSAFE_VALUES:
+        for nesting, wrap in NESTINGS:
+            record = {"type": "dsh-sim/pad", "seq": seq, "time": 2000, "data": wrap(value), "ignorable": True}
+            end = {"type": "turn/end", "seq": seq + 1, "time": 2001, "data": {"turn": 0, "reason": {"kind": "completed"}}}
+            changed = Source(source.name, source.header, (*source.records, record, end))
+            yield Case(f"{name}/unsafe-{value_tag}-{nesting}", compression, encode(changed, compression), source.header)
+
+
 def bombs(source: Source, rng: random.Random, limit: int | None) -> Iterator[Case]:
     """Decompression bombs in every frame-header layout: as a body frame, as the header frame,
     and as a torn final frame whose first block holds whole records."""

@@ -65,7 +65,10 @@ class Checks:
         if type(err) is not want:
             return f"raised {_described(err)}; the spec refuses with {want.__name__}" + (f" ({expected.text})" if expected.text else "")
         if expected.text is not None:
-            text = f'stored session "{self.session_id}" failed validation: {expected.text} (raw log: {self.path})'
+            if expected.refusal == UNSUPPORTED:  # §3.9: the session named, the raw log appended
+                text = f'session "{self.session_id}" {expected.text} (raw log: {self.path})'
+            else:
+                text = f'stored session "{self.session_id}" failed validation: {expected.text} (raw log: {self.path})'
             if str(err) != text:
                 return f"refused with {str(err)!r}; the spec's text is {text!r}"
         return None

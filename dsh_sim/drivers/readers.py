@@ -29,7 +29,7 @@ from dsh_sim.drivers import reader_cases as rc
 from dsh_sim.drivers.reader_checks import BAD_RANGES, Checks
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.config import session_paths
-from dsh_sim.evidence.oracles.read_outcome import expected_listing, expected_read
+from dsh_sim.evidence.oracles.read_outcome import CORRUPT, ReadOutcome, expected_listing, expected_read
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
 from dsh_sim.scenario.model import Scenario
 from runtime.adapters.system import SystemClock, SystemIds
@@ -116,8 +116,12 @@ async def _read_all_entries(case: rc.Case, checks: Checks, rng: random.Random) -
     sid = case.header["id"]
     checks.bind(case.name, sid, path)
     expected = expected_read(case.data, case.compression)
+    foreign = expected.header is not None and expected.header.get("id") != sid
+    if foreign:
+        expected = ReadOutcome(refusal=CORRUPT)  # §3.7: the header names another session than the one read
     await checks.stat(backend, expected, len(case.data))
-    await checks.listing(backend, expected_listing(case.data, case.compression))
+    if not foreign:  # (§3.8 says nothing of a listed header that names another directory)
+        await checks.listing(backend, expected_listing(case.data, case.compression))
     handle = await checks.open_read(backend, expected)
     if handle is not None:
         for offset, length in windows(len(expected.records), rng):
@@ -243,6 +247,9 @@ def cases(sources: Sequence[rc.Source], originals: Sequence[Original], plan: Pla
             yield rc.Case(name, compression, data, source.header, write_open=True)
             yield from rc.tears(name, source, data, compression, rng, plan.tear_limit)
             yield from rc.junk(name, source, data, compression)
+            yield from rc.header_shapes(name, source, compression)
+            yield from rc.source_seqs(name, source, compression)
+            yield from rc.unsafe_values(name, source, compression)
             yield from rc.flips(name, source, data, compression, rng, plan.flips // 4)
             if compression == "none":
                 yield from rc.raw_damage(name, source, data)

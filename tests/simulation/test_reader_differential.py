@@ -11,6 +11,7 @@ from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.evidence.oracles import read_outcome
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
 from dsh_sim.evidence.oracles.spec_records import SpecViolation
+from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.mutation import harness
 from runtime.agent import resume
 from runtime.persistence import backend, durable, handles, log_format, zstd_frames
@@ -159,3 +160,59 @@ def test_a_cancelled_read_that_leaks_its_descriptor_is_found(monkeypatch):
 
     monkeypatch.setattr(durable, "close_after_error", leaky)
     assert any("stat-cancelled-at-read-1: after the reads: open descriptors" in m for m in _mismatches("moving"))
+
+
+# -- header shapes, stored source seqs, unsafe values, identity (found by mutmut over the rest
+# modules: each slip passed the differential before its cases were added) --------------------
+
+SLIPS = {
+    "header-shape-text": Edit(
+        "runtime.persistence.header",
+        "parse_header",
+        '    if type(record) is not dict or record.get("type") != "session":\n        raise HeaderError("first line is not a session header")',
+        '    if type(record) is not dict or record.get("type") != "session":\n        raise HeaderError("not a header")',
+    ),
+    "newer-version-text": Edit(
+        "runtime.persistence.errors",
+        "SessionFormatUnsupportedError.version",
+        '"the log was written by a newer harness — upgrade the harness to open it"',
+        '"the log is newer"',
+    ),
+    "pair-of-one-refused": Edit("runtime.session.events", "decode_seq_ranges", "or item[1] < item[0]:", "or item[1] <= item[0]:"),
+    "increase-checked-every-other-pair": Edit("runtime.session.events", "decode_seq_ranges", "zip(out, out[1:])", "zip(out, out[2:])"),
+    "own-seq-accepted": Edit(
+        "runtime.session.events", "decode_seq_ranges", "if any(s >= owner_seq for s in out):", "if any(s > owner_seq for s in out):"
+    ),
+    "nested-object-unchecked": Edit(
+        "runtime.session.lossless",
+        "_check",
+        "                if sub is dict or sub is list:\n                    _check(item)\n                elif sub is not bool and item is not None:\n"
+        "                    _check_scalar(item, sub)\n            except _Refused as err:\n                err.steps.append(key)",
+        "                if sub is list:\n                    _check(item)\n                elif sub is not bool and item is not None:\n"
+        "                    _check_scalar(item, sub)\n            except _Refused as err:\n                err.steps.append(key)",
+    ),
+    "stored-data-unchecked": Edit("runtime.session.events", "_checked_in_place", "    check_parsed(data)\n", "    pass\n"),
+    "header-id-refusal-broken": Edit(
+        "runtime.persistence.backend",
+        "JsonlBackend._check_header",
+        "            raise SessionPersistenceCorruptionError(\n                session_id,\n",
+        "            raise SessionPersistenceCorruptionError(\n",
+    ),
+}
+FOUND_IN = {
+    "header-shape-text": "header-type-other",
+    "newer-version-text": "header-version-newer",
+    "pair-of-one-refused": "sources-pair-of-one",
+    "increase-checked-every-other-pair": "sources-repeat-after-pair",
+    "own-seq-accepted": "sources-names-itself",
+    "nested-object-unchecked": "unsafe-big-integer-object-in-object",
+    "stored-data-unchecked": "unsafe-negative-zero-member",
+    "header-id-refusal-broken": "header-id-of-another-session",
+}
+
+
+@pytest.mark.parametrize("slip", sorted(SLIPS))
+def test_the_edge_cases_find_a_slip(slip: str) -> None:
+    with applied([SLIPS[slip]]):
+        found = _mismatches("synthetic")
+    assert any(f"/{FOUND_IN[slip]}:" in m for m in found), found[:3]

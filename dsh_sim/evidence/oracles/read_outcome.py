@@ -27,6 +27,8 @@ BLOCK_MAX = 128 * 1024  # RFC 8878 Block_Maximum_Size: the most one compressed b
 CORRUPT = "corruption"
 UNSUPPORTED = "unsupported"
 ZSTD_CORRUPT = "corrupt Zstandard session log"
+NOT_A_HEADER = "corrupt session log: first line is not a session header"  # §3.4: a header of the wrong shape
+VERSION = 3
 
 
 @attrs.frozen
@@ -116,7 +118,9 @@ def _documented(err: SpecViolation, data: bytes, compression: str) -> ReadOutcom
     spec gives none."""
     message, at = str(err), err.offset
     if "header version" in message:
-        return _refused(None, UNSUPPORTED)
+        return _refused(version_text(_header_version(data, compression)), UNSUPPORTED)
+    if message.startswith("first record is not a session header"):
+        return _refused(NOT_A_HEADER)
     if compression == "zstd":
         stems = {
             "not a zstd frame magic": f"{ZSTD_CORRUPT}: invalid frame magic at byte {at}",
@@ -138,6 +142,25 @@ def _documented(err: SpecViolation, data: bytes, compression: str) -> ReadOutcom
     if message.startswith("the header line is not strict JSON") and not _plain_json(_header_line(data, compression)):
         return _refused("corrupt session log: header line is not valid JSON")
     return _refused(None)
+
+
+def _header_version(data: bytes, compression: str) -> Any:
+    try:
+        line = _header_line(data, compression)
+        return strict_json(line)["version"] if line is not None else None
+    except (ValueError, TypeError, KeyError, zstandard.ZstdError, FrameStructureError):
+        return None
+
+
+def version_text(version: Any) -> str | None:
+    """§3.9's refusal of a header version this build cannot read, after ``session "<id>" ``
+    (the caller names the session and appends the raw log); None for v0, which a current file
+    name contradicts (a corruption) and which the spec words differently."""
+    if type(version) is not int or version == 0:
+        return None
+    if version > VERSION:
+        return f"uses log format v{version}, but this harness reads only v{VERSION}: the log was written by a newer harness — upgrade the harness to open it"
+    return f"uses log format v{version}, older than the supported v{VERSION}, and this build ships no upgrade path for it"
 
 
 def _raw_issue(data: bytes) -> str | None:
@@ -238,4 +261,6 @@ def expected_listing(data: bytes, compression: str) -> ReadOutcome | None:
     try:
         return ReadOutcome(check_header(record))
     except SpecViolation as err:
-        return _refused(None, UNSUPPORTED if "header version" in str(err) else CORRUPT)
+        if "header version" in str(err):
+            return _refused(version_text(record.get("version")), UNSUPPORTED)
+        return _refused(NOT_A_HEADER if str(err).startswith("first record is not a session header") else None)

@@ -165,9 +165,13 @@ def _record_of_line(line: bytes, seq: int, where: int, *, writer: bool) -> dict[
 
 def _header_of(line: bytes, where: int) -> dict[str, Any]:
     try:
-        return check_header(strict_json(line))
+        record = strict_json(line)
     except ValueError as err:
         raise SpecViolation(f"the header line is not strict JSON ({err})", where) from None
+    try:
+        return check_header(record)
+    except SpecViolation as err:
+        raise SpecViolation(str(err), where) from None
 
 
 # -- whole files -------------------------------------------------------------------------------

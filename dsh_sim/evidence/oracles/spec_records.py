@@ -127,6 +127,8 @@ def check_header(record: Any) -> dict[str, Any]:
     """The v3 header record, keys in the order the spec writes them (§3.3, §10.1, §12)."""
     if type(record) is not dict or record.get("type") != "session":
         raise SpecViolation("first record is not a session header")
+    if type(record.get("version")) not in (int, float):  # "version number" (§3.3): a wrong shape, not a version
+        raise SpecViolation("first record is not a session header")
     if record.get("version") != VERSION:
         raise SpecViolation(f"header version {record.get('version')!r}, expected {VERSION}")
     keys = list(record)
@@ -173,15 +175,21 @@ def expand_ranges(raw: Any, seq: int) -> list[int]:
     if type(raw) is not list:
         raise SpecViolation(f"sourceEventSeqs of seq {seq} is not an array")
     out: list[int] = []
+    paired = False
     for item in raw:
         if type(item) is list:
             if len(item) != 2 or not all(_safe_int(v) and v >= 0 for v in item) or item[1] < item[0]:
                 raise SpecViolation(f"sourceEventSeqs of seq {seq} holds an invalid range {item!r}")
             out.extend(range(item[0], item[1] + 1))
+            paired = True
         elif _safe_int(item) and item >= 0:
             out.append(item)
         else:
             raise SpecViolation(f"sourceEventSeqs of seq {seq} holds {item!r}")
+    # §12 (seq-ranges.ts): decoding validates pairs and strict increase — the increase is checked
+    # once a pair is present (a plain list is taken as written, as the reference decoder does)
+    if paired and any(b <= a for a, b in zip(out, out[1:])):
+        raise SpecViolation(f"sourceEventSeqs of seq {seq} do not strictly increase")
     if any(s >= seq for s in out):
         raise SpecViolation(f"sourceEventSeqs of seq {seq} names a later event")
     return out
@@ -236,6 +244,13 @@ def check_record(record: Any, expected_seq: int, *, writer: bool) -> dict[str, A
         raise SpecViolation(f"{kind} {seq}: a log-only event carries surface metadata")
     if sources is not None:
         expanded = expand_ranges(sources, seq)
-        if writer and sources != _canonical_ranges(expanded):
-            raise SpecViolation(f"{kind} {seq}: sourceEventSeqs {sources!r} are not in canonical range form")
+        canonical = _canonical_ranges(expanded)
+        if sources != canonical:
+            if writer:
+                raise SpecViolation(f"{kind} {seq}: sourceEventSeqs {sources!r} are not in canonical range form")
+            decoded: dict[str, Any] = {
+                **record,
+                "sourceEventSeqs": canonical,
+            }  # a reader decodes the seqs; they are written canonical again
+            return decoded
     return record
