@@ -293,6 +293,9 @@ class SeedV0Args:
         metadata=doc("leading turns inherited from a parent session (header seedLength, session/end-seed)"),
     )
     title: bool = attrs.field(default=False, metadata=doc("a session/title naming the first turn's user message follows that turn"))
+    subagent: bool = attrs.field(
+        default=False, metadata=doc('a subagent\'s session: its header says origin "subagent" at delegation depth 1')
+    )
     compact: bool = attrs.field(
         default=False,
         metadata=doc("a compaction follows the first turn: a summary user/message replaces that turn's surface (v0 surfaceOp replace)"),

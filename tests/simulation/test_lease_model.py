@@ -92,3 +92,18 @@ def test_another_process_file_at_the_published_name_is_kept(seed_v0: bool) -> No
     if not seed_v0:
         with applied([cleans_up]):
             assert "foreign_files_kept" in invariants(scenario)
+
+
+def test_a_second_writers_refusal_in_other_words_is_found() -> None:
+    """The refusal of a second writer is the spec's text (§10.2), not only its class: a lock
+    refusal that always appends a detail (found by mutmut over the rest modules) is named."""
+    two_writers = load(os.path.join(os.path.dirname(REGRESSIONS), "starter", "two-writers.json"))
+    assert invariants(two_writers) == set()
+    wordy = Edit(
+        "runtime.persistence.lease",
+        "acquire_lock",
+        "raise SessionAlreadyOwnedError(session_id) from None",
+        'raise SessionAlreadyOwnedError(session_id, "held") from None',
+    )
+    with applied([wordy]):
+        assert invariants(two_writers) == {"lock_exclusion"}

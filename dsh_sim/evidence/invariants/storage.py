@@ -47,6 +47,14 @@ def check_second_writer(obs: Judge, life: Lifetime) -> None:
             None,
             got,
         )
+        return
+    # the spec's words (§10.2: "… is already owned by an active write handle"); a detail only when the
+    # lock file was replaced under the opener again and again (a foreign actor, a fault of this process)
+    text = f'session "{obs.sim.config.session_id}" is already owned by an active write handle'
+    raced = any(f.lifetime == life.index and f.action in ("replaced", "removed") for f in obs.faults)
+    said = str(life.boot_error)
+    if said != text and not (raced and said.startswith(text + " (")):
+        fail(obs, "lock_exclusion", f"the second writer's refusal says {said!r}; the spec says {text!r}")
 
 
 def check_fidelity(obs: Judge, crash: CrashRecord) -> None:

@@ -82,6 +82,7 @@ def describe(args: SeedV0Args, session_id: str, cwd: str, system: str | None) ->
         end=args.end,
         inherited=args.inherited,
         title=args.title,
+        subagent=args.subagent,
         compact=args.compact,
         legacy=args.legacy,
         batch=args.batch,

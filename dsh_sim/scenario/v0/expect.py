@@ -234,7 +234,9 @@ def header(plan: Plan) -> dict[str, Any]:
     if plan.seed_length is not None:
         record["parentSession"] = PARENT
     record["isSeeded"] = plan.seed_length is not None
-    record["delegationDepth"] = 0
+    if plan.session.subagent:  # §10.1: origin and delegationDepth carry over as they are
+        record["origin"] = "subagent"
+    record["delegationDepth"] = 1 if plan.session.subagent else 0
     return record
 
 

@@ -66,6 +66,7 @@ class V0Session:
     end: str = "balanced"  # how the final turn stops (ENDS)
     inherited: int = 0  # leading turns inherited from a parent session (header seedLength)
     title: bool = False  # a session/title naming the first turn's user message, after that turn
+    subagent: bool = False  # a subagent's session (header origin "subagent", delegationDepth 1)
     compact: bool = False  # a compaction after the first turn: a summary replacing that turn's surface
     legacy: bool = False  # the first turn holds the retired vocabulary migration renames or renumbers
     batch: int = 0  # 0: one durable batch per turn; n: a batch every n events (a window cuts anywhere)

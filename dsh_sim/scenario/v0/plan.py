@@ -55,7 +55,9 @@ class Plan:
         if self.seed_length is not None:
             record["parentSession"] = PARENT
             record["seedLength"] = self.seed_length
-        record["delegationDepth"] = 0
+        if self.session.subagent:
+            record["origin"] = "subagent"
+        record["delegationDepth"] = 1 if self.session.subagent else 0
         return record
 
 
