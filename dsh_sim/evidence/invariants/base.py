@@ -30,7 +30,7 @@ INVARIANTS: dict[str, str] = {
     "fail_closed": "a call refused for cancellation, approval or an unavailable sandbox has no effect in the world",
     "corrupt_frame_refused": "a corrupted complete zstd frame makes recovery refuse the log, never silently repair it",
     "recovery_succeeds": "a log that suffered only crashes (no media corruption) is always recoverable",
-    "lock_exclusion": "a second writer is refused while the first holds the session, in the spec's words (\"... is already owned by an active write handle\")",
+    "lock_exclusion": 'a second writer is refused while the first holds the session, in the spec\'s words ("... is already owned by an active write handle")',
     "fidelity": "no filesystem operation of a dead process takes effect (the disk is exactly the crash image)",
     "recovery_maximal": "recovery keeps every complete, contiguous record an independent reader finds in the log it opened after a crash (the crash image, or what a boot that failed since left of it)",
     "file_effects_durable": "after every recovery, each workspace file whose last write_file call in the recovered log succeeded is on the medium with exactly that content (config file_tools: the runtime's own file tool on the simulated disk)",

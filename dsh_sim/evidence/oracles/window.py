@@ -142,8 +142,11 @@ class WindowModel:
             self.advance(fact.time + 2 * TIE)  # the window expires at this very instant: its write may start first
             if self.active is not None:
                 self.active.optional = True  # ...or the flush may take the queue
-        if self.active is not None and abs(self.active.start - fact.time) <= TIE:
-            self.active.optional = True  # its write starts at this very instant: the flush may take the queue first
+        if self.active is not None and fact.time <= self.active.latest + TIE:
+            # its write starts at this very instant, or may not have started yet (the write before it
+            # may still be finishing: the perturbation's pause after its acknowledgement): the flush
+            # may take the queue first
+            self.active.optional = True
         if self.active is not None and not self.active.exact and fact.time <= self.active.due + TIE:
             self.active.optional = True  # an uncertain window, not yet due: the flush may take it
         self.barrier = True
