@@ -228,6 +228,31 @@ def reset_if_harness_changed(root: Path, workdir: Path) -> bool:
     return before is not None
 
 
+def reach_fingerprint(root: Path) -> str:
+    """A hash of everything that decides which test item reaches which runtime function: the
+    simulator's code and the scenarios (a new reader case or scenario reaches new functions)."""
+    digest = hashlib.sha256()
+    for base in ("dsh_sim", "scenarios"):
+        for path in sorted((root / base).rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".json") and "found" not in path.parts:
+                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def refresh_reach_if_changed(root: Path, workdir: Path) -> bool:
+    """mutmut runs a mutant only against the test items its stats saw reach the function; after
+    the simulator or the corpus changed, that map is stale (a survivor would not meet the new
+    case that reaches it), so the stats are collected again.  Verdicts are kept."""
+    mark = workdir / "reach.sha"
+    now = reach_fingerprint(root)
+    before = mark.read_text().strip() if mark.exists() else None
+    if before == now:
+        return False
+    (workdir / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    mark.write_text(now + "\n")
+    return before is not None
+
+
 def all_mutants(workdir: Path) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     for meta in _metas(workdir):

@@ -96,6 +96,8 @@ def mutation_tool(
             say("the pinned DSH is not installed (dsh-sim dsh setup): the DSH reference items will skip")
         if tool.reset_if_harness_changed(root, work):
             say("the test command changed since the last run: every verdict was reset")
+        elif tool.refresh_reach_if_changed(root, work):
+            say("the simulator or the corpus changed since the last run: which test reaches which function is collected again")
         names: list[str] = []
         if retest_survivors:
             names = tool.survivors(work)

@@ -107,3 +107,21 @@ def test_a_second_writers_refusal_in_other_words_is_found() -> None:
     )
     with applied([wordy]):
         assert invariants(two_writers) == {"lock_exclusion"}
+
+
+def test_a_foreign_file_taken_for_the_migrated_generation_is_found() -> None:
+    """A publication that accepts whatever file holds its target without verifying it (round 5's
+    existing-target-accepted-unverified) fails the next read, not with a crash: migration_atomic
+    asks that boot for the conflict refusal.  (A process killed at that link is excused:
+    migration-killed-at-a-planted-target; an excuse once given to every failed boot.)"""
+    scenario = load(os.path.join(REGRESSIONS, "lease-foreign-file-at-migration.json"))
+    assert invariants(scenario) == set()
+    unverified = Edit(
+        "runtime.persistence.publication",
+        "publish",
+        "            except FileExistsError:\n                await _accept_existing(fs, target, data)\n",
+        "            except FileExistsError:\n                pass\n",
+    )
+    with applied([unverified]):
+        assert "migration_atomic" in invariants(scenario)
+    assert invariants(load(os.path.join(REGRESSIONS, "migration-killed-at-a-planted-target.json"))) == set()

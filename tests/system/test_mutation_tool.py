@@ -131,3 +131,21 @@ def test_changed_test_command_resets_verdicts(tmp_path):
     assert tool.reset_if_harness_changed(ROOT, workdir)
     assert set(tool.all_mutants(workdir).values()) == {None}
     assert not tool.reset_if_harness_changed(ROOT, workdir)
+
+
+def test_a_changed_simulator_recollects_which_test_reaches_what_but_keeps_verdicts(tmp_path):
+    """A new reader case reaches runtime functions the old stats never saw it reach: mutmut would
+    re-test a survivor only against the old items (found: eight survivors of the rest modules
+    that the new cases kill came back "survived" and "no tests")."""
+    workdir = _workdir(tmp_path)
+    stats = workdir / "mutants" / "mutmut-stats.json"
+    stats.parent.mkdir(parents=True, exist_ok=True)
+    before = tool.all_mutants(workdir)
+    (workdir / "reach.sha").write_text("an older simulator\n")
+    stats.write_text("{}")
+    assert tool.refresh_reach_if_changed(ROOT, workdir)
+    assert not stats.exists()
+    assert tool.all_mutants(workdir) == before  # verdicts stand
+    stats.write_text("{}")
+    assert not tool.refresh_reach_if_changed(ROOT, workdir)  # same code: the stats stay
+    assert stats.exists()

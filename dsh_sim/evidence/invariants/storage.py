@@ -144,7 +144,7 @@ def check_migration_atomic(obs: Judge, life: Lifetime) -> None:
         planted_now = any(f.lifetime == life.index and f.action == "target_exists" for f in obs.faults)
         if life.boot_error is None and life.session is not None:
             fail(obs, "migration_atomic", "the migration took another process's file at the v3 name for the published generation")
-        elif planted_now and not life.dead and not isinstance(life.boot_error, GenerationTargetConflictError):
+        elif planted_now and life.crash is None and not isinstance(life.boot_error, GenerationTargetConflictError):
             # (a process that died at the link, the file just planted, never met it: nothing to refuse)
             got = f"{type(life.boot_error).__name__}: {life.boot_error}" if life.boot_error is not None else "no refusal"
             fail(
