@@ -33,6 +33,7 @@ from dsh_sim.evidence.oracles.read_outcome import CORRUPT, ReadOutcome, expected
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
 from dsh_sim.scenario.model import Scenario
 from runtime.adapters.system import SystemClock, SystemIds
+from runtime.persistence import layout
 from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.publication import inline_verifier
 from runtime.ports import Ports
@@ -284,6 +285,11 @@ def differential(
     sources: Sequence[rc.Source], originals: Sequence[Original], plan: Plan = Plan(), groups: Sequence[str] = GROUPS
 ) -> ReaderRun:
     """Run every case through every entry point; the mismatches say where the runtime differs."""
+    # the runtime's layout keeps the path segments it encoded; a run starts cold, so that every
+    # case's placement goes through the encoding (a warm cache from an earlier run would hide it)
+    layout.encode_segment.cache_clear()
+    layout.project_key.cache_clear()
+    session_paths.cache_clear()
     checks = Checks()
     rng = random.Random(plan.seed)
     count = 0
