@@ -35,7 +35,7 @@ UNJUDGED_STOP = Edit(
 )
 
 
-def _found(tmp_path, *edits: Edit, seed: int = 1, saved: list | None = None):  # type: ignore[no-untyped-def]
+def _found(tmp_path, *edits: Edit, seed: int = 2, saved: list | None = None):  # type: ignore[no-untyped-def]
     def keep(scenario):  # type: ignore[no-untyped-def]
         if saved is not None:
             saved.append(scenario)
@@ -46,7 +46,9 @@ def _found(tmp_path, *edits: Edit, seed: int = 1, saved: list | None = None):  #
         # only failing stop is in an example Hypothesis discards (the profile's 50 draws others;
         # seeds are re-chosen when the draw changes — at 6bebc92 it was seed 8, at c31625a 24, then
         # 22; the draw moved again with the route's generators: gates and guards that raise or
-        # answer late, approval timing, cancellations)
+        # answer late, approval timing, cancellations).  The draw also follows the literals of the
+        # simulator's code (Hypothesis' constants pool): at 2f56b7a seed 1 stopped finding the bug
+        # in 150 examples while seeds 2-6 and 8 found it, so the default is 2
         run = fuzz("durability", seed=seed, examples=150, budget=1e9, on_found=keep, minimize_budget=0.0, shrink_budget=2.0, steps=12)
     return run
 
