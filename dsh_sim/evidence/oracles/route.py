@@ -269,7 +269,9 @@ class _Route:
         self.asked = (reason, outcome)
         if outcome == "allowed-once":
             return "allow", None
-        if outcome == "cancelled" and found.cancel is not None:
+        if outcome == "cancelled" and found.cancelled_before("answered"):
+            # (a user who answered "cancelled" before any cancellation denies the call: its signal
+            # had not aborted when the registry read the outcome)
             self.path.append("the question was cancelled with its call")
             return "aborted", None
         return "deny", {
