@@ -34,6 +34,7 @@ from dsh_sim.operations.search import explore
 from dsh_sim.scenario.codec import to_json
 from dsh_sim.scenario.model import Scenario
 
+SKIPPED = "not installed (run 'dsh-sim dsh setup' once to include the published DSH)"
 SHAPE_BOUND = 3
 AGAINST_BOUND = 6
 AGAINST_SAMPLE = ("boundary-2-3-pay", "torn-none-mid-line", "torn-zstd-multiblock-partial-records", "crash-during-recovery")
@@ -62,8 +63,10 @@ def run_dsh_phase(files: Sequence[str], scenarios: Sequence[Scenario], results_d
     """Explore DSH's writer and compare a sample with DSH's reader; the result files written."""
     install = installed()
     if install is None:
-        print("DSH: not installed (run 'dsh-sim dsh setup' once to include the published DSH); skipped", flush=True)
-        return []
+        print(f"DSH: {SKIPPED}; skipped", flush=True)
+        # the report says so too (a DSH section that is absent reads as nothing to report)
+        skipped = {"meta": meta("dsh-skipped"), "dsh_skipped": SKIPPED}
+        return [write(skipped, os.path.join(results_dir, f"dsh-skipped{tag}.json"))]
     started = time.perf_counter()
     explored: list[tuple[str, DshExploreResult]] = []
     for path, scenario in distinct_shapes(files, scenarios):

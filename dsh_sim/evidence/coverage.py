@@ -114,6 +114,7 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     cases_by_source: dict[str, int] = {}
     dsh_explore: list[dict[str, Any]] = []  # the DSH writer explored on SimFS (dsh-sim explore --runtime dsh)
     dsh_against: list[dict[str, Any]] = []  # recoveries compared with the DSH reader (--against dsh)
+    dsh_skipped: str | None = None  # why a run's DSH phase did not run
     for doc in results:
         if doc.get("meta"):
             runs.append(doc["meta"])
@@ -136,6 +137,8 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         kill_matrix.extend(doc.get("kill_matrix", []))
         source = str(doc.get("meta", {}).get("kind", "other"))
         dsh_explore.extend(doc.get("dsh_explore", []))
+        if doc.get("dsh_skipped"):
+            dsh_skipped = str(doc["dsh_skipped"])
         if doc.get("dsh_against"):
             dsh_against.append({"source": source, "scenario": doc.get("meta", {}).get("scenario"), **doc["dsh_against"]})
         cases = CaseTally.of_document(doc)
@@ -160,6 +163,8 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     }
     if dsh_explore or dsh_against:  # only runs that had DSH (dsh-sim dsh setup) carry the section
         view["dsh"] = {"explore": dsh_explore, "against": dsh_against}
+    elif dsh_skipped is not None:  # the run had a DSH phase and skipped it: the section says why
+        view["dsh"] = {"explore": [], "against": [], "skipped": dsh_skipped}
     return view
 
 

@@ -87,9 +87,21 @@ def _intro(t: Mapping[str, int]) -> str:
     )
 
 
+def _skipped(view: Mapping[str, Any]) -> str | None:
+    why = view.get("dsh", {}).get("skipped")
+    return (
+        f"Not run: the published DSH is {why}. No DSH writer was explored and no recovery was read by DSH; dsh_agrees checked nothing."
+        if why
+        else None
+    )
+
+
 def markdown(view: Mapping[str, Any]) -> list[str]:
     if "dsh" not in view:
         return []
+    skipped = _skipped(view)
+    if skipped:
+        return ["## DSH (the published reference)", "", skipped, ""]
 
     out = ["## DSH (the published reference)", "", _intro(totals(view)), ""]
     rows = explore_rows(view)
@@ -104,6 +116,9 @@ def markdown(view: Mapping[str, Any]) -> list[str]:
 def html(view: Mapping[str, Any]) -> str:
     if "dsh" not in view:
         return ""
+    skipped = _skipped(view)
+    if skipped:
+        return section("dsh", "DSH (the published reference)", skipped, "")
     body = ""
     rows = explore_rows(view)
     if rows:

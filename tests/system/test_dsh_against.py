@@ -124,11 +124,20 @@ def test_run_says_in_one_line_that_dsh_is_skipped(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Any
 ) -> None:
     from dsh_sim.campaign import dsh_phase as run_phase
+    from dsh_sim.evidence.coverage import aggregate
+    from dsh_sim.operations.results import read_results
+    from dsh_sim.report import render_html, render_markdown
 
     monkeypatch.setattr(run_phase, "installed", lambda: None)
-    assert run_phase.run_dsh_phase([], [], str(tmp_path), "") == []
+    written = run_phase.run_dsh_phase([], [], str(tmp_path), "")
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "dsh-sim dsh setup" in out and "skipped" in out
+    # ...and the report says it too: the section is there, saying why nothing was compared (a
+    # report without it read as if DSH had nothing to report, dsh_agrees at 0 checks)
+    view = aggregate(read_results(written))
+    md, page = render_markdown(view, []), render_html(view, [], 1)
+    assert "## DSH (the published reference)" in md and "Not run: the published DSH is not installed" in md
+    assert 'id="sec-dsh"' in page and "dsh_agrees checked nothing" in page
 
 
 # -- with the real DSH ---------------------------------------------------------------------------
