@@ -12,7 +12,8 @@ campaign seed by name (:func:`split_seed`), so each shard is reproducible on its
 Only the fuzz *time* budget uses the worker count: ``--budget`` is seconds of fuzzing per
 worker, so the fuzz phase lasts about as long on any cluster (the campaign's total is
 budget × workers, shared evenly by the shards).  A time budget never gives reproducible
-counts anyway; ``--examples`` does, and it is the same for every worker count.
+counts anyway; ``--examples`` does, and it is the same for every worker count: with it, a
+shard runs its examples whatever the time (``--budget`` does not apply).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dsh_sim.scenario.files import parse
 from dsh_sim.scenario.model import Scenario
 
 REPLAY_CHUNK = 24
+NO_TIME_LIMIT = 1e9  # seconds: a fuzz shard that stops at its example count only
 EXPLORE_SHARDS = 8
 PARTS = ("replay", "explore", "fuzz", "mutants")
 
@@ -71,7 +73,10 @@ def plan(options: Options, scenarios: dict[str, str], mutant_corpus: dict[str, s
         for index, group in enumerate(chunks(labels, math.ceil(len(labels) / REPLAY_CHUNK))):
             tasks.append(ReplayShard(f"replay-{index}", tuple(group), tuple(x for x in group if x in recheck), readers=index == 0))
     if "fuzz" not in options.skip and options.fuzz_shards:
-        seconds = options.budget * options.workers / options.fuzz_shards
+        # --examples makes the counts reproducible only if nothing else stops a shard first: a
+        # shard then runs its examples whatever the time (a time share could cut it short on a
+        # slower worker, and the run would still say complete)
+        seconds = options.budget * options.workers / options.fuzz_shards if options.examples is None else NO_TIME_LIMIT
         counters: dict[str, int] = {}
         for machine in fuzz_machines(options.fuzz_shards):
             index = counters[machine] = counters.get(machine, -1) + 1

@@ -241,7 +241,12 @@ def _explore(task: ExploreShard, corpus: dict[str, str], ctx: Context, sink: _Si
 def _fuzz(task: FuzzShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:
     def progress(run: Any) -> None:
         # no total: the example count can pass the limit (shrinking replays count too)
-        ctx.progress(run.examples, None, f"{run.examples} examples, {run.recoveries} recoveries, {run.seconds:.0f}/{task.budget:.0f}s")
+        limit = f"{run.seconds:.0f}s" if task.examples is not None else f"{run.seconds:.0f}/{task.budget:.0f}s"
+        ctx.progress(
+            run.examples,
+            None,
+            f"{run.examples}{'' if task.examples is None else f'/{task.examples}'} examples, {run.recoveries} recoveries, {limit}",
+        )
         ctx.checkpoint()
 
     run = fuzz(task.machine, budget=task.budget, examples=task.examples, seed=task.seed, progress=progress, on_found=sink, steps=task.steps)
