@@ -193,7 +193,9 @@ def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session
     extra = read_results(resolve_inputs(request.inputs, request.out)) if request.inputs else []
     extra += _dsh_phase(campaign, run, request.json_mode) if complete and "dsh" not in campaign.options.skip else []
     report = merge_report(unique(docs + extra), run.path)
-    copies = _copy_report(report.paths, request.out)
+    # only a complete run becomes the latest report: a failed one's report is its own (a run that
+    # lost tasks once replaced the latest with a report of the few it kept)
+    copies = _copy_report(report.paths, request.out) if complete else {}
     state = "complete" if complete else "failed"
     run.write_status(ended(session.status, state))
     elapsed = session.board.elapsed() if session.board else 0.0
@@ -201,7 +203,10 @@ def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session
     if not complete:
         lines += [f"  TASK FAILED {task}: {error}" for task, error in session.status.failed.items()]
     lines += list(report.lines)
-    lines.append(f"  latest report also at {copies.get('html', '')}")
+    if copies:
+        lines.append(f"  latest report also at {copies.get('html', '')}")
+    else:
+        lines.append(f"  latest report left as it was: this run is {state}")
     code = EXIT_FAILED if report.failed or not complete else EXIT_OK
     if request.json_mode:
         print(json.dumps({"run": run.id, "dir": run.path, "state": state, "exit": code, "report": report.paths, "lines": lines}, indent=2))

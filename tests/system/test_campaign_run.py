@@ -162,3 +162,26 @@ def test_a_plain_run_prints_progress_and_json_keeps_stdout_for_the_result(corpus
     result = json.loads(out)
     assert result["state"] == "complete" and result["exit"] == code and Path(result["dir"]).is_dir()
     assert "tasks |" in err and "ETA ~" in err and "fuzzed durability" in err  # progress on stderr
+
+
+@pytest.mark.slow
+def test_a_failed_run_keeps_its_report_to_itself(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose task failed writes its own report but leaves the latest one as it was (issue
+    33: a run that lost its tasks replaced the latest report with a report of the one it kept)."""
+    code, _, err = run_cli("run", "--scenarios", "scen", *TINY, "--skip", "explore")
+    assert code in (0, 1), err
+    latest = {name: Path("reports", name).read_bytes() for name in ("coverage.json", "coverage.md", "coverage.html")}
+    real = inprocess.run_task
+
+    def failing(task: Any, *args: Any) -> TaskResult:
+        if isinstance(task, FuzzShard):
+            raise RuntimeError("a worker lost its input")
+        return real(task, *args)
+
+    monkeypatch.setattr(inprocess, "run_task", failing)
+    code, out, err = run_cli("run", "--scenarios", "scen", *TINY, "--skip", "explore")
+    assert code == 1
+    failed = next(r for r in runs(Path("reports")) if status(r)["state"] == "failed")
+    assert (failed / "coverage.json").is_file()  # its own report
+    assert {name: Path("reports", name).read_bytes() for name in latest} == latest
+    assert "latest report left as it was: this run is failed" in out and "TASK FAILED" in out
