@@ -7,17 +7,9 @@ Run: ``python tools/lease_scenarios.py`` then ``dsh-sim replay --update-digest s
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "scenarios", "regressions")
-
-
-def arm(point: str, action: str, lifetime: int, **rule: Any) -> dict[str, Any]:
-    return {"op": "arm", "args": {"rule": {"point": point, "action": action, "hit": 1, "lifetime": lifetime, **rule}}}
-
+from _scenario_files import arm, write_scenarios
 
 APPEND_FLUSH = [{"op": "append", "args": {"count": 2}}, {"op": "flush"}]
 AGAIN = [{"op": "crash_now"}, {"op": "boot"}, {"op": "append"}, {"op": "flush"}]
@@ -56,25 +48,12 @@ SCENARIOS: dict[str, tuple[str, list[dict[str, Any]]]] = {
 
 
 def main() -> None:
-    for name, (description, steps) in SCENARIOS.items():
-        doc = {
-            "format": "dsh-sim-scenario",
-            "version": 1,
-            "name": name,
-            "description": description,
-            "machine": "storage",
-            "seed": 3,
-            "config": {},
-            "fault_plan": [],
-            "steps": steps,
-            "expect": {"outcome": "pass"},
-            "trace_digest": None,
-            "origin": {"found_by": "hand", "generator": "tools/lease_scenarios.py"},
-        }
-        path = os.path.join(OUT, f"{name}.json")
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(doc, indent=2) + "\n")
-        print("wrote", os.path.relpath(path, ROOT))
+    write_scenarios(
+        {name: (description, {}, steps) for name, (description, steps) in SCENARIOS.items()},
+        machine="storage",
+        seed=3,
+        generator="tools/lease_scenarios.py",
+    )
 
 
 if __name__ == "__main__":

@@ -7,12 +7,10 @@ Run: ``python tools/route_scenarios.py`` then ``dsh-sim replay --update-digest s
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "scenarios", "regressions")
+from _scenario_files import arm, write_scenarios
+
 POLICY = {"policy": True}
 
 
@@ -31,10 +29,6 @@ def call(call_id: str, tool: str, **script: Any) -> dict[str, Any]:
 def prompt(*steps: list[dict[str, Any]], **args: Any) -> dict[str, Any]:
     responses = [{"text": f"step {i}", "tool_calls": calls} for i, calls in enumerate(steps, 1)] + [{"text": "done"}]
     return {"op": "prompt", "args": {"text": "go", "responses": responses, **args}}
-
-
-def arm(point: str, action: str, **rule: Any) -> dict[str, Any]:
-    return {"op": "arm", "args": {"rule": {"point": point, "action": action, "hit": 1, "lifetime": 1, **rule}}}
 
 
 BOOT = {"op": "boot"}
@@ -293,25 +287,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {
 
 
 def main() -> None:
-    for name, (description, config, steps) in SCENARIOS.items():
-        doc = {
-            "format": "dsh-sim-scenario",
-            "version": 1,
-            "name": name,
-            "description": description,
-            "machine": "durability",
-            "seed": 5,
-            "config": config,
-            "fault_plan": [],
-            "steps": steps,
-            "expect": {"outcome": "pass"},
-            "trace_digest": None,
-            "origin": {"found_by": "hand", "generator": "tools/route_scenarios.py"},
-        }
-        path = os.path.join(OUT, f"{name}.json")
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(doc, indent=2) + "\n")
-        print("wrote", os.path.relpath(path, ROOT))
+    write_scenarios(SCENARIOS, machine="durability", seed=5, generator="tools/route_scenarios.py")
 
 
 if __name__ == "__main__":

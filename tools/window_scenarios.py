@@ -8,12 +8,9 @@ Run: ``python tools/window_scenarios.py`` then ``dsh-sim replay --update-digest 
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "scenarios", "regressions")
+from _scenario_files import arm, write_scenarios
 
 
 def append(count: int = 1) -> dict[str, Any]:
@@ -22,10 +19,6 @@ def append(count: int = 1) -> dict[str, Any]:
 
 def advance(seconds: float) -> dict[str, Any]:
     return {"op": "advance", "args": {"seconds": seconds}}
-
-
-def arm(point: str, action: str, **rule: Any) -> dict[str, Any]:
-    return {"op": "arm", "args": {"rule": {"point": point, "action": action, "hit": 1, "lifetime": 1, **rule}}}
 
 
 BOOT = {"op": "boot"}
@@ -87,25 +80,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {
 
 
 def main() -> None:
-    for name, (description, config, steps) in SCENARIOS.items():
-        doc = {
-            "format": "dsh-sim-scenario",
-            "version": 1,
-            "name": name,
-            "description": description,
-            "machine": "storage",
-            "seed": 3,
-            "config": config,
-            "fault_plan": [],
-            "steps": steps,
-            "expect": {"outcome": "pass"},
-            "trace_digest": None,
-            "origin": {"found_by": "hand", "generator": "tools/window_scenarios.py"},
-        }
-        path = os.path.join(OUT, f"{name}.json")
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(doc, indent=2) + "\n")
-        print("wrote", os.path.relpath(path, ROOT))
+    write_scenarios(SCENARIOS, machine="storage", seed=3, generator="tools/window_scenarios.py")
 
 
 if __name__ == "__main__":
