@@ -294,6 +294,8 @@ def header_shapes(name: str, source: Source, compression: str) -> Iterator[Case]
     # planted log): every read refuses it (§3.7, "requested id ... does not match header id")
     other = Source(source.name, {**source.header, "id": "another-session"}, source.records)
     yield Case(f"{name}/header-id-of-another-session", compression, encode(other, compression), source.header)
+    elsewhere = Source(source.name, {**source.header, "cwd": "/another/project"}, source.records)  # same id, another project
+    yield Case(f"{name}/header-cwd-of-another-project", compression, encode(elsewhere, compression), source.header)
     # an id whose directory name is escaped (§3.6: characters outside [A-Za-z0-9._-], one outside
     # the BMP), placed where its own header says
     escaped = Source(source.name, {**source.header, "id": "sim session/é\U0001f600"}, source.records)

@@ -117,9 +117,10 @@ async def _read_all_entries(case: rc.Case, checks: Checks, rng: random.Random) -
     sid = case.header["id"]
     checks.bind(case.name, sid, path)
     expected = expected_read(case.data, case.compression)
-    foreign = expected.header is not None and expected.header.get("id") != sid
-    if foreign:
-        expected = ReadOutcome(refusal=CORRUPT)  # §3.7: the header names another session than the one read
+    placed = (sid, case.header.get("cwd"))
+    foreign = expected.header is not None and (expected.header.get("id"), expected.header.get("cwd")) != placed
+    if foreign:  # §3.7: the header's id and cwd name another session directory than the one read
+        expected = ReadOutcome(refusal=CORRUPT)
     await checks.stat(backend, expected, len(case.data))
     if not foreign:  # (§3.8 says nothing of a listed header that names another directory)
         await checks.listing(backend, expected_listing(case.data, case.compression))

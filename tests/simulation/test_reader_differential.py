@@ -198,6 +198,12 @@ SLIPS = {
         "            raise SessionPersistenceCorruptionError(\n                session_id,\n",
         "            raise SessionPersistenceCorruptionError(\n",
     ),
+    "identity-by-name-only": Edit(
+        "runtime.persistence.backend",
+        "JsonlBackend._check_identity",
+        "        if expected != located.session_dir:\n",
+        "        if expected.rsplit('/', 1)[-1] != located.session_dir.rsplit('/', 1)[-1]:\n",
+    ),
 }
 FOUND_IN = {
     "header-shape-text": "header-type-other",
@@ -208,6 +214,7 @@ FOUND_IN = {
     "nested-object-unchecked": "unsafe-big-integer-object-in-object",
     "stored-data-unchecked": "unsafe-negative-zero-member",
     "header-id-refusal-broken": "header-id-of-another-session",
+    "identity-by-name-only": "header-cwd-of-another-project",
 }
 
 
