@@ -66,11 +66,13 @@ class Simulation(Protocol):
 # where a failed operation on the log leaves its unacknowledged bytes in place: a truncation (a
 # rollback's, or the heal before an append) or the removal of a first publication's name
 REMOVALS = frozenset({"fs.ftruncate", "fs.truncate", "fs.unlink"})
-# fault actions that fail no filesystem operation (what the rest do may fail the write they strike:
-# an error fails it unless the runtime swallows it, another process's file at the target fails the
-# link; a write acknowledged anyway is one whose failure was swallowed, see WindowModel.shaken).
-# A lock file replaced or removed under the writer is taken again (the lease retries).
+# fault actions that fail no filesystem operation (what the rest do fail the write they strike: an
+# error, another process's file at the target of a link); a lock file replaced or removed under the
+# writer is taken again (the lease retries)
 NOT_FAILURES = frozenset({"crash", "delay", "cancel", "corrupt", "source_append", "linked", "replaced", "removed"})
+# operations whose failure fails no write: every removal a write makes is best-effort (a temp file
+# after its link, the leftovers of a rollback: durable.unlink_quietly)
+BEST_EFFORT = frozenset({"fs.unlink"})
 
 
 async def announce(sim: Simulation, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
@@ -96,8 +98,12 @@ async def announce(sim: Simulation, life: Lifetime, name: str, details: dict[str
         observer.on_point(life, name, details)
     domain: Firing | None = None
     plan = sim.plan
-    for firing in plan.hit(name, public, life.index) if name in plan.points else ():
-        if _fire(sim, life, name, public, firing):
+    firings = plan.hit(name, public, life.index) if name in plan.points else []
+    # the lock file replaced or removed as it is locked: the lease takes it again, so a failure
+    # of that same attempt fails no write
+    retried = name == "fs.flock" and any(f.rule.action in ("replaced", "removed") for f in firings)
+    for firing in firings:
+        if _fire(sim, life, name, public, firing, retried=retried):
             domain = firing
         elif firing.rule.action == "delay":
             await trio.sleep(firing.rule.delay)
@@ -143,14 +149,14 @@ def _logged_arguments(life: Lifetime, details: dict[str, Any]) -> str | None:
     return event.data.get("arguments") if event is not None and event.type == "tool/call" else None
 
 
-def _fire(sim: Simulation, life: Lifetime, name: str, public: dict[str, Any], firing: Firing) -> bool:
+def _fire(sim: Simulation, life: Lifetime, name: str, public: dict[str, Any], firing: Firing, *, retried: bool = False) -> bool:
     """Record and apply one matching rule; True when it is a domain fault the caller raises
     (a crash raises :class:`SimulatedCrash` here; a delay is the caller's to sleep)."""
     rule = firing.rule
     sim.trace.record("fault", life.index, name, firing.index, rule.action)
     history, op = sim.history, durability.current()
     history.faults.append(FaultFired(life.index, name, rule.action, firing.index, op.step, sim.now(), len(history.tool_marks)))
-    if name.startswith("fs.") and rule.action not in NOT_FAILURES:  # the operation fails: so does the write it belongs to
+    if name.startswith("fs.") and rule.action not in NOT_FAILURES and name not in BEST_EFFORT and not retried:  # the write fails
         history.window.append(WindowFact("fail", life.index, sim.now(), label=op.barrier))
     if rule.action == "crash":
         assert rule.crash is not None

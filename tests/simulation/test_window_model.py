@@ -114,18 +114,14 @@ def test_after_a_failure_only_the_next_event_arms_a_window() -> None:
     assert model.problems == [] and model.overdue(9.0) is None
 
 
-def test_a_failure_the_write_swallows_leaves_its_batch_on_time() -> None:
-    """An operation of a background write may fail without failing it (the best-effort removal of
-    a temporary file after the first publication): its batch is acknowledged within the write's
-    time, as the window's.  Found by the failure-path sweep of no-checkpoint-policy-unsafe
-    (error at the first fs.unlink)."""
-    swallowed = _model(
-        WindowFact("admit", 1, 0.0, 0),
-        WindowFact("admit", 1, 0.07, 1),
-        WindowFact("fail", 1, 0.2, label="window write"),
-        WindowFact("ack", 1, 0.2, 0, 2, "window write"),
-    )
-    assert swallowed.problems == []
+def test_a_failed_removal_fails_no_write() -> None:
+    """Every removal a write makes is best-effort (the first publication's temp file after its
+    link): its failure is no failed write, so the window's batch stays the window's.  Found by the
+    failure-path sweep of no-checkpoint-policy-unsafe (error at the first fs.unlink)."""
+    result, sim = run_scenario(load(os.path.join(REGRESSIONS, "window-first-publication-cleanup-fails.json")))
+    assert [f.point for f in sim.history.faults] == ["fs.unlink"] and result.violations == ()
+    assert not [f for f in sim.history.window if f.kind == "fail"]
+    assert next(f.label for f in sim.history.window if f.kind == "ack") == "window write"
 
 
 def test_a_write_retried_after_a_real_failure_with_no_new_event_is_one_too_many() -> None:

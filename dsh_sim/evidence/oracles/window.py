@@ -74,11 +74,6 @@ class WindowModel:
     # may take over or fail with it) is not observable, so until the queue is empty again the
     # model follows without judging
     murky: bool = False
-    # a background write one of whose operations failed: (the write, when, failing_until before).
-    # A failure the runtime swallows (a best-effort cleanup of a temporary file) does not fail the
-    # write, whose acknowledgement then follows within a write's time; until it does, the model
-    # follows the failure
-    shaken: tuple[_Write, float, float] | None = None
     written: set[int] = attrs.field(factory=set)
     admitted: dict[int, float] = attrs.field(factory=dict)  # seq -> when it was admitted
     fed: int = 0  # facts consumed from the run's list
@@ -178,10 +173,6 @@ class WindowModel:
         write = self.active
         if write is None and self.murky:
             write = _Write(fact.time, fact.time, (), float("inf"), exact=False, optional=True)
-        shaken = self.shaken
-        if write is None and shaken is not None and (fact.time <= shaken[1] + self.bound + TIE or self.stretched >= shaken[1]):
-            write, _, self.failing_until = shaken  # the failure was swallowed: this is that write's batch
-        self.shaken = None
         if write is None:
             waited = [seq for seq, _ in self.pending]
             why = (
@@ -237,7 +228,6 @@ class WindowModel:
         if fact.label == BACKGROUND:
             write = self.active
             if write is not None:  # the batch goes back in front, retries pause until the next event
-                self.shaken = (write, fact.time, self.failing_until)
                 self.active = None
                 self.deadline, self.uncertain, self.fallback = None, False, None
                 self.last_end = fact.time
