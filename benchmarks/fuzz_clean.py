@@ -26,6 +26,10 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=200)
     parser.add_argument("--out", default=None, help="where found scenarios go (default: a new temporary directory)")
     args = parser.parse_args()
+    if args.end <= args.first:
+        parser.error(f"no seeds from {args.first} to {args.end} (the end is the seed after the last)")
+    if args.examples < 1:
+        parser.error(f"--examples must be at least 1, got {args.examples}")
     out = args.out or tempfile.mkdtemp(prefix="fuzz-clean-")
     examples = steps = findings = 0
     started = time.process_time()
