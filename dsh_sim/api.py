@@ -31,6 +31,7 @@ does — and a ``progress``/``notice`` callback a caller passes.
 | ``dsh-sim demo`` | :func:`demo` |
 | ``dsh-sim dsh setup``, ``diff``, ``generate`` | :func:`dsh_setup`, :func:`dsh_diff`, :func:`dsh_generate` |
 | ``--against dsh`` | a ``with`` block of :func:`against_dsh` |
+| ``--runtime dsh-route`` of ``replay``, ``explore``, ``points`` | :func:`route_replay`, :func:`route_explore`, :func:`route_points`; determinism: :func:`route_determinism` |
 """
 
 from __future__ import annotations
@@ -59,6 +60,17 @@ from dsh_sim.operations.replay import DSH_AGREES, DeterminismCheck, ReplayResult
 from dsh_sim.operations.results import KillMatrix, KillResult, Report, mutant_catalogue, mutants, read_results, report
 from dsh_sim.operations.scenarios import PointTable, Validation, expand, load, new_scenario, points, reference, schema, validate
 from dsh_sim.operations.search import Explorations, Explored, ExploreResult, FuzzRun, explore, explore_files, fuzz
+from dsh_sim.operations.route import (
+    RouteDeterminism,
+    RouteExploration,
+    RouteExplorations,
+    RouteReplay,
+    RouteReplays,
+    route_determinism,
+    route_explore,
+    route_points,
+    route_replay,
+)
 from dsh_sim.operations.sessions import Inspection, Migration, Repair, inspect, migrate, repair
 
 __all__ = [
@@ -88,6 +100,11 @@ __all__ = [
     "Repair",
     "ReplayResult",
     "Report",
+    "RouteDeterminism",
+    "RouteExploration",
+    "RouteExplorations",
+    "RouteReplay",
+    "RouteReplays",
     "RunOutcome",
     "Sweep",
     "SweepResult",
@@ -118,6 +135,10 @@ __all__ = [
     "replay",
     "report",
     "report_runs",
+    "route_determinism",
+    "route_explore",
+    "route_points",
+    "route_replay",
     "run",
     "schema",
     "sweep",

@@ -151,6 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="dsh: also read every recovered crash image with the published DSH (Node; dsh-sim dsh setup) and report any unexplained difference",
     )
+    p.add_argument(
+        "--runtime",
+        choices=("dsh-sim", "dsh-route"),
+        default="dsh-sim",
+        help="dsh-route: run the scenarios on the published DSH route (agent loop, checkpoint policy, tools, JSONL store; Node, on SimFS) "
+        "and compare each with dsh-sim's runtime",
+    )
+    p.add_argument("--no-differential", action="store_true", help="--runtime dsh-route: do not run dsh-sim's runtime beside it")
     p.set_defaults(func=_lazy("replay_cmd"))
 
     p = sub.add_parser("explore", help="check every crash state of a scenario (systematic exploration)")
@@ -168,9 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
         "--runtime",
-        choices=("dsh-sim", "dsh"),
+        choices=("dsh-sim", "dsh", "dsh-route"),
         default="dsh-sim",
-        help="dsh: crash the published DSH writer (Node, on SimFS) at every filesystem operation of the scenario's session shape",
+        help="dsh: crash the published DSH writer (Node, on SimFS) at every filesystem operation of the scenario's session shape; "
+        "dsh-route: crash the published DSH route (agent loop, checkpoint policy, tools, store) at every point of the scenario",
     )
     p.add_argument(
         "--against",
@@ -308,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("points", help="list the named points (where faults and crashes can be injected)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--runtime", choices=("dsh-sim", "dsh-route"), default="dsh-sim", help="dsh-route: the DSH route host's points")
     p.set_defaults(func=_lazy("points_cmd"))
     return parser
 

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import tempfile
+from collections.abc import Callable
 from typing import IO, Any, Protocol
 
 import attrs
@@ -54,14 +55,27 @@ class DshError(Exception):
         self.error = error
 
 
+Callbacks = Callable[[dict[str, Any]], dict[str, Any]]
+
+
 class Bridge:
-    def __init__(self, install: Installation, fs: FsServer | None = None) -> None:
+    """``script`` is the Node program (``bridge.mjs``: the storage API; ``route-host.mjs``: the
+    whole route); ``callbacks`` answers its ``{"cb": ...}`` messages (the route host's points,
+    model, world and approval questions), as ``fs`` answers its filesystem messages.  A
+    callback that raises ends the request: the exception propagates out of :meth:`receive`
+    with the Node side still waiting for its answer (a crash: the caller kills it)."""
+
+    def __init__(
+        self, install: Installation, fs: FsServer | None = None, *, script: str = "bridge.mjs", callbacks: Callbacks | None = None
+    ) -> None:
         self.install = install
         self.fs = fs
+        self.callbacks = callbacks
         self._rid = 0
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 -- lives as long as the bridge; closed in close()
         read_fd, write_fd = os.pipe()
-        args = [install.node.node, os.path.join(js_dir(), "bridge.mjs"), install.home] + (["--simfs"] if fs is not None else [])
+        simfs = ["--simfs"] if fs is not None and script == "bridge.mjs" else []
+        args = [install.node.node, os.path.join(js_dir(), script), install.home, *simfs]
         env = dict(os.environ, DSH_SIM_BRIDGE_FD=str(write_fd))
         env.pop("NODE_OPTIONS", None)
         try:
@@ -106,6 +120,11 @@ class Bridge:
                 if self.fs is None:
                     raise BridgeError(f"unexpected filesystem message without SimFS: {message['fs']}")
                 self._write(self.fs.handle(message["fs"], message.get("args", {})))
+                continue
+            if "cb" in message:
+                if self.callbacks is None:
+                    raise BridgeError(f"unexpected callback without a handler: {message['cb']}")
+                self._write(self.callbacks(message))
                 continue
             return Reply(bool(message.get("ok")), message.get("value"), message.get("error"))
 

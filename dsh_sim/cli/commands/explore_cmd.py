@@ -29,6 +29,10 @@ def violation_lines(s: dict[str, Any]) -> list[str]:
 
 
 def main(args: Any) -> int:
+    if getattr(args, "runtime", "dsh-sim") == "dsh-route":
+        from dsh_sim.cli.commands import route_cmd
+
+        return route_cmd.explore(args)
     if getattr(args, "runtime", "dsh-sim") == "dsh":  # extension point: the published DSH's writer on SimFS
         if getattr(args, "against", None):
             raise CliError("--against dsh compares dsh-sim's runtime with DSH; it does not go with --runtime dsh")

@@ -9,6 +9,10 @@ from dsh_sim.cli.commands.common import emit_json
 
 
 def main(args: Any) -> int:
+    if getattr(args, "runtime", "dsh-sim") == "dsh-route":
+        from dsh_sim.cli.commands import route_cmd
+
+        return route_cmd.points(args)
     table = api.points()
     if args.json:
         emit_json(table.rows())

@@ -23,6 +23,10 @@ def _outcome(result: api.ReplayResult) -> str:
 
 
 def main(args: Any) -> int:
+    if getattr(args, "runtime", "dsh-sim") == "dsh-route":
+        from dsh_sim.cli.commands import route_cmd
+
+        return route_cmd.replay(args)
     if args.check_determinism and (args.update_digest or args.trace_out):
         # the determinism check replays in fresh processes: it neither records nor traces
         flag = "--update-digest" if args.update_digest else "--trace-out"

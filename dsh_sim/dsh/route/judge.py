@@ -1,0 +1,198 @@
+"""The invariants a run of the DSH route is held to — by the world's ledger, not by DSH's word.
+
+Each is named as dsh-sim's own invariant for the same promise (``dsh-sim invariants``), and
+each can fail: tests/dsh_route/test_route_judges.py breaks DSH's route from outside (a
+checkpoint policy that flushes after the tool body, a repair wrapper that calls every
+pending call not started, a tool plugin that drops the idempotency key) and names the
+invariant that catches it.
+
+- ``recovery_succeeds`` — every boot that found a log resumed it.
+- ``seq_dense`` — the log's seqs are 0, 1, 2, … at the end and after every recovery.
+- ``one_result_per_call`` — after a recovery every ``tool/call`` has exactly one result (and
+  ``recovery_succeeds`` also asks every turn to be ended).
+- ``verdict_soundness`` — ``TOOL_NOT_STARTED`` only for a call whose effect the world never
+  saw (the ledger is the ground truth).
+- ``checkpoint_before_effect`` — when a world service acts, the call's ``tool/call`` is
+  already durable (a power loss at that instant keeps it), with DSH's checkpoint policy
+  mounted.
+- ``world_agreement`` — every effect the world applied belongs to a call the final log
+  records, every successful world-tool result in the log is one the world answered, and a
+  keyed service received the call's own idempotency key (the arguments' ``idempotency_key``,
+  else the call id — what DSH's README asks side-effecting tools to forward).
+- ``eventually_durable`` — after a clean stop, a power loss keeps every event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from dsh_sim.adapters.world_tools import SERVICES
+from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported
+from runtime.persistence.v0_format import V0Unsupported, decode_v0
+from runtime.persistence.v0_records import V0Event
+
+from .run import RouteRun
+
+CODES = ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN")
+INVARIANTS = (
+    "recovery_succeeds",
+    "seq_dense",
+    "one_result_per_call",
+    "verdict_soundness",
+    "checkpoint_before_effect",
+    "world_agreement",
+    "eventually_durable",
+)
+
+
+@attrs.frozen
+class RouteViolation:
+    invariant: str
+    detail: str
+    finding: str | None = None  # a documented DSH finding it is an instance of (dsh_sim.dsh.route.findings)
+
+    def line(self) -> str:
+        tag = f" [{self.finding}]" if self.finding else ""
+        return f"{self.invariant}{tag}: {self.detail}"
+
+
+def decode(data: bytes | None, compression: str) -> list[V0Event] | str:
+    """The log's events, or why they cannot be read."""
+    if not data:
+        return []
+    try:
+        return list(decode_v0(data, compression).events)
+    except (LogCorruption, LogVersionUnsupported, V0Unsupported) as err:
+        return f"{type(err).__name__}: {err}"
+
+
+def verdicts(events: Sequence[V0Event]) -> dict[str, str]:
+    """call id -> the repair verdict a ``tool/result`` carries."""
+    out: dict[str, str] = {}
+    for e in events:
+        if e.type != "tool/result":
+            continue
+        error = e.data.get("error") if isinstance(e.data, dict) else None
+        if isinstance(error, dict) and error.get("code") in CODES:
+            out[str(e.data["message"]["source"]["callId"])] = str(error["code"])
+    return out
+
+
+def _results_per_call(events: Sequence[V0Event]) -> list[str]:
+    calls = [str(e.data.get("callId")) for e in events if e.type == "tool/call"]
+    results = Counter(str(e.data["message"]["source"]["callId"]) for e in events if e.type == "tool/result")
+    return [f"call {c} has {results[c]} results" for c in calls if results[c] != 1]
+
+
+def _open_turns(events: Sequence[V0Event]) -> list[str]:
+    started = {e.data.get("turn") for e in events if e.type == "turn/start"}
+    ended = {e.data.get("turn") for e in events if e.type == "turn/end"}
+    return [f"turn {t} is still open" for t in sorted(started - ended, key=str)]
+
+
+def _result_is_success(e: V0Event) -> bool:
+    message = e.data.get("message", {})
+    return not any(b.get("isError") for b in message.get("content", []) if isinstance(b, dict)) and "error" not in e.data
+
+
+def judge(run: RouteRun, *, checkpoint_policy: bool = True) -> tuple[list[RouteViolation], dict[str, int]]:
+    """The violations of one route run, and how many checks each invariant made."""
+    out: list[RouteViolation] = []
+    checked = dict.fromkeys(INVARIANTS, 0)
+
+    def fail(name: str, detail: str) -> None:
+        out.append(RouteViolation(name, detail))
+
+    for rec in run.recoveries:
+        checked["recovery_succeeds"] += 1
+        if rec.error is not None:
+            fail("recovery_succeeds", f"lifetime {rec.lifetime}: DSH could not resume its own crash state: {rec.error}")
+            continue
+        after = decode(rec.after, run.compression)
+        if isinstance(after, str):
+            fail("recovery_succeeds", f"lifetime {rec.lifetime}: the repaired log does not decode: {after}")
+            continue
+        checked["seq_dense"] += 1
+        if [e.seq for e in after] != list(range(len(after))):
+            fail("seq_dense", f"after the recovery of lifetime {rec.lifetime}")
+        checked["one_result_per_call"] += 1
+        for problem in _results_per_call(after):
+            fail("one_result_per_call", f"after the recovery of lifetime {rec.lifetime}: {problem}")
+        for problem in _open_turns(after):
+            fail("recovery_succeeds", f"after the recovery of lifetime {rec.lifetime}: {problem}")
+
+    final = decode(run.log, run.compression)
+    if isinstance(final, str):
+        fail("recovery_succeeds", f"the final log does not decode: {final}")
+        return out, checked
+    checked["seq_dense"] += 1
+    if [e.seq for e in final] != list(range(len(final))):
+        fail("seq_dense", "in the final log")
+
+    applied: dict[str, list[Any]] = {}
+    for entry in run.ledger:
+        if entry.applied:
+            applied.setdefault(entry.call_id, []).append(entry)
+    for call_id, verdict in sorted(verdicts(final).items()):
+        checked["verdict_soundness"] += 1
+        if verdict == "TOOL_NOT_STARTED" and call_id in applied:
+            services = ", ".join(sorted({e.service for e in applied[call_id]}))
+            fail("verdict_soundness", f"{call_id} is TOOL_NOT_STARTED but the world applied its effect ({services})")
+
+    if checkpoint_policy:
+        for effect in run.effects:
+            checked["checkpoint_before_effect"] += 1
+            if not effect.durable_call:
+                fail("checkpoint_before_effect", f"{effect.call_id} ({effect.tool}) acted on the world before its tool/call was durable")
+
+    recorded_calls = {str(e.data.get("callId")): e for e in final if e.type == "tool/call"}
+    for call_id in sorted(applied):
+        checked["world_agreement"] += 1
+        if call_id not in recorded_calls:
+            fail("world_agreement", f"the world applied {call_id}'s effect but the log records no such call")
+    answered = {e.call_id for e in run.ledger}
+    for e in final:
+        if e.type != "tool/result" or not _result_is_success(e):
+            continue
+        call_id = str(e.data["message"]["source"]["callId"])
+        call = recorded_calls.get(call_id)
+        if call is None or call.data.get("name") not in SERVICES:
+            continue
+        checked["world_agreement"] += 1
+        if call_id not in answered:
+            fail("world_agreement", f"the log says {call_id} succeeded but the world never answered it")
+
+    for entry in run.ledger:
+        call = recorded_calls.get(entry.call_id)
+        service = SERVICES.get(str(call.data.get("name"))) if call is not None else None
+        if service is None or entry.service != "payments" or entry.op != "charge":
+            continue
+        checked["world_agreement"] += 1
+        try:
+            arguments = json.loads(call.data.get("arguments") or "{}")
+        except ValueError:
+            arguments = {}
+        expected = arguments.get("idempotency_key", entry.call_id) if isinstance(arguments, dict) else entry.call_id
+        if entry.key != expected:
+            fail("world_agreement", f"{entry.call_id} reached {entry.service} with idempotency key {entry.key!r}, not its own {expected!r}")
+
+    if run.events_at_stop is not None:
+        checked["eventually_durable"] += 1
+        durable = decode(run.durable_at_stop, run.compression)
+        if isinstance(durable, str) or len(durable) != run.events_at_stop:
+            got = durable if isinstance(durable, str) else f"{len(durable)} events"
+            # DSH-8: resumed on a log whose name a killed publication left unsynced
+            undurable_name = any(not rec.entry_durable for rec in run.recoveries)
+            out.append(
+                RouteViolation(
+                    "eventually_durable",
+                    f"after a clean stop with {run.events_at_stop} events, a power loss leaves {got}",
+                    "DSH-8" if undurable_name else None,
+                )
+            )
+    return out, checked
