@@ -64,7 +64,7 @@ class RouteReplay:
     def ok(self) -> bool:
         if self.skipped is not None:
             return True
-        if self.error is not None:
+        if self.error is not None or (self.run is not None and self.run.unfired):
             return False
         if self.expected is not None:
             held = any(v.invariant == self.expected for v in self.violations)
@@ -85,6 +85,7 @@ class RouteReplay:
             session_sha256=hashlib.sha256(self.run.log).hexdigest(),
             outcomes=list(self.run.outcomes),
             crashes=[attrs.asdict(c) for c in self.run.crashes],
+            unfired=list(self.run.unfired),
             violations=[attrs.asdict(v) for v in self.violations],
             checked=self.checked,
             expected=self.expected,

@@ -61,6 +61,8 @@ def replay(args: Any) -> int:
             elif not r.comparison.comparable:
                 diff = "; not compared (a crash inside the file system)"
         print(f"{'PASS' if r.ok else 'FAIL'}  {r.path}  [{what}{diff}; digest {r.run.digest[:12]}]")
+        for line in r.run.unfired:
+            print(f"      UNFIRED {line}")
         for v in r.violations:
             if r.expected is None or v.invariant != r.expected:
                 print(f"      {v.line()}")

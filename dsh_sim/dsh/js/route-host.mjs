@@ -8,7 +8,8 @@
 //   - the model: an `llm` adapter that asks the simulator for the scenario's next response;
 //   - the world: tools whose bodies act on the simulator's world and ledger (route-world.mjs).
 // Crash points sit outside DSH's code: Cordis interceptors around `agent/pre-step`,
-// `llm/stream`, `tools/execute` and `agent/post-step`, a `session/event` observer, and every
+// `llm/stream`, `tools/execute` and `agent/turn-stopping` (rc.8 has no `agent/post-step`), a
+// `session/event` observer, and every
 // SimFS operation. At each, the host asks the simulator synchronously; a crash is the
 // simulator killing this process while it waits for the answer.
 //
@@ -68,9 +69,32 @@ const PACKAGES = [
 ];
 const versions = Object.fromEntries(PACKAGES.map((name) => [name, require(`${name}/package.json`).version]));
 
-/** Ask the simulator at a named point; it answers (go on) or kills this process. */
-function point(name, details) {
-	call({ cb: "point", name, details });
+/** Ask the simulator at a named point; it answers — go on, cancel the turn, wait, fail the
+ * tool body — or kills this process while it waits. From a `session/event` observer the
+ * cancel waits for the append to finish publishing (`defer`): DSH refuses a session append
+ * (the inbox splice a cancel writes) inside another one's publication. */
+function point(name, details, { defer = false } = {}) {
+	const reply = call({ cb: "point", name, details });
+	if (reply.cancel) {
+		const cancel = () => app?.agent?.cancel({ kind: "user" });
+		if (defer) queueMicrotask(cancel);
+		else cancel();
+	}
+	return reply;
+}
+
+/** At an interceptor: the point's answer applied (a delay waits on the virtual clock). */
+async function pointAsync(name, details) {
+	const reply = point(name, details);
+	if (reply.delayMs) await sleep(reply.delayMs);
+	return reply;
+}
+
+function injectedFailure([message, name, code]) {
+	const error = new Error(message);
+	error.name = name;
+	error.code = code;
+	return error;
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -104,15 +128,16 @@ class ScriptedModel extends llm.LlmAdapter {
 /** The interceptors: outer ones run before DSH's checkpoint policy, inner ones inside it. */
 function outerPoints(ctx) {
 	ctx.on("agent/pre-step", async (args, next) => {
-		point("route.pre_step", {});
+		await pointAsync("route.pre_step", { turn: args.turn, step: args.step });
 		return next();
 	}, { prepend: true });
-	ctx.on("agent/post-step", async (args, next) => {
-		point("route.post_step", {});
-		return next();
+	// (the issue's agent/post-step is not in the published 0.1.0-rc.8: its step-end checkpoint is
+	// agent/turn-stopping, a serial event after a step that would end the turn)
+	ctx.on("agent/turn-stopping", async (args) => {
+		await pointAsync("route.turn_stopping", { turn: args.turn });
 	}, { prepend: true });
 	ctx.on("tools/execute", async (exec, next) => {
-		point("route.tools.execute", { call_id: exec.callId, tool: exec.name, nested: exec.parent !== undefined });
+		await pointAsync("route.tools.execute", { call_id: exec.callId, tool: exec.name, nested: exec.parent !== undefined });
 		return next();
 	}, { prepend: true });
 }
@@ -120,12 +145,13 @@ function outerPoints(ctx) {
 function innerPoints(ctx) {
 	ctx.on("llm/stream", (options, next) => {
 		return (async function* () {
-			point("route.llm.request", {});
+			await pointAsync("route.llm.request", {});
 			yield* next();
 		})();
 	});
 	ctx.on("tools/execute", async (exec, next) => {
-		point("route.tools.body", { call_id: exec.callId, tool: exec.name, nested: exec.parent !== undefined });
+		const reply = await pointAsync("route.tools.body", { call_id: exec.callId, tool: exec.name, nested: exec.parent !== undefined });
+		if (reply.fail) throw injectedFailure(reply.fail);
 		return next();
 	});
 }
@@ -159,13 +185,15 @@ async function start(req) {
 	if (req.now != null) clock.setSystemTime(req.now);
 	const ctx = new Context();
 	const state = { ctx, turnEnded: 0, events: 0, failures: [] };
+	app = state; // points announced while the app starts (a resume's repair) see this app
 	outerPoints(ctx);
 	await ctx.plugin(session.SessionStore);
 	await ctx.plugin(JsonlSessionPersistence, { root: req.root, compression: req.compression });
 	await ctx.plugin(llm.LlmRuntime);
 	await ctx.plugin(SystemPrompt);
 	await ctx.plugin(tools.ToolRuntime);
-	await ctx.plugin(ApprovalService);
+	// approval: the deployment's policy (config approval_policy; null: no approval service)
+	if (req.approvalPolicy != null) await ctx.plugin(ApprovalService, { policy: req.approvalPolicy });
 	await ctx.plugin(AgentRegistry);
 	await ctx.plugin(AgentLoop, { agents: [], maxParallelToolCalls: req.maxParallel ?? 10 });
 	// "none": persistence without the policy (valid in DSH; a crash may lose the window)
@@ -177,15 +205,27 @@ async function start(req) {
 		state.events = event.seq + 1;
 		if (event.type === "turn/end") state.turnEnded += 1;
 		const name = APPENDED[event.type];
-		if (name !== undefined) point(name, { seq: event.seq, call_id: event.data?.callId ?? event.data?.toolCallId, turn: event.data?.turn });
+		if (name !== undefined) {
+			const data = event.data ?? {};
+			point(name, { seq: event.seq, call_id: data.callId ?? data.message?.source?.callId, turn: data.turn, step: data.step }, { defer: true });
+		}
 	});
 	ctx.on("approval/request", async (request, next) => {
-		// the scenario's next answer; with none scripted the simulated user is absent
-		return call({ cb: "approval", tool: request.toolName, call_id: request.callId }).value ?? next();
+		// the scenario's next answer, after the user's thinking time; with none scripted the
+		// simulated user is absent; "hang": the user never answers (the request's signal ends it)
+		const { answer, delayMs } = call({ cb: "approval", tool: request.toolName, call_id: request.callId }).value;
+		if (delayMs) await sleep(delayMs);
+		if (answer === "hang") {
+			return new Promise((resolve) => {
+				if (request.signal?.aborted) resolve("cancelled");
+				request.signal?.addEventListener("abort", () => resolve("cancelled"), { once: true });
+			});
+		}
+		return answer ?? next();
 	});
 	ctx.llm.registerAdapter(["sim"], new ScriptedModel());
 	if (req.tools) await loadPlugin(ctx, req.tools);
-	else worldTools(ctx, { forwardKey: true });
+	else worldTools(ctx, { forwardKey: true, approval: req.approvalTools ?? ["send_message"], cancel: () => app.agent.cancel({ kind: "user" }) });
 	for (const extra of req.extra ?? []) await loadPlugin(ctx, extra);
 	await settleMicrotasks();
 	const agentOptions = { provider: "sim", model: "scripted" };
@@ -195,7 +235,6 @@ async function start(req) {
 	state.handle = handle;
 	state.agent = handle.agent;
 	state.events = handle.agent.session.log?.length ?? state.events;
-	app = state;
 	return { events: state.events, now: Date.now() };
 }
 
@@ -203,13 +242,28 @@ async function settleMicrotasks() {
 	for (let i = 0; i < 3; i++) await new Promise((resolve) => realImmediate(resolve));
 }
 
-/** Run the app until `done()`, advancing virtual time only when nothing else can happen. */
+/** The virtual time of the next timer the app set (Infinity: none). */
+function nextTimerAt() {
+	let at = Infinity;
+	const timers = clock.timers instanceof Map ? clock.timers.values() : Object.values(clock.timers ?? {});
+	for (const timer of timers) at = Math.min(at, timer.callAt);
+	return at;
+}
+
+/** Run the app until `done()`, advancing virtual time only when nothing else can happen, and
+ * never past `limitMs` from now (a timer due later stays pending: the turn is still running). */
 async function drive(done, limitMs) {
 	const deadline = Date.now() + limitMs;
 	for (;;) {
 		await settleMicrotasks();
 		if (done()) return true;
-		if (clock.countTimers() === 0 || clock.now >= deadline) return false;
+		const next = nextTimerAt();
+		if (next === Infinity) return false;
+		if (next > deadline) {
+			await clock.tickAsync(Math.max(0, deadline - clock.now));
+			await settleMicrotasks();
+			return done();
+		}
 		await clock.nextAsync();
 	}
 }
@@ -240,6 +294,10 @@ async function recover(req) {
 }
 
 const OPS = {
+	cancel: async (req) => {
+		app.agent.cancel({ kind: "user" });
+		return settle({ ms: (req.settle ?? 1) * 1000 });
+	},
 	hello: async () => ({ node: process.version, versions, formatVersion: session.SESSION_FORMAT_VERSION }),
 	start,
 	recover,
@@ -250,8 +308,18 @@ const OPS = {
 		return { events: app.events };
 	},
 	stop: async () => {
-		await app.ctx.sessions.flush(app.agent.session);
-		await app.handle.dispose();
+		// a graceful stop: the agent is disposed (a turn in flight ends `disposed`) and the session
+		// with it, which drains what the write-behind window holds; virtual time passes meanwhile
+		let done = false;
+		let failure;
+		const work = app.handle.dispose().then(
+			() => (done = true),
+			(error) => ((failure = error), (done = true)),
+		);
+		await drive(() => done, 86_400_000);
+		if (!done) throw new Error("the stop did not finish within a virtual day (the app waits on nothing the clock can end)");
+		await work;
+		if (failure !== undefined) throw failure;
 		await settleMicrotasks();
 		return { events: app.events, now: Date.now() };
 	},

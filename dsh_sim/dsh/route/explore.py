@@ -210,17 +210,7 @@ def explore_route(
 
 def _recover(host: Any, runner: RouteRunner, cfg: Any, serial: int, plugins: dict[str, Any]) -> dict[str, Any]:
     """One recovery on the long-lived host: its stop's event count and durable bytes."""
-    start = {
-        "root": cfg.root,
-        "cwd": cfg.workspace,
-        "sessionId": cfg.session_id,
-        "compression": cfg.compression,
-        "seed": runner.seed,
-        "lifetime": 1000 + serial,
-        "now": None,
-        "maxParallel": cfg.max_parallel_tool_calls,
-        **{k: v for k, v in runner.plugins.items() if v},
-    }
+    start = runner.start_args(resume=True, lifetime=1000 + serial, now=None)
     reply = host.request("recover", **start)
     if not reply.ok:
         error = reply.error or {}

@@ -23,6 +23,7 @@ from dsh_sim.dsh.bridge import Bridge
 from dsh_sim.dsh.install import Installation
 from dsh_sim.dsh.simfs_server import SimFsServer
 from dsh_sim.engine.faults import CrashSpec
+from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE
 from dsh_sim.scenario.args import ModelResponse
 from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported
 from runtime.persistence.v0_format import V0Unsupported, decode_v0
@@ -85,9 +86,11 @@ class RouteWorld:
         self.chunk_delay = chunk_delay
         self.model_queue: list[ModelResponse] = []
         self.approvals: list[str] = []
+        self.approval_delay = 0.0  # the simulated user's thinking time (a prompt's approval_delay)
         self.lifetime = 0
         self.trace: list[tuple[Any, ...]] = []
         self.effects: list[EffectCheck] = []
+        self.duplicate: dict[str, bool] = {}  # call id -> its request is delivered twice
         self.model_calls = 0
         # each announcement: (lifetime, point, details) — the route coverage and the trace
         self.hits: dict[str, int] = {}
@@ -95,11 +98,14 @@ class RouteWorld:
 
     # -- crash rules ---------------------------------------------------------------------
 
-    def announce(self, point: str, details: dict[str, Any]) -> None:
+    def announce(self, point: str, details: dict[str, Any]) -> RouteRule | None:
+        """Count the announcement against every armed rule: a crash raises :class:`Crashed`;
+        another fault is returned for the caller to apply (the first that fires)."""
         self.hits[point] = self.hits.get(point, 0) + 1
         self.trace.append(("point", self.lifetime, point, tuple(sorted((k, str(v)) for k, v in details.items()))))
         if self.on_point is not None:
             self.on_point(point, details)
+        fired: RouteRule | None = None
         for index, rule in enumerate(self.rules):
             if not self.active[index] or self.fired[index] or rule.point != point:
                 continue
@@ -108,17 +114,29 @@ class RouteWorld:
             if any(str(details.get(key)) != str(value) for key, value in rule.match):
                 continue
             self.counts[index] += 1
-            if self.counts[index] == rule.hit:
+            if self.counts[index] < rule.hit:
+                continue
+            if self.counts[index] >= rule.hit + rule.times - 1:
                 self.fired[index] = True
+            self.trace.append(("fault", self.lifetime, point, index, rule.action))
+            if rule.action == "crash":
                 raise Crashed(rule.crash, point)
+            fired = fired or rule
+        return fired
 
     # -- the host's questions --------------------------------------------------------------
 
     def callback(self, message: dict[str, Any]) -> dict[str, Any]:
         kind = message["cb"]
         if kind == "point":
-            self.announce(str(message["name"]), dict(message.get("details") or {}))
-            return {"ok": True}
+            rule = self.announce(str(message["name"]), dict(message.get("details") or {}))
+            if rule is None:
+                return {"ok": True}
+            if rule.action == "cancel":
+                return {"ok": True, "cancel": True}
+            if rule.action == "delay":
+                return {"ok": True, "delayMs": rule.delay * 1000}
+            return {"ok": True, "fail": list(INJECTED_TOOL_FAILURE)}  # tool_failure: the body raises instead
         if kind == "model":
             return {"ok": True, "value": self._model()}
         if kind == "world":
@@ -126,7 +144,7 @@ class RouteWorld:
         if kind == "approval":
             answer = self.approvals.pop(0) if self.approvals else None
             self.trace.append(("approval", self.lifetime, message.get("call_id"), answer))
-            return {"ok": True, "value": answer}
+            return {"ok": True, "value": {"answer": answer, "delayMs": self.approval_delay * 1000}}
         raise ValueError(f"unknown route host callback {kind!r}")
 
     def _model(self) -> dict[str, Any]:
@@ -149,24 +167,49 @@ class RouteWorld:
         service_name, op = SERVICES[tool]
         service = self.world.services[service_name]
         details = {"service": service_name, "call_id": call_id, "root_call_id": call_id, "tool": tool}
+        # as dsh-sim's World.call: the same faults at the same moments, the same error texts
         if message["phase"] == "deliver":
-            self.announce("world.deliver", details)
-            return {"latencyMs": service.request_latency * 1000}
+            rule = self.announce("world.deliver", details)
+            self.duplicate[call_id] = rule is not None and rule.action == "duplicate"
+            out: dict[str, Any] = {"latencyMs": service.request_latency * 1000}
+            if rule is not None and rule.action == "request_lost":
+                return {"latencyMs": 0, "error": f"request to {service_name} was lost"}
+            if rule is not None and rule.action == "timeout":
+                return {"latencyMs": rule.delay * 1000, "error": f"request to {service_name} timed out"}
+            if rule is not None and rule.action == "delay":
+                out["latencyMs"] += rule.delay * 1000
+            if rule is not None and rule.action == "cancel":
+                out["cancel"] = True
+            return out
         key = message.get("key")
         args = message.get("args")
         args = args if isinstance(args, dict) else {}  # as dsh-sim's world tools read arguments
         self.effects.append(EffectCheck(call_id, tool, self.lifetime, call_id in _durable_calls(self.disk, self.log_path, self.compression)))
-        applied, response = service.handle(op, args, key if service.idempotent else None)
-        note = "applied" if applied else ("read" if service.read_only or op in ("lookup", "read") else "deduplicated")
-        ledger = self.world.ledger
-        ledger.append(
-            LedgerEntry(
-                len(ledger), service_name, op, call_id, key, applied, note, 0.0, self.lifetime, copy.deepcopy(args), copy.deepcopy(response)
+        response: dict[str, Any] = {}
+        for delivery in range(2 if self.duplicate.pop(call_id, False) else 1):
+            applied, response = service.handle(op, args, key if service.idempotent else None)
+            note = "applied" if applied else ("read" if service.read_only or op in ("lookup", "read") else "deduplicated")
+            if delivery:
+                note = "duplicate-delivery"
+            ledger = self.world.ledger
+            ledger.append(
+                LedgerEntry(
+                    len(ledger), service_name, op, call_id, key, applied, note, 0.0, self.lifetime, copy.deepcopy(args), copy.deepcopy(response)
+                )
             )
-        )
-        self.trace.append(("world", self.lifetime, service_name, op, call_id, key, applied))
-        self.announce("world.respond", details)
-        return {"text": repr(sorted(response.items())), "latencyMs": service.response_latency * 1000}
+            self.trace.append(("world", self.lifetime, service_name, op, call_id, key, applied))
+        rule = self.announce("world.respond", details)
+        latency = service.response_latency * 1000
+        answer: dict[str, Any] = {"text": repr(sorted(response.items())), "latencyMs": latency}
+        if rule is not None and rule.action == "response_lost":
+            answer["error"] = f"the response from {service_name} was lost"
+        elif rule is not None and rule.action == "timeout":
+            answer.update(latencyMs=latency + rule.delay * 1000, error=f"the response from {service_name} timed out")
+        elif rule is not None and rule.action == "delay":
+            answer["latencyMs"] = latency + rule.delay * 1000
+        elif rule is not None and rule.action == "cancel":
+            answer["cancel"] = True
+        return answer
 
     def fs_point(self, server: SimFsServer) -> Callable[[str, dict[str, Any]], None]:
         def before(op: str, args: dict[str, Any]) -> None:

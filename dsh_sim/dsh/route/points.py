@@ -23,14 +23,14 @@ class RoutePoint:
 
 _ROUTE = (
     RoutePoint("route.turn.start", "turn/start appended in memory (session/event observer)", ("turn", "seq"), "agent.turn.start"),
-    RoutePoint("route.pre_step", "agent/pre-step, before DSH's checkpoint of the previous step", (), "agent.pre_step"),
+    RoutePoint("route.pre_step", "agent/pre-step, before DSH's checkpoint of the previous step", ("turn", "step"), "agent.pre_step"),
     RoutePoint("route.llm.request", "llm/stream inside DSH's checkpoint: the request is durable, the adapter not yet called", (), "llm.request"),
-    RoutePoint("route.assistant.appended", "assistant/message appended in memory (moment 1)", ("seq",), "agent.assistant.appended"),
-    RoutePoint("route.tool_call.appended", "tool/call appended in memory, not yet durable", ("call_id", "seq"), "tools.call.appended"),
+    RoutePoint("route.assistant.appended", "assistant/message appended in memory (moment 1)", ("turn", "step", "seq"), "agent.assistant.appended"),
+    RoutePoint("route.tool_call.appended", "tool/call appended in memory, not yet durable", ("call_id", "turn", "step", "seq"), "tools.call.appended"),
     RoutePoint("route.tools.execute", "tools/execute before DSH's checkpoint of the call", ("call_id", "tool", "nested"), None),
     RoutePoint("route.tools.body", "tools/execute inside DSH's checkpoint: the call is durable, the body about to run", ("call_id", "tool", "nested"), "tools.execute.body"),
     RoutePoint("route.tool_result.appended", "tool/result appended in memory, not yet durable", ("call_id", "seq"), "tools.result.appended"),
-    RoutePoint("route.post_step", "agent/post-step, the step's events appended", (), None),
+    RoutePoint("route.turn_stopping", "agent/turn-stopping: a step ended the turn's work, its end not yet appended", ("turn",), None),
     RoutePoint("route.turn.end", "turn/end appended in memory", ("turn", "seq"), "agent.turn.end"),
 )
 _WORLD = (

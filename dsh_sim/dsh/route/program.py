@@ -20,23 +20,46 @@ from dsh_sim.scenario.model import Scenario
 
 from .points import FROM_OURS
 
-STEPS = frozenset({"boot", "prompt", "crash_now", "flush", "advance", "arm"})
+STEPS = frozenset({"boot", "prompt", "crash_now", "flush", "advance", "arm", "cancel"})
 WORLD_TOOLS = frozenset({"pay", "pay_legacy", "send_message", "get_balance", "lookup_payment", "write_note", "no_such_tool"})
 _DEFAULT = SimConfig()
 # configuration the route has no counterpart for, when it differs from the default
 _UNSUPPORTED_CONFIG = ("perturb", "execute_plugin", "post_execute_note", "file_tools", "model_uncancellable", "policy", "max_steps")
-_APPROVALS = frozenset({"allowed-once", "rejected", "unavailable", "cancelled"})  # answers DSH's seam knows
+_APPROVALS = frozenset({"allowed-once", "rejected", "unavailable", "cancelled", "hang"})  # answers DSH's seam knows (hang: none)
+
+
+# actions the route host can apply, and where (besides ``crash``, which every point allows)
+_WORLD_FAULTS = {
+    "world.deliver": frozenset({"delay", "cancel", "request_lost", "timeout", "duplicate"}),
+    "world.respond": frozenset({"delay", "cancel", "response_lost", "timeout"}),
+}
+_WATERFALL = frozenset({"route.pre_step", "route.llm.request", "route.tools.body", "route.tools.execute", "route.turn_stopping"})
+
+
+def allowed(point: str, action: str) -> bool:
+    if action == "crash":
+        return True
+    if point in _WORLD_FAULTS:
+        return action in _WORLD_FAULTS[point]
+    if action == "tool_failure":
+        return point == "route.tools.body"
+    if action == "delay":
+        return point in _WATERFALL  # a session/event observer is synchronous: it cannot wait
+    return action == "cancel" and point.startswith("route.")
 
 
 @attrs.frozen
 class RouteRule:
-    """A crash rule in route points: fire at the ``hit``-th matching announcement."""
+    """A fault rule in route points: fire on the ``hit``-th matching announcement, ``times`` in a row."""
 
     point: str
     hit: int
     lifetime: int | None
     match: tuple[tuple[str, object], ...]
     crash: CrashSpec
+    action: str = "crash"
+    times: int = 1
+    delay: float = 0.0
 
 
 @attrs.frozen
@@ -57,17 +80,16 @@ class Skip:
 
 
 def _rule(rule: FaultRule) -> RouteRule | str:
-    if rule.action != "crash":
-        return f"fault action {rule.action!r} at {rule.point} (the route host injects crashes only)"
     point = FROM_OURS.get(rule.point)
     if point is None:
         return f"point {rule.point} has no counterpart on the DSH route"
-    if rule.times != 1:
-        return "a crash rule with times > 1"
-    if rule.crash is not None and rule.crash.kind == "power" and rule.crash.state not in ("drop", "keep"):
-        return f"power state {rule.crash.state!r} (the route replays drop and keep; explore covers every state)"
-    match = tuple((k, v) for k, v in rule.match if k not in ("turn", "step") or point.startswith("route."))
-    return RouteRule(point, rule.hit, rule.lifetime, match, rule.crash or CrashSpec())
+    if not allowed(point, rule.action):
+        return f"fault action {rule.action!r} at {rule.point} (not one the route host can apply there)"
+    if rule.crash is not None and rule.crash.kind == "power" and rule.crash.state not in ("drop", "keep", "torn"):
+        return f"power state {rule.crash.state!r} (its cut names dsh-sim's own writes; explore covers every state of DSH's)"
+    if point.startswith("fs.") and rule.match:
+        return f"a rule at {rule.point} matching {', '.join(k for k, _ in rule.match)} (DSH's files are named and written differently)"
+    return RouteRule(point, rule.hit, rule.lifetime, tuple(rule.match), rule.crash or CrashSpec(), rule.action, rule.times, float(rule.delay))
 
 
 def _prompt(args: PromptArgs) -> str | None:
@@ -118,7 +140,7 @@ def translate(scenario: Scenario) -> RouteProgram | Skip:
                 return Skip(reason)
         elif step.op == "flush" and step.args.cancel_first_after is not None:
             return Skip("a flush cancelled part-way")
-        elif step.op == "crash_now" and step.args.kind == "power" and step.args.state not in ("drop", "keep"):
-            return Skip(f"power state {step.args.state!r}")
+        elif step.op == "crash_now" and step.args.kind == "power" and step.args.state not in ("drop", "keep", "torn"):
+            return Skip(f"power state {step.args.state!r} (its cut names dsh-sim's own writes; explore covers every state of DSH's)")
     return RouteProgram(scenario, scenario.steps, tuple(rules), tuple(armed))
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from dsh_sim.adapters.simfs.crash import PowerCut, apply_power_cut, keep_all
+from dsh_sim.adapters.simfs.crash import PowerCut, apply_power_cut, keep_all, torn_last_write
 from dsh_sim.adapters.simfs.disk import Disk
 from dsh_sim.adapters.world import LedgerEntry
 from dsh_sim.dsh.bridge import Bridge, BridgeError
@@ -43,6 +43,7 @@ class Recovery:
     after: bytes | None  # the log once the resumed session was opened (None: the boot failed)
     error: str | None
     entry_durable: bool = True  # the log's name was durable in its directory when the boot found it
+    crashed: bool = False  # the boot itself died at a point (a crash during recovery: not a failure)
 
 
 @attrs.frozen
@@ -67,6 +68,7 @@ class RouteRun:
     digest: str
     compression: str
     versions: dict[str, str]
+    unfired: tuple[str, ...] = ()  # rules of the scenario that never fired on the route
 
 
 def log_path(program: RouteProgram) -> str:
@@ -115,7 +117,14 @@ class RouteRunner:
         self.bridge.kill()
         self.bridge = None
         if spec.kind == "power":
-            apply_power_cut(self.sim.disk, keep_all(self.sim.disk) if spec.state == "keep" else PowerCut())
+            disk = self.sim.disk
+            if spec.state == "keep":
+                cut = keep_all(disk)
+            elif spec.state == "torn":
+                cut = torn_last_write(disk, disk.resolve(self.path), spec.torn_fraction)
+            else:
+                cut = PowerCut()
+            apply_power_cut(disk, cut)
         self.crashes.append(RouteCrash(self.sim.lifetime, point, spec.label()))
         self.sim.trace.append(("crash", self.sim.lifetime, point, spec.label()))
 
@@ -136,24 +145,13 @@ class RouteRunner:
         entry_durable = self.sim.disk.resolve(self.path, durable=True) is not None
         self.bridge = self.sim.spawn(self.install, self.seed)
         self.versions = dict(self.bridge.hello.get("versions", {}))
-        start = {
-            "root": cfg.root,
-            "cwd": cfg.workspace,
-            "sessionId": cfg.session_id,
-            "compression": cfg.compression,
-            "resume": before is not None,
-            "seed": self.seed,
-            "lifetime": self.sim.lifetime,
-            "now": self.now + 1000 if self.now else None,  # the next process starts a second after the last one stopped
-            "maxParallel": cfg.max_parallel_tool_calls,
-            **{k: v for k, v in self.plugins.items() if v},
-        }
+        start = self.start_args(resume=before is not None, lifetime=self.sim.lifetime, now=self.now + 1000 if self.now else None)
         try:
             started = self._request("start", **start)
         except Crashed as crash:
             self._die(crash.spec, crash.point)
             if before is not None:
-                self.recoveries.append(Recovery(self.sim.lifetime, before, None, f"crashed at {crash.point}", entry_durable))
+                self.recoveries.append(Recovery(self.sim.lifetime, before, None, None, entry_durable, crashed=True))
             return f"crashed:{crash.point}"
         except RouteError as err:
             if before is not None:
@@ -163,6 +161,24 @@ class RouteRunner:
         if before is not None:
             self.recoveries.append(Recovery(self.sim.lifetime, before, self.sim.disk.read_path(self.path), None, entry_durable))
         return f"booted:{started['events']}"
+
+    def start_args(self, *, resume: bool, lifetime: int, now: int | None) -> dict[str, Any]:
+        """The host's ``start``: the app composed for this scenario's configuration."""
+        cfg = self.program.config
+        return {
+            "root": cfg.root,
+            "cwd": cfg.workspace,
+            "sessionId": cfg.session_id,
+            "compression": cfg.compression,
+            "resume": resume,
+            "seed": self.seed,
+            "lifetime": lifetime,
+            "now": now,  # the next process starts a second after the last one stopped
+            "maxParallel": cfg.max_parallel_tool_calls,
+            "approvalPolicy": cfg.approval_policy,
+            "approvalTools": list(cfg.approval_tools),
+            **{k: v for k, v in self.plugins.items() if v},
+        }
 
     def _stop_quietly(self) -> None:
         if self.bridge is not None:
@@ -188,12 +204,16 @@ class RouteRunner:
         if step.op == "prompt":
             self.sim.model_queue[:] = list(step.args.responses)
             self.sim.approvals[:] = list(step.args.approvals)
+            self.sim.approval_delay = float(step.args.approval_delay)
             value = self._guarded("prompt", text=step.args.text, horizonMs=float(step.args.horizon) * 1000)
             if value is None:
                 return f"crashed:{self.crashes[-1].point}"
             return f"turn:{value['reason']}" if value["ended"] else "turn:blocked"
         if step.op == "flush":
             return "flushed" if self._guarded("flush") is not None else f"crashed:{self.crashes[-1].point}"
+        if step.op == "cancel":
+            value = self._guarded("cancel", settle=float(step.args.settle))
+            return "cancelled" if value is not None else f"crashed:{self.crashes[-1].point}"
         if step.op == "advance":
             value = self._guarded("settle", ms=float(step.args.seconds) * 1000)
             return "ok" if value is not None else f"crashed:{self.crashes[-1].point}"
@@ -229,6 +249,11 @@ class RouteRunner:
             digest,
             self.program.config.compression,
             self.versions,
+            tuple(
+                f"{rule.action} at {rule.point} (hit {rule.hit}) never fired: the route announced it {self.sim.counts[i]} matching time(s)"
+                for i, rule in enumerate(self.sim.rules)
+                if not self.sim.fired[i]
+            ),
         )
 
     def _finish(self) -> None:
@@ -238,7 +263,7 @@ class RouteRunner:
             self.outcomes.append("final:" + self.boot())
         if self.bridge is None:
             return
-        settled = self._request("settle", ms=5000)
+        # as dsh-sim's shutdown: a graceful stop right away (a turn in flight is torn down)
         stopped = self._request("stop")
         self.events_at_stop = int(stopped["events"])
         self.bridge.close()
@@ -246,7 +271,7 @@ class RouteRunner:
         after_power = Disk.from_image(self.sim.disk.image())
         apply_power_cut(after_power, PowerCut())
         self.durable_at_stop = after_power.read_path(self.path)
-        self.outcomes.append(f"final:stopped:{settled['events']}")
+        self.outcomes.append(f"final:stopped:{stopped['events']}")
 
 
 class RouteError(RuntimeError):
