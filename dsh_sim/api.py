@@ -58,8 +58,6 @@ from dsh_sim.operations.failures import ReaderRun, Sweep, SweepResult, readers, 
 from dsh_sim.operations.mutation_tool import MutationToolFailed, MutationToolRun, mutation_tool
 from dsh_sim.operations.replay import DSH_AGREES, DeterminismCheck, ReplayResult, check_determinism, replay
 from dsh_sim.operations.results import KillMatrix, KillResult, Report, mutant_catalogue, mutants, read_results, report
-from dsh_sim.operations.scenarios import PointTable, Validation, expand, load, new_scenario, points, reference, schema, validate
-from dsh_sim.operations.search import Explorations, Explored, ExploreResult, FuzzRun, explore, explore_files, fuzz
 from dsh_sim.operations.route import (
     RouteDeterminism,
     RouteExploration,
@@ -71,6 +69,8 @@ from dsh_sim.operations.route import (
     route_points,
     route_replay,
 )
+from dsh_sim.operations.scenarios import PointTable, Validation, expand, load, new_scenario, points, reference, schema, validate
+from dsh_sim.operations.search import Explorations, Explored, ExploreResult, FuzzRun, explore, explore_files, fuzz
 from dsh_sim.operations.sessions import Inspection, Migration, Repair, inspect, migrate, repair
 
 __all__ = [

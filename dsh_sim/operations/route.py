@@ -21,7 +21,6 @@ import attrs
 
 from dsh_sim.dsh.route.differential import RouteComparison, compare
 from dsh_sim.dsh.route.explore import RouteExploreResult, explore_route
-from dsh_sim.dsh.route.findings import ROUTE_FINDINGS
 from dsh_sim.dsh.route.judge import RouteViolation, judge
 from dsh_sim.dsh.route.points import POINTS, RoutePoint
 from dsh_sim.dsh.route.program import Skip, translate
@@ -266,5 +265,3 @@ def route_determinism(path: str, *, runs: int = 2) -> RouteDeterminism:
         digests.append(str(row.get("digest")))
         sessions.append(str(row.get("session_sha256")))
     return RouteDeterminism(path, len(set(digests)) == 1 and len(set(sessions)) == 1, tuple(digests), tuple(sessions))
-
-

@@ -4,6 +4,7 @@ route under the simulator (:func:`dsh_sim.api.route_replay`, :func:`~dsh_sim.api
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from dsh_sim import api
@@ -113,10 +114,8 @@ def explore(args: Any) -> int:
             print(f"  VIOLATION {invariant}{tag} at {point} ({crash}; {count} state(s)): {first.detail}")
 
     explored = api.route_explore(args.files, crash=args.crash, progress=show)
-    document = {"runtime": "dsh-route", "totals": explored.totals(), "scenarios": [e.row() for e in explored.explored]}
+    document: dict[str, Any] = {"runtime": "dsh-route", "totals": explored.totals(), "scenarios": [e.row() for e in explored.explored]}
     if args.results:
-        import json
-
         write_replacing(args.results, json.dumps(document, indent=1, sort_keys=True) + "\n")
     if args.json:
         emit_json(document)
@@ -134,7 +133,12 @@ def explore(args: Any) -> int:
 def points(args: Any) -> int:
     table = api.route_points()
     if args.json:
-        emit_json([{"name": p.name, "description": p.description, "keys": list(p.keys), "ours": p.ours, "comparable": p.comparable} for p in table])
+        emit_json(
+            [
+                {"name": p.name, "description": p.description, "keys": list(p.keys), "ours": p.ours, "comparable": p.comparable}
+                for p in table
+            ]
+        )
         return EXIT_OK
     print("the DSH route host's points (crash only); `ours` is the same moment in dsh-sim's runtime")
     for p in table:

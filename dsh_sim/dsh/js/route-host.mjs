@@ -174,9 +174,11 @@ function errorJson(error) {
 	return out;
 }
 
+/** A Cordis plugin from a file (a replacement policy or tools plugin, an extra one); its
+ * config names the install home, so it can load the pinned packages itself. */
 async function loadPlugin(ctx, path) {
 	const module = await import(pathToFileURL(path).href);
-	await ctx.plugin(module.default ?? module, {});
+	await ctx.plugin(module.default ?? module, { home });
 }
 
 async function start(req) {

@@ -35,7 +35,6 @@ from .program import RouteProgram
 from .run import RouteRun
 
 
-
 @attrs.frozen
 class Projection:
     """What a user of either runtime sees of one run."""
@@ -151,7 +150,9 @@ def dsh_projection(run: RouteRun) -> Projection | str:
 
 
 def comparable(program: RouteProgram, run: RouteRun) -> bool:
-    return all(c.point is None or POINTS[c.point].comparable for c in run.crashes) and all(POINTS[r.point].comparable for r in program.rules)
+    return all(c.point is None or POINTS[c.point].comparable for c in run.crashes) and all(
+        POINTS[r.point].comparable for r in program.rules
+    )
 
 
 def compare(program: RouteProgram, run: RouteRun) -> RouteComparison:

@@ -33,9 +33,8 @@ from dsh_sim.dsh.simfs_server import SimFsServer
 
 from .host import EffectCheck
 from .judge import decode, judge, verdicts
-from .points import POINTS
 from .program import RouteProgram
-from .run import Recovery, RouteRun, RouteRunner
+from .run import Recovery, RouteRun, RouteRunner, durable_events, found_synced
 
 
 @attrs.frozen
@@ -160,7 +159,8 @@ def explore_route(
                     found = ([(v.invariant, v.detail, v.finding) for v in found_violations], {})
                     cache[key] = found
                 if found is None:
-                    entry_durable = disk.resolve(runner.path, durable=True) is not None
+                    synced = found_synced(disk, runner.path)
+                    kept = durable_events(disk, runner.path, cfg.compression)
                     if host is None:
                         host = runner.sim.spawn(install, runner.seed)
                     host.fs = SimFsServer(disk, 1000 + states, f"{runner.seed}:explore:{states}")
@@ -169,7 +169,7 @@ def explore_route(
                         program.scenario.name,
                         (),
                         (),
-                        (Recovery(2, before or b"", disk.read_path(runner.path), recovered.get("error"), entry_durable),),
+                        (Recovery(2, before or b"", disk.read_path(runner.path), recovered.get("error"), synced, kept),),
                         point.ledger,
                         (),
                         disk.read_path(runner.path) or b"",
@@ -183,7 +183,10 @@ def explore_route(
                     found_violations, counts = judge(run, checkpoint_policy=False)
                     checked.update(counts)
                     final = decode(run.log, cfg.compression)
-                    found = ([(v.invariant, v.detail, v.finding) for v in found_violations], verdicts(final) if isinstance(final, list) else {})
+                    found = (
+                        [(v.invariant, v.detail, v.finding) for v in found_violations],
+                        verdicts(final) if isinstance(final, list) else {},
+                    )
                     cache[key] = found
                     if "error" in recovered and recovered["error"] and "Bridge" in recovered["error"]:
                         host = None

@@ -32,14 +32,16 @@ ROUTE_FINDINGS: dict[str, RouteFinding] = {
     for f in (
         RouteFinding(
             "DSH-8",
-            "A log whose first publication was killed between link and directory fsync is resumed without making its name durable",
+            "A log a killed writer left partly unsynced is resumed without being made durable",
             "dsh-sim",
             "DSH publishes a new log by fsyncing a temp file, hard-linking it to the log's name and fsyncing the session "
-            "directory. Killed between the link and that fsync, the name exists only in the page cache. The next process "
-            "loads the log (its repair appends closers), appends and acknowledges, fsyncing the file but never the "
-            "directory, so a power loss after the clean stop removes the whole session (and the temp file stays beside "
-            "it). dsh-sim's runtime makes a log it did not publish durable and reachable before building on it "
-            "(runtime/persistence/durable.py: make_durable).",
+            "directory, and appends by write + fsync. Killed between the link and the directory fsync, the name exists "
+            "only in the page cache; killed between a write and its fsync, so do the batch's bytes. The next process "
+            "loads the log as the page cache shows it and builds on it — it repairs, appends, acknowledges, stops "
+            "cleanly — but never fsyncs the directory, and fsyncs the file only when it appends; a power loss after "
+            "the clean stop removes the whole session (the name) or events it held (the bytes), and the temp file stays "
+            "beside the log. dsh-sim's runtime makes a log it did not write durable and reachable before building on it "
+            "(runtime/persistence/durable.py: make_durable). The reproduction shows the name case on a real file system.",
             "DSH-8.mjs",
         ),
         RouteFinding(

@@ -34,7 +34,7 @@ from .program import RouteRule
 SCRIPT = "route-host.mjs"
 
 
-class Crashed(Exception):  # noqa: N818 -- an event, not an error: the process dies here
+class Crashed(Exception):
     """The process dies at ``point`` (``None``: ``crash_now`` between steps)."""
 
     def __init__(self, spec: CrashSpec, point: str | None) -> None:
@@ -184,7 +184,9 @@ class RouteWorld:
         key = message.get("key")
         args = message.get("args")
         args = args if isinstance(args, dict) else {}  # as dsh-sim's world tools read arguments
-        self.effects.append(EffectCheck(call_id, tool, self.lifetime, call_id in _durable_calls(self.disk, self.log_path, self.compression)))
+        self.effects.append(
+            EffectCheck(call_id, tool, self.lifetime, call_id in _durable_calls(self.disk, self.log_path, self.compression))
+        )
         response: dict[str, Any] = {}
         for delivery in range(2 if self.duplicate.pop(call_id, False) else 1):
             applied, response = service.handle(op, args, key if service.idempotent else None)
@@ -194,7 +196,17 @@ class RouteWorld:
             ledger = self.world.ledger
             ledger.append(
                 LedgerEntry(
-                    len(ledger), service_name, op, call_id, key, applied, note, 0.0, self.lifetime, copy.deepcopy(args), copy.deepcopy(response)
+                    len(ledger),
+                    service_name,
+                    op,
+                    call_id,
+                    key,
+                    applied,
+                    note,
+                    0.0,
+                    self.lifetime,
+                    copy.deepcopy(args),
+                    copy.deepcopy(response),
                 )
             )
             self.trace.append(("world", self.lifetime, service_name, op, call_id, key, applied))

@@ -11,7 +11,8 @@ invariant that catches it.
 - ``one_result_per_call`` — after a recovery every ``tool/call`` has exactly one result (and
   ``recovery_succeeds`` also asks every turn to be ended).
 - ``verdict_soundness`` — ``TOOL_NOT_STARTED`` only for a call whose effect the world never
-  saw (the ledger is the ground truth).
+  saw (the ledger is the ground truth), and a ``tool/call`` durable without a result in the
+  crash image is ``TOOL_OUTCOME_UNKNOWN``.
 - ``checkpoint_before_effect`` — when a world service acts, the call's ``tool/call`` is
   already durable (a power loss at that instant keeps it), with DSH's checkpoint policy
   mounted.
@@ -122,6 +123,20 @@ def judge(run: RouteRun, *, checkpoint_policy: bool = True) -> tuple[list[RouteV
         checked["seq_dense"] += 1
         if [e.seq for e in after] != list(range(len(after))):
             fail("seq_dense", f"after the recovery of lifetime {rec.lifetime}")
+        before = decode(rec.before, run.compression)
+        if isinstance(before, list):
+            # a durable tool/call without a result (in the crash image) may have run: UNKNOWN
+            answered_before = {str(e.data["message"]["source"]["callId"]) for e in before if e.type == "tool/result"}
+            owed = [str(e.data.get("callId")) for e in before if e.type == "tool/call" and str(e.data.get("callId")) not in answered_before]
+            given = verdicts(after)
+            for call_id in owed:
+                checked["verdict_soundness"] += 1
+                if given.get(call_id) != "TOOL_OUTCOME_UNKNOWN":
+                    fail(
+                        "verdict_soundness",
+                        f"lifetime {rec.lifetime}: {call_id}'s tool/call was durable without a result, "
+                        f"so its outcome is unknown, but the repair says {given.get(call_id, 'nothing')}",
+                    )
         checked["one_result_per_call"] += 1
         for problem in _results_per_call(after):
             fail("one_result_per_call", f"after the recovery of lifetime {rec.lifetime}: {problem}")
@@ -171,15 +186,15 @@ def judge(run: RouteRun, *, checkpoint_policy: bool = True) -> tuple[list[RouteV
 
     for entry in run.ledger:
         call = recorded_calls.get(entry.call_id)
-        service = SERVICES.get(str(call.data.get("name"))) if call is not None else None
-        if service is None or entry.service != "payments" or entry.op != "charge":
+        if call is None or SERVICES.get(str(call.data.get("name"))) is None or entry.service != "payments" or entry.op != "charge":
             continue
         checked["world_agreement"] += 1
         try:
             arguments = json.loads(call.data.get("arguments") or "{}")
         except ValueError:
             arguments = {}
-        expected = arguments.get("idempotency_key", entry.call_id) if isinstance(arguments, dict) else entry.call_id
+        # as the world tools key a request: the arguments' idempotency_key, else the call id
+        expected = (arguments.get("idempotency_key") if isinstance(arguments, dict) else None) or entry.call_id
         if entry.key != expected:
             fail("world_agreement", f"{entry.call_id} reached {entry.service} with idempotency key {entry.key!r}, not its own {expected!r}")
 
@@ -188,13 +203,15 @@ def judge(run: RouteRun, *, checkpoint_policy: bool = True) -> tuple[list[RouteV
         durable = decode(run.durable_at_stop, run.compression)
         if isinstance(durable, str) or len(durable) != run.events_at_stop:
             got = durable if isinstance(durable, str) else f"{len(durable)} events"
-            # DSH-8: resumed on a log whose name a killed publication left unsynced
-            undurable_name = any(not rec.entry_durable for rec in run.recoveries)
+            # DSH-8: resumed on a log a killed writer left partly unsynced (its name or its bytes),
+            # and what the power loss takes is exactly what was unsynced when it was found
+            kept = 0 if isinstance(durable, str) else len(durable)
+            dsh_8 = any(not rec.found_synced and rec.durable_events == kept for rec in run.recoveries if not rec.crashed)
             out.append(
                 RouteViolation(
                     "eventually_durable",
                     f"after a clean stop with {run.events_at_stop} events, a power loss leaves {got}",
-                    "DSH-8" if undurable_name else None,
+                    "DSH-8" if dsh_8 else None,
                 )
             )
     return out, checked

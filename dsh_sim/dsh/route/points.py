@@ -24,18 +24,39 @@ class RoutePoint:
 _ROUTE = (
     RoutePoint("route.turn.start", "turn/start appended in memory (session/event observer)", ("turn", "seq"), "agent.turn.start"),
     RoutePoint("route.pre_step", "agent/pre-step, before DSH's checkpoint of the previous step", ("turn", "step"), "agent.pre_step"),
-    RoutePoint("route.llm.request", "llm/stream inside DSH's checkpoint: the request is durable, the adapter not yet called", (), "llm.request"),
-    RoutePoint("route.assistant.appended", "assistant/message appended in memory (moment 1)", ("turn", "step", "seq"), "agent.assistant.appended"),
-    RoutePoint("route.tool_call.appended", "tool/call appended in memory, not yet durable", ("call_id", "turn", "step", "seq"), "tools.call.appended"),
+    RoutePoint(
+        "route.llm.request", "llm/stream inside DSH's checkpoint: the request is durable, the adapter not yet called", (), "llm.request"
+    ),
+    RoutePoint(
+        "route.assistant.appended", "assistant/message appended in memory (moment 1)", ("turn", "step", "seq"), "agent.assistant.appended"
+    ),
+    RoutePoint(
+        "route.tool_call.appended",
+        "tool/call appended in memory, not yet durable",
+        ("call_id", "turn", "step", "seq"),
+        "tools.call.appended",
+    ),
     RoutePoint("route.tools.execute", "tools/execute before DSH's checkpoint of the call", ("call_id", "tool", "nested"), None),
-    RoutePoint("route.tools.body", "tools/execute inside DSH's checkpoint: the call is durable, the body about to run", ("call_id", "tool", "nested"), "tools.execute.body"),
-    RoutePoint("route.tool_result.appended", "tool/result appended in memory, not yet durable", ("call_id", "seq"), "tools.result.appended"),
+    RoutePoint(
+        "route.tools.body",
+        "tools/execute inside DSH's checkpoint: the call is durable, the body about to run",
+        ("call_id", "tool", "nested"),
+        "tools.execute.body",
+    ),
+    RoutePoint(
+        "route.tool_result.appended", "tool/result appended in memory, not yet durable", ("call_id", "seq"), "tools.result.appended"
+    ),
     RoutePoint("route.turn_stopping", "agent/turn-stopping: a step ended the turn's work, its end not yet appended", ("turn",), None),
     RoutePoint("route.turn.end", "turn/end appended in memory", ("turn", "seq"), "agent.turn.end"),
 )
 _WORLD = (
     RoutePoint("world.deliver", "a world tool's request leaves (no effect yet)", ("call_id", "tool", "service"), "world.deliver"),
-    RoutePoint("world.respond", "the service acted and the ledger recorded it; the response is on its way (moment 3 passed)", ("call_id", "tool", "service"), "world.respond"),
+    RoutePoint(
+        "world.respond",
+        "the service acted and the ledger recorded it; the response is on its way (moment 3 passed)",
+        ("call_id", "tool", "service"),
+        "world.respond",
+    ),
 )
 FS_OPS = {  # SimFS operation (node:fs name) -> point
     "open": "fs.open",

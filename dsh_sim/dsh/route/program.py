@@ -89,7 +89,9 @@ def _rule(rule: FaultRule) -> RouteRule | str:
         return f"power state {rule.crash.state!r} (its cut names dsh-sim's own writes; explore covers every state of DSH's)"
     if point.startswith("fs.") and rule.match:
         return f"a rule at {rule.point} matching {', '.join(k for k, _ in rule.match)} (DSH's files are named and written differently)"
-    return RouteRule(point, rule.hit, rule.lifetime, tuple(rule.match), rule.crash or CrashSpec(), rule.action, rule.times, float(rule.delay))
+    return RouteRule(
+        point, rule.hit, rule.lifetime, tuple(rule.match), rule.crash or CrashSpec(), rule.action, rule.times, float(rule.delay)
+    )
 
 
 def _prompt(args: PromptArgs) -> str | None:
@@ -143,4 +145,3 @@ def translate(scenario: Scenario) -> RouteProgram | Skip:
         elif step.op == "crash_now" and step.args.kind == "power" and step.args.state not in ("drop", "keep", "torn"):
             return Skip(f"power state {step.args.state!r} (its cut names dsh-sim's own writes; explore covers every state of DSH's)")
     return RouteProgram(scenario, scenario.steps, tuple(rules), tuple(armed))
-

@@ -42,7 +42,8 @@ class Recovery:
     before: bytes  # the log as the crash left it
     after: bytes | None  # the log once the resumed session was opened (None: the boot failed)
     error: str | None
-    entry_durable: bool = True  # the log's name was durable in its directory when the boot found it
+    found_synced: bool = True  # the log the boot found was durable: its name in its directory, and every byte
+    durable_events: int = 0  # how many of the events it found a power loss would have kept (DSH-8)
     crashed: bool = False  # the boot itself died at a point (a crash during recovery: not a failure)
 
 
@@ -71,13 +72,40 @@ class RouteRun:
     unfired: tuple[str, ...] = ()  # rules of the scenario that never fired on the route
 
 
+def durable_events(disk: Disk, path: str, compression: str) -> int:
+    """How many events of the log a power loss now would keep."""
+    from .judge import decode
+
+    survivor = Disk.from_image(disk.image())
+    apply_power_cut(survivor, PowerCut())
+    events = decode(survivor.read_path(path), compression)
+    return len(events) if isinstance(events, list) else 0
+
+
+def found_synced(disk: Disk, path: str) -> bool:
+    """Whether the log at ``path`` is on the medium as a process now sees it: its name durable in
+    its directory and no write of it pending (what a killed writer may leave otherwise)."""
+    ino = disk.resolve(path)
+    if ino is None:
+        return True
+    return disk.resolve(path, durable=True) == ino and not disk.file(ino).pending
+
+
 def log_path(program: RouteProgram) -> str:
     cfg = program.config
     return f"{cfg.root}/{project_key(cfg.workspace)}/{encode_segment(cfg.session_id)}/{SUFFIX[cfg.compression]}"
 
 
 class RouteRunner:
-    def __init__(self, install: Installation, program: RouteProgram, *, policy: str | None = None, tools: str | None = None, extra: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        install: Installation,
+        program: RouteProgram,
+        *,
+        policy: str | None = None,
+        tools: str | None = None,
+        extra: tuple[str, ...] = (),
+    ) -> None:
         self.install = install
         self.program = program
         cfg = program.config
@@ -142,7 +170,8 @@ class RouteRunner:
         cfg = self.program.config
         self.sim.lifetime += 1
         before = self.sim.disk.read_path(self.path)
-        entry_durable = self.sim.disk.resolve(self.path, durable=True) is not None
+        synced = found_synced(self.sim.disk, self.path)
+        kept = durable_events(self.sim.disk, self.path, cfg.compression)
         self.bridge = self.sim.spawn(self.install, self.seed)
         self.versions = dict(self.bridge.hello.get("versions", {}))
         start = self.start_args(resume=before is not None, lifetime=self.sim.lifetime, now=self.now + 1000 if self.now else None)
@@ -151,15 +180,16 @@ class RouteRunner:
         except Crashed as crash:
             self._die(crash.spec, crash.point)
             if before is not None:
-                self.recoveries.append(Recovery(self.sim.lifetime, before, None, None, entry_durable, crashed=True))
+                self.recoveries.append(Recovery(self.sim.lifetime, before, None, None, synced, kept, crashed=True))
             return f"crashed:{crash.point}"
         except RouteError as err:
-            if before is not None:
-                self.recoveries.append(Recovery(self.sim.lifetime, before, None, str(err), entry_durable))
             self._stop_quietly()
+            if before is None:
+                raise RouteError(f"the route host could not start a new session: {err}") from None
+            self.recoveries.append(Recovery(self.sim.lifetime, before, None, str(err), synced, kept))
             return f"refused:{err}"
         if before is not None:
-            self.recoveries.append(Recovery(self.sim.lifetime, before, self.sim.disk.read_path(self.path), None, entry_durable))
+            self.recoveries.append(Recovery(self.sim.lifetime, before, self.sim.disk.read_path(self.path), None, synced, kept))
         return f"booted:{started['events']}"
 
     def start_args(self, *, resume: bool, lifetime: int, now: int | None) -> dict[str, Any]:
