@@ -187,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="dsh: also read every recovered crash image with the published DSH (Node; dsh-sim dsh setup) and report any unexplained difference",
     )
+    p.add_argument(
+        "--no-differential", action="store_true", help="--runtime dsh-route: do not replay each kill on dsh-sim's runtime to compare"
+    )
     p.set_defaults(func=_lazy("explore_cmd"))
 
     p = sub.add_parser(

@@ -175,7 +175,10 @@ class RouteExploration:
 
     @property
     def unexplained(self) -> int:
-        return 0 if self.result is None else sum(v.finding is None for v in self.result.violations)
+        """Violations no finding explains, and kills where dsh-sim's recovery differs unexplained."""
+        if self.result is None:
+            return 0
+        return sum(v.finding is None for v in self.result.violations) + sum(bool(c.unexplained) for c in self.result.compared)
 
     def row(self) -> dict[str, Any]:
         if self.result is None:
@@ -199,9 +202,15 @@ class RouteExplorations:
         for r in done:
             verdicts.update(r.verdicts)
             findings.update(v.finding for v in r.violations if v.finding)
+            findings.update(d.finding for c in r.compared for d in c.differences if d.finding)
+        compared = [c for r in done for c in r.compared]
         return {
             "scenarios": len(self.explored),
             "explored": len(done),
+            "kills_compared": sum(c.matched for c in compared),
+            "kills_differing": sum(bool(c.differences) for c in compared),
+            "kills_differing_unexplained": sum(bool(c.unexplained) for c in compared),
+            "not_announced_by_dsh_sim": sum(not c.matched for c in compared),
             "skipped": len(self.explored) - len(done),
             "crash_points": sum(r.points for r in done),
             "states": sum(r.states for r in done),
@@ -213,9 +222,15 @@ class RouteExplorations:
 
 
 def route_explore(
-    paths: Sequence[str], *, crash: str = "both", progress: Callable[[RouteExploration], None] | None = None
+    paths: Sequence[str],
+    *,
+    crash: str = "both",
+    differential: bool = True,
+    progress: Callable[[RouteExploration], None] | None = None,
 ) -> RouteExplorations:
-    """Every crash state of each scenario on the DSH route, recovered by DSH and judged."""
+    """Every crash state of each scenario on the DSH route, recovered by DSH and judged; with
+    ``differential``, every kill at a route point dsh-sim's runtime has is replayed there too
+    and the two recoveries compared."""
     install = require_installation()
     out = []
     expected = set()
@@ -227,7 +242,7 @@ def route_explore(
         if isinstance(program, Skip):
             explored = RouteExploration(path, scenario.name, skipped=program.reason)
         else:
-            result, _points = explore_route(install, program, crash=crash)
+            result, _points = explore_route(install, program, crash=crash, differential=differential)
             explored = RouteExploration(path, scenario.name, result=result)
         if progress is not None:
             progress(explored)

@@ -100,10 +100,18 @@ def explore(args: Any) -> int:
             return
         r = e.result
         verdicts = ", ".join(f"{k} {n}" for k, n in r.verdicts.items()) or "none"
+        compared = sum(c.matched for c in r.compared)
+        differing = sum(bool(c.differences) for c in r.compared)
+        against = f"; {compared} kill(s) compared with dsh-sim, {differing} differ" if r.compared else ""
         print(
             f"{e.path}: DSH route crashed at {r.points} points, {r.states} crash states, {r.recoveries} distinct DSH recoveries "
-            f"in {r.seconds:.1f}s; verdicts: {verdicts}; {len(r.violations)} violation(s), {e.unexplained} unexplained"
+            f"in {r.seconds:.1f}s; verdicts: {verdicts}{against}; {len(r.violations)} violation(s), {e.unexplained} unexplained"
         )
+        for c in r.compared:
+            for d in c.unexplained:
+                print(
+                    f"  DIFFERS from dsh-sim after a kill at {c.point} (lifetime {c.lifetime}, #{c.occurrence}{', ' + c.call_id if c.call_id else ''}): {d.line()}"
+                )
         groups: dict[tuple[str, str, str, str | None], int] = {}
         for v in r.violations:
             key = (v.invariant, v.name, v.crash, v.finding)
@@ -113,7 +121,7 @@ def explore(args: Any) -> int:
             first = next(v for v in r.violations if (v.invariant, v.name, v.crash, v.finding) == (invariant, point, crash, finding))
             print(f"  VIOLATION {invariant}{tag} at {point} ({crash}; {count} state(s)): {first.detail}")
 
-    explored = api.route_explore(args.files, crash=args.crash, progress=show)
+    explored = api.route_explore(args.files, crash=args.crash, differential=not args.no_differential, progress=show)
     document: dict[str, Any] = {"runtime": "dsh-route", "totals": explored.totals(), "scenarios": [e.row() for e in explored.explored]}
     if args.results:
         write_replacing(args.results, json.dumps(document, indent=1, sort_keys=True) + "\n")
@@ -123,7 +131,9 @@ def explore(args: Any) -> int:
         t = document["totals"]
         print(
             f"DSH route: {t['explored']} scenario(s) explored ({t['skipped']} skipped), {t['states']} crash states at "
-            f"{t['crash_points']} points, {t['recoveries']} recoveries; verdicts {t['verdicts']}; {t['unexplained']} unexplained violation(s)"
+            f"{t['crash_points']} points, {t['recoveries']} recoveries; verdicts {t['verdicts']}; "
+            f"{t['kills_compared']} kills compared with dsh-sim ({t['kills_differing']} differ, {t['kills_differing_unexplained']} unexplained; "
+            f"{t['not_announced_by_dsh_sim']} not announced by dsh-sim); {t['unexplained']} unexplained"
         )
         for line in _findings_seen(set(t["explained"])):
             print(line)

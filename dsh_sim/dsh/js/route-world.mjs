@@ -8,14 +8,21 @@
 // `exec.callId` — what DSH's checkpoint-policy README asks side-effecting tools to forward.
 import { call } from "./channel.mjs";
 
-// name -> concurrency safe; the same set and kinds as dsh-sim's world tools
+// name -> its own answer to "may this call run beside others?", as dsh-sim's world tools answer
+// (dsh_sim.adapters.world_tools.declared_concurrency_safe): get_balance looks at the account it
+// would read and throws without one; lookup_payment says true for an object and otherwise hands
+// back what it was given; the others are exclusive. DSH runs a call in parallel only on `true`.
+const isObject = (value) => typeof value === "object" && value !== null && !Array.isArray(value);
 export const WORLD_TOOLS = {
-	pay: false,
-	pay_legacy: false,
-	send_message: false,
-	get_balance: true,
-	lookup_payment: true,
-	write_note: false,
+	pay: undefined,
+	pay_legacy: undefined,
+	send_message: undefined,
+	get_balance: (args) => {
+		if (!isObject(args) || !Object.hasOwn(args, "account")) throw new TypeError("get_balance: no account to read");
+		return typeof args.account === "string";
+	},
+	lookup_payment: (args) => (isObject(args) ? true : args),
+	write_note: undefined,
 };
 
 // A request's travel time on the virtual clock. The body does not watch its signal: once
@@ -50,13 +57,13 @@ async function request(name, args, exec, forwardKey, cancel) {
  * `approval`: the tools that ask the user first (config approval_tools); `cancel` cancels the
  * agent's turn (a cancel fault at a world point). */
 export function worldTools(ctx, { forwardKey = true, approval = ["send_message"], cancel = () => {} } = {}) {
-	for (const [name, safe] of Object.entries(WORLD_TOOLS)) {
+	for (const [name, classify] of Object.entries(WORLD_TOOLS)) {
 		ctx.tools.register({
 			name,
 			description: `${name} over the simulated world`,
 			parameters: { type: "object", properties: {}, additionalProperties: true },
 			output: { schema: { type: "string" }, render: (_args, value) => [{ type: "text", text: value }] },
-			...(safe ? { isConcurrencySafe: () => true } : {}),
+			...(classify ? { isConcurrencySafe: classify } : {}),
 			execute: (args, exec) => request(name, args ?? {}, exec, forwardKey, () => cancel(exec)),
 		});
 		if (approval.includes(name)) {

@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from dsh_sim.drivers.replay import simulation_for
+from dsh_sim.engine.faults import CrashSpec, FaultRule
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.scenario.args import Step
 from dsh_sim.scenario.model import Scenario
@@ -149,6 +150,67 @@ def dsh_projection(run: RouteRun) -> Projection | str:
     return _project(events, run.ledger)
 
 
+@attrs.frozen
+class StateComparison:
+    """One kill at a route point both runtimes have, recovered by each: how they differ, or
+    that dsh-sim never made the same announcement (``matched`` False)."""
+
+    point: str
+    lifetime: int
+    occurrence: int
+    call_id: str | None
+    matched: bool
+    differences: tuple[Difference, ...] = ()
+
+    @property
+    def unexplained(self) -> tuple[Difference, ...]:
+        return tuple(d for d in self.differences if d.finding is None)
+
+
+_STEPS_WITH_A_TURN = frozenset({"prompt", "cancel", "flush", "advance"})
+
+
+def compare_kill(
+    program: RouteProgram,
+    point: str,
+    lifetime: int,
+    occurrence: int,
+    call_id: str | None,
+    step: int,
+    dsh_log: bytes,
+    dsh_ledger: Sequence[Any],
+) -> StateComparison | None:
+    """The scenario on dsh-sim's runtime killed at the same announcement as DSH was (its steps
+    up to the one that was running, one more crash rule), recovered, and compared with DSH's
+    recovery of that kill.  ``None``: not a state both can express (no counterpart point, or a
+    point announced while a process boots — the two recoveries announce different points)."""
+    route_point = POINTS.get(point)
+    steps = program.scenario.steps
+    if route_point is None or route_point.ours is None or not route_point.comparable:
+        return None
+    if not 0 <= step < len(steps) or steps[step].op not in _STEPS_WITH_A_TURN:
+        return None
+    match = (("call_id", call_id),) if call_id else ()
+    rule = FaultRule(route_point.ours, "crash", hit=occurrence, lifetime=lifetime, match=match, crash=CrashSpec("kill"))
+    scenario = attrs.evolve(program.scenario, steps=steps[: step + 1], fault_plan=(*program.scenario.fault_plan, rule), trace_digest=None)
+    sim, _outcomes = run_ours(scenario)
+    first = next((c for c in sim.history.crashes if c.lifetime == lifetime), None)
+    fired = first is not None and first.point == route_point.ours and (not call_id or first.details.get("call_id") == call_id)
+    if not fired:
+        return StateComparison(point, lifetime, occurrence, call_id, False)
+    mine = ours_projection(sim)
+    events = decode(dsh_log, program.config.compression)
+    if isinstance(mine, str) or isinstance(events, str):
+        return StateComparison(point, lifetime, occurrence, call_id, True, (Difference("decode", mine, events),))
+    theirs = _project(events, dsh_ledger)
+    differences = []
+    for aspect in ("verdicts", "ledger", "results", "calls"):
+        a, b = getattr(mine, aspect), getattr(theirs, aspect)
+        if a != b:
+            differences.append(Difference(aspect, a, b, explain(aspect, a, b, read_only_calls(program.scenario))))
+    return StateComparison(point, lifetime, occurrence, call_id, True, tuple(differences))
+
+
 def comparable(program: RouteProgram, run: RouteRun) -> bool:
     return all(c.point is None or POINTS[c.point].comparable for c in run.crashes) and all(
         POINTS[r.point].comparable for r in program.rules
@@ -168,7 +230,7 @@ def compare(program: RouteProgram, run: RouteRun) -> RouteComparison:
         for aspect in ("verdicts", "ledger", "results", "calls", "turn_ends"):
             a, b = getattr(mine, aspect), getattr(theirs, aspect)
             if a != b:
-                differences.append(Difference(aspect, a, b, explain(aspect, a, b)))
+                differences.append(Difference(aspect, a, b, explain(aspect, a, b, read_only_calls(program.scenario))))
         return RouteComparison(run.name, True, tuple(differences), mine, theirs)
     return RouteComparison(run.name, False, (), mine, theirs)
 
@@ -177,8 +239,30 @@ def _effects(ledger: Sequence[tuple[str, str, str, str | None, bool]]) -> list[t
     return [entry for entry in ledger if entry[4]]
 
 
-def explain(aspect: str, ours: Any, dsh: Any) -> str | None:
-    """The documented finding a difference is an instance of, if any."""
-    if aspect == "ledger" and _effects(ours) == _effects(dsh):
+READ_ONLY_TOOLS = frozenset({"get_balance", "lookup_payment"})  # the concurrency-safe world tools
+
+
+def read_only_calls(scenario: Scenario) -> frozenset[str]:
+    """The ids of the scenario's calls to read-only, concurrency-safe tools."""
+    return frozenset(
+        call.id
+        for step in scenario.steps
+        if step.op == "prompt"
+        for response in step.args.responses
+        for call in response.tool_calls
+        if call.name in READ_ONLY_TOOLS
+    )
+
+
+def _without(aspect: str, value: Any, ids: frozenset[str]) -> Any:
+    if aspect == "ledger":
+        return _effects(value)
+    return tuple(item for item in value if item[0] not in ids)
+
+
+def explain(aspect: str, ours: Any, dsh: Any, reads: frozenset[str] = frozenset()) -> str | None:
+    """The documented finding a difference is an instance of, if any: ROUTE-1 when the two
+    agree once the concurrency-safe reads (``reads``: their call ids) are set aside."""
+    if aspect in ("ledger", "verdicts", "results", "calls") and _without(aspect, ours, reads) == _without(aspect, dsh, reads):
         return "ROUTE-1"
     return None

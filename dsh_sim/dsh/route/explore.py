@@ -31,6 +31,7 @@ from dsh_sim.adapters.world import LedgerEntry
 from dsh_sim.dsh.install import Installation
 from dsh_sim.dsh.simfs_server import SimFsServer
 
+from .differential import StateComparison, compare_kill
 from .host import EffectCheck
 from .judge import decode, judge, verdicts
 from .program import RouteProgram
@@ -44,6 +45,7 @@ class RecordedPoint:
     point: str
     details: tuple[tuple[str, str], ...]
     occurrence: int  # this announcement is the n-th of (lifetime, point, call id) — how a rule names it
+    step: int  # the index of the scenario step that was running
     image: DiskImage
     ledger: tuple[LedgerEntry, ...]
     effects: tuple[EffectCheck, ...]
@@ -70,6 +72,11 @@ class RouteExploreResult:
     per_point: dict[str, int]  # point -> crash states
     checked: dict[str, int]
     seconds: float
+    compared: tuple[StateComparison, ...] = ()  # kills at route points, against dsh-sim's runtime
+
+    @property
+    def unmatched(self) -> int:
+        return sum(not c.matched for c in self.compared)
 
     def document(self) -> dict[str, Any]:
         return {
@@ -83,6 +90,11 @@ class RouteExploreResult:
             "checked": self.checked,
             "violations": [attrs.asdict(v) for v in self.violations],
             "seconds": round(self.seconds, 3),
+            "differential": {
+                "kills_compared": sum(c.matched for c in self.compared),
+                "not_announced_by_dsh_sim": self.unmatched,
+                "differences": [attrs.asdict(c) for c in self.compared if c.differences],
+            },
         }
 
 
@@ -102,6 +114,7 @@ def record(install: Installation, program: RouteProgram, **plugins: Any) -> tupl
                 point,
                 tuple(sorted((k, str(v)) for k, v in details.items())),
                 seen[key],
+                runner.current_step,
                 sim.disk.image(),
                 tuple(sim.world.ledger),
                 tuple(sim.effects),
@@ -123,7 +136,7 @@ def _states(point: RecordedPoint, crash: str) -> list[tuple[str, PowerCut | None
 
 
 def explore_route(
-    install: Installation, program: RouteProgram, *, crash: str = "both", **plugins: Any
+    install: Installation, program: RouteProgram, *, crash: str = "both", differential: bool = False, **plugins: Any
 ) -> tuple[RouteExploreResult, list[RecordedPoint]]:
     started = time.perf_counter()
     _run, points, runner = record(install, program, **plugins)
@@ -134,7 +147,8 @@ def explore_route(
     checked: Counter[str] = Counter()
     verdict_counts: Counter[str] = Counter()
     per_point: Counter[str] = Counter()
-    cache: dict[str, tuple[list[tuple[str, str, str | None]], dict[str, str]]] = {}
+    cache: dict[str, tuple[list[tuple[str, str, str | None]], dict[str, str], bytes]] = {}
+    compared: list[StateComparison] = []
     states = 0
     host = None
     try:
@@ -156,7 +170,7 @@ def explore_route(
                     run = RouteRun(program.scenario.name, (), (), (), point.ledger, (), b"", None, None, {}, "", cfg.compression, {})
                     found_violations, counts = judge(run, checkpoint_policy=False)
                     checked.update(counts)
-                    found = ([(v.invariant, v.detail, v.finding) for v in found_violations], {})
+                    found = ([(v.invariant, v.detail, v.finding) for v in found_violations], {}, b"")
                     cache[key] = found
                 if found is None:
                     synced = found_synced(disk, runner.path)
@@ -186,6 +200,7 @@ def explore_route(
                     found = (
                         [(v.invariant, v.detail, v.finding) for v in found_violations],
                         verdicts(final) if isinstance(final, list) else {},
+                        run.log,
                     )
                     cache[key] = found
                     if "error" in recovered and recovered["error"] and "Bridge" in recovered["error"]:
@@ -194,6 +209,20 @@ def explore_route(
                     violations.append(RouteViolationAt(invariant, point.index, point.point, kind, detail, finding))
                 for verdict in found[1].values():
                     verdict_counts[verdict] += 1
+                if differential and kind == "kill":
+                    details = dict(point.details)
+                    comparison = compare_kill(
+                        program,
+                        point.point,
+                        point.lifetime,
+                        point.occurrence,
+                        details.get("call_id") or None,
+                        point.step,
+                        found[2],
+                        point.ledger,
+                    )
+                    if comparison is not None:
+                        compared.append(comparison)
     finally:
         if host is not None:
             host.close()
@@ -207,6 +236,7 @@ def explore_route(
         dict(sorted(per_point.items())),
         dict(sorted(checked.items())),
         time.perf_counter() - started,
+        tuple(compared),
     )
     return result, points
 

@@ -46,10 +46,12 @@ ROUTE_FINDINGS: dict[str, RouteFinding] = {
         ),
         RouteFinding(
             "ROUTE-1",
-            "The ledger differs only in reads by concurrency-safe calls",
+            "The runs differ only in concurrency-safe reads",
             "both",
-            "Both runtimes run parallel-safe calls in a bounded pool; the order in which they reach a read-only service, "
-            "and whether one has reached it when a crash lands, is the schedule's. No applied effect differs.",
+            "Both runtimes run parallel-safe calls in a bounded rolling pool; the order in which they reach a read-only "
+            "service, and which of them have started or finished when a crash lands, is the schedule's (trio's in "
+            "dsh-sim, the event loop's in DSH). Set the reads aside and the verdicts, results, calls and every applied "
+            "effect agree.",
         ),
     )
 }

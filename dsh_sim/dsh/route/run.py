@@ -126,6 +126,7 @@ class RouteRunner:
         self.recoveries: list[Recovery] = []
         self.versions: dict[str, str] = {}
         self.durable_at_stop: bytes | None = None
+        self.current_step = -1  # the scenario step running now (len(steps): the run's own ending)
         self.events_at_stop: int | None = None
 
     # -- processes -----------------------------------------------------------------------
@@ -255,10 +256,12 @@ class RouteRunner:
                 self.sim.active[rule_index] = True
         try:
             for index in range(len(self.program.steps)):
+                self.current_step = index
                 outcome = self.step(index)
                 self.outcomes.append(outcome)
                 if outcome.startswith("not-applicable"):
                     break  # as dsh-sim's runner: a step that cannot run ends the scenario
+            self.current_step = len(self.program.steps)
             self._finish()
         finally:
             self._stop_quietly()
