@@ -31,7 +31,7 @@ does — and a ``progress``/``notice`` callback a caller passes.
 | ``dsh-sim demo`` | :func:`demo` |
 | ``dsh-sim dsh setup``, ``diff``, ``generate`` | :func:`dsh_setup`, :func:`dsh_diff`, :func:`dsh_generate` |
 | ``--against dsh`` | a ``with`` block of :func:`against_dsh` |
-| ``--runtime dsh-route`` of ``replay``, ``explore``, ``points`` | :func:`route_replay`, :func:`route_explore`, :func:`route_points`; determinism: :func:`route_determinism` |
+| ``--runtime dsh-route`` of ``replay``, ``explore``, ``points`` | :func:`route_replay`, :func:`route_explore`, :func:`route_points`; determinism: :func:`route_determinism`; findings: :func:`route_findings` |
 """
 
 from __future__ import annotations
@@ -62,10 +62,12 @@ from dsh_sim.operations.route import (
     RouteDeterminism,
     RouteExploration,
     RouteExplorations,
+    RouteFinding,
     RouteReplay,
     RouteReplays,
     route_determinism,
     route_explore,
+    route_findings,
     route_points,
     route_replay,
 )
@@ -103,6 +105,7 @@ __all__ = [
     "RouteDeterminism",
     "RouteExploration",
     "RouteExplorations",
+    "RouteFinding",
     "RouteReplay",
     "RouteReplays",
     "RunOutcome",
@@ -137,6 +140,7 @@ __all__ = [
     "report_runs",
     "route_determinism",
     "route_explore",
+    "route_findings",
     "route_points",
     "route_replay",
     "run",

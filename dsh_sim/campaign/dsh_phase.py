@@ -1,6 +1,6 @@
 """``dsh-sim run``'s DSH phase: bounded, and skipped in one line when DSH is not installed.
 
-Two parts, both written as result documents so the report's DSH section shows them:
+Three parts, each written as result documents so the report's DSH section shows them:
 
 * the published DSH writer explored (:func:`dsh_sim.dsh.explore_dsh.explore_dsh`) over every
   *distinct* session shape of the corpus's starter scenarios — many scenarios share a shape
@@ -11,6 +11,10 @@ Two parts, both written as result documents so the report's DSH section shows th
   with every recovered crash image read by DSH, at most ``AGAINST_BOUND`` states per point.
   Its result document carries only the comparison (counts, ``dsh_agrees`` checks and
   violations): the crash cases are the main explore's already.
+
+* the published DSH *route* (agent loop, checkpoint policy, tools, store) crashed at every point
+  of the starter scenarios it can express, each kill compared with dsh-sim's recovery of it
+  (:mod:`dsh_sim.campaign.route_phase`).
 
 Nothing here needs the network: ``dsh-sim dsh setup`` installed the packages before, or the
 phase says it is skipped and the run goes on.
@@ -24,6 +28,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from dsh_sim.campaign.route_phase import run_route_phase
 from dsh_sim.dsh.against import NAME, delta, session
 from dsh_sim.dsh.explore_dsh import DshExploreResult, explore_dsh, results_document
 from dsh_sim.dsh.install import Installation, installation
@@ -34,7 +39,7 @@ from dsh_sim.operations.search import explore
 from dsh_sim.scenario.codec import to_json
 from dsh_sim.scenario.model import Scenario
 
-SKIPPED = "not installed (run 'dsh-sim dsh setup' once to include the published DSH)"
+SKIPPED = "not installed (run 'dsh-sim dsh setup' once to include the published DSH: its writer, reader and route)"
 SHAPE_BOUND = 3
 AGAINST_BOUND = 6
 AGAINST_SAMPLE = ("boundary-2-3-pay", "torn-none-mid-line", "torn-zstd-multiblock-partial-records", "crash-during-recovery")
@@ -96,6 +101,7 @@ def run_dsh_phase(files: Sequence[str], scenarios: Sequence[Scenario], results_d
         f"{time.perf_counter() - started:.1f}s in all",
         flush=True,
     )
+    written.append(run_route_phase(install, files, scenarios, results_dir, tag))
     return written
 
 

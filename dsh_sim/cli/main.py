@@ -159,6 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
         "and compare each with dsh-sim's runtime",
     )
     p.add_argument("--no-differential", action="store_true", help="--runtime dsh-route: do not run dsh-sim's runtime beside it")
+    p.add_argument(
+        "--route-policy", default=None, metavar="FILE", help="--runtime dsh-route: a Cordis plugin (.mjs) replacing DSH's checkpoint policy"
+    )
+    p.add_argument(
+        "--route-tools", default=None, metavar="FILE", help="--runtime dsh-route: a Cordis plugin (.mjs) replacing the world tools"
+    )
+    p.add_argument(
+        "--route-plugin", action="append", default=[], metavar="FILE", help="--runtime dsh-route: one more Cordis plugin (.mjs) in the app"
+    )
     p.set_defaults(func=_lazy("replay_cmd"))
 
     p = sub.add_parser("explore", help="check every crash state of a scenario (systematic exploration)")

@@ -114,6 +114,7 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     cases_by_source: dict[str, int] = {}
     dsh_explore: list[dict[str, Any]] = []  # the DSH writer explored on SimFS (dsh-sim explore --runtime dsh)
     dsh_against: list[dict[str, Any]] = []  # recoveries compared with the DSH reader (--against dsh)
+    dsh_route: list[dict[str, Any]] = []  # the DSH route explored (dsh-sim run's route part)
     dsh_skipped: str | None = None  # why a run's DSH phase did not run
     for doc in results:
         if doc.get("meta"):
@@ -137,6 +138,7 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         kill_matrix.extend(doc.get("kill_matrix", []))
         source = str(doc.get("meta", {}).get("kind", "other"))
         dsh_explore.extend(doc.get("dsh_explore", []))
+        dsh_route.extend(doc.get("dsh_route", []))
         if doc.get("dsh_skipped"):
             dsh_skipped = str(doc["dsh_skipped"])
         if doc.get("dsh_against"):
@@ -161,10 +163,10 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "cell_states": cells,  # explore: explored/possible crash states per matrix cell
         "sampled": sampled,  # explore: points where states were sampled above the bound
     }
-    if dsh_explore or dsh_against:  # only runs that had DSH (dsh-sim dsh setup) carry the section
-        view["dsh"] = {"explore": dsh_explore, "against": dsh_against}
+    if dsh_explore or dsh_against or dsh_route:  # only runs that had DSH (dsh-sim dsh setup) carry the section
+        view["dsh"] = {"explore": dsh_explore, "against": dsh_against, "route": dsh_route}
     elif dsh_skipped is not None:  # the run had a DSH phase and skipped it: the section says why
-        view["dsh"] = {"explore": [], "against": [], "skipped": dsh_skipped}
+        view["dsh"] = {"explore": [], "against": [], "route": [], "skipped": dsh_skipped}
     return view
 
 

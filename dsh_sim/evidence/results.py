@@ -145,8 +145,9 @@ def shape_problem(doc: Any) -> str | None:
         for call in calls:
             if not isinstance(call, dict) or not isinstance(call.get("boundary"), str) or not isinstance(call.get("outcome"), str):
                 return "a call of a case needs boundary and outcome (strings)"
-    if not isinstance(doc.get("dsh_explore", []), list) or not all(isinstance(s, dict) for s in doc.get("dsh_explore", [])):
-        return "'dsh_explore' must be a list of objects"
+    for key in ("dsh_explore", "dsh_route"):
+        if not isinstance(doc.get(key, []), list) or not all(isinstance(s, dict) for s in doc.get(key, [])):
+            return f"{key!r} must be a list of objects"
     if not isinstance(doc.get("dsh_against", {}), dict) or not _counts(
         {k: v for k, v in doc.get("dsh_against", {}).items() if k != "explained"}
     ):

@@ -21,10 +21,12 @@ import attrs
 
 from dsh_sim.dsh.route.differential import RouteComparison, compare
 from dsh_sim.dsh.route.explore import RouteExploreResult, explore_route
+from dsh_sim.dsh.route.findings import ROUTE_FINDINGS, RouteFinding
 from dsh_sim.dsh.route.judge import RouteViolation, judge
 from dsh_sim.dsh.route.points import POINTS, RoutePoint
 from dsh_sim.dsh.route.program import Skip, translate
 from dsh_sim.dsh.route.run import RouteError, RouteRun, run_route
+from dsh_sim.errors import InputError
 from dsh_sim.operations.dsh import require_installation
 from dsh_sim.operations.scenarios import expand, load
 
@@ -32,10 +34,12 @@ __all__ = [
     "RouteDeterminism",
     "RouteExploration",
     "RouteExplorations",
+    "RouteFinding",
     "RouteReplay",
     "RouteReplays",
     "route_determinism",
     "route_explore",
+    "route_findings",
     "route_points",
     "route_replay",
 ]
@@ -101,6 +105,8 @@ class RouteReplay:
 
 @attrs.frozen
 class RouteReplays:
+    """Scenario files replayed on the DSH route: each result, the skips and their reasons."""
+
     results: tuple[RouteReplay, ...]
 
     @property
@@ -156,7 +162,14 @@ def route_replay(
     policy or the world tools plugin, or add plugins (paths to ``.mjs`` Cordis plugins): how a
     maintainer tries a change of the route, and how the tests break it on purpose."""
     install = require_installation()
-    plugins = {"policy": policy, "tools": tools, "extra": tuple(extra)}
+    for option, path in [("policy", policy), ("tools", tools)] + [("plugin", p) for p in extra]:
+        if path is not None and not (os.path.isfile(path) and path.endswith((".mjs", ".js"))):
+            raise InputError(f"{path}: the route {option} must be a Cordis plugin module (.mjs or .js file)")
+    plugins = {
+        "policy": None if policy is None else os.path.abspath(policy),
+        "tools": None if tools is None else os.path.abspath(tools),
+        "extra": tuple(os.path.abspath(p) for p in extra),
+    }
     results = []
     for path in expand(paths):
         result = _one(path, install, differential, plugins)
@@ -168,6 +181,8 @@ def route_replay(
 
 @attrs.frozen
 class RouteExploration:
+    """One scenario explored on the DSH route (or skipped, with the reason)."""
+
     path: str
     name: str
     skipped: str | None = None
@@ -188,6 +203,8 @@ class RouteExploration:
 
 @attrs.frozen
 class RouteExplorations:
+    """Scenario files explored on the DSH route, with the totals the command prints."""
+
     explored: tuple[RouteExploration, ...]
     expected_violations: frozenset[str] = frozenset()  # scenario names that expect a violation
 
@@ -251,11 +268,20 @@ def route_explore(
 
 
 def route_points() -> list[RoutePoint]:
+    """The route host's named points, each with its counterpart in dsh-sim's registry."""
     return list(POINTS.values())
+
+
+def route_findings() -> dict[str, RouteFinding]:
+    """What route runs found about DSH (with their standalone reproductions) and the
+    differences from dsh-sim explained by design, by id."""
+    return dict(ROUTE_FINDINGS)
 
 
 @attrs.frozen
 class RouteDeterminism:
+    """One scenario replayed on the route in new processes: the digests and session hashes."""
+
     scenario: str
     same: bool
     digests: tuple[str, ...]

@@ -1,6 +1,6 @@
 """The report's DSH section: what the published DSH was put through in these runs.
 
-Two parts, each present only when a run had DSH installed (``dsh-sim dsh setup``):
+Three parts, each present only when a run had DSH installed (``dsh-sim dsh setup``):
 
 * **the DSH writer explored** (``dsh-sim explore --runtime dsh``, and ``dsh-sim run``'s
   bounded DSH phase): per session shape, the filesystem operations DSH performed (the crash
@@ -9,7 +9,11 @@ Two parts, each present only when a run had DSH installed (``dsh-sim dsh setup``
 * **dsh-sim read by DSH** (``--against dsh``): how many of our runtime's crash images the real
   DSH reader also read, the distinct probes that took, the unexplained differences (each one a
   ``dsh_agrees`` violation with a replayable scenario) and the known findings that explained
-  the rest.
+  the rest;
+* **the DSH route crashed** (``dsh-sim explore --runtime dsh-route``, and ``dsh-sim run``'s route
+  part): per scenario, the route's points hit, the crash states and DSH's recoveries, the
+  verdicts DSH's repair gave (scored against the ledger in the verdict matrix's DSH columns),
+  the kills compared with dsh-sim's own recovery, and the findings that explained violations.
 
 The same rows feed coverage.md and coverage.html, so the two cannot disagree.
 """
@@ -24,6 +28,50 @@ from dsh_sim.report.mdkit import table as md_table
 
 EXPLORE_HEADER = ["shape (scenario)", "compression", "crash points", "points by operation", "states", "recoveries", "checks", "violations"]
 AGAINST_HEADER = ["run", "scenario", "crash images compared", "DSH probes", "unexplained", "known findings", "skipped"]
+ROUTE_HEADER = [
+    "scenario",
+    "points hit",
+    "crash points",
+    "states",
+    "recoveries",
+    "NOT_STARTED",
+    "OUTCOME_UNKNOWN",
+    "kills compared (differ)",
+    "findings",
+    "unexplained",
+]
+
+
+def route_rows(view: Mapping[str, Any]) -> list[list[Any]]:
+    return [
+        [
+            r.get("name") or r.get("scenario"),
+            r.get("points_hit", 0),
+            r.get("crash_points", 0),
+            r.get("states", 0),
+            r.get("recoveries", 0),
+            r.get("verdicts", {}).get("TOOL_NOT_STARTED", 0),
+            r.get("verdicts", {}).get("TOOL_OUTCOME_UNKNOWN", 0),
+            f"{r.get('kills_compared', 0)} ({r.get('kills_differing', 0)})",
+            ", ".join(f"{k} ×{n}" for k, n in sorted(r.get("explained", {}).items())) or "—",
+            r.get("unexplained", 0) + r.get("kills_unexplained", 0),
+        ]
+        for r in view.get("dsh", {}).get("route", [])
+    ]
+
+
+def route_confusion(view: Mapping[str, Any]) -> dict[str, dict[str, int]] | None:
+    """DSH's repair verdicts against the ledger, over every route crash state (None: no route run)."""
+    rows = view.get("dsh", {}).get("route", [])
+    if not rows:
+        return None
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        for verdict, truths in r.get("confusion", {}).items():
+            for truth, n in truths.items():
+                out.setdefault(verdict, {}).setdefault(truth, 0)
+                out[verdict][truth] += n
+    return out
 
 
 def _ops(per_op: Mapping[str, int]) -> str:
@@ -76,6 +124,10 @@ def totals(view: Mapping[str, Any]) -> dict[str, int]:
         "dsh_violations": sum(len(s.get("violations", [])) for s in explore),
         "compared": sum(a.get("compared", 0) for a in against),
         "unexplained": sum(a.get("differences", 0) for a in against),
+        "route_scenarios": len(view.get("dsh", {}).get("route", [])),
+        "route_states": sum(r.get("states", 0) for r in view.get("dsh", {}).get("route", [])),
+        "route_compared": sum(r.get("kills_compared", 0) for r in view.get("dsh", {}).get("route", [])),
+        "route_unexplained": sum(r.get("unexplained", 0) + r.get("kills_unexplained", 0) for r in view.get("dsh", {}).get("route", [])),
     }
 
 
@@ -83,14 +135,16 @@ def _intro(t: Mapping[str, int]) -> str:
     return (
         f"The DSH writer (0.1.0-rc.8, on SimFS) explored over {t['shapes']} session shape(s): {t['points']} crash points, "
         f"{t['states']} crash states, {t['checks']} invariant checks, {t['dsh_violations']} violation(s). "
-        f"dsh-sim's runtime read by the DSH reader: {t['compared']} crash image(s) compared, {t['unexplained']} unexplained difference(s)."
+        f"dsh-sim's runtime read by the DSH reader: {t['compared']} crash image(s) compared, {t['unexplained']} unexplained difference(s). "
+        f"The DSH route (agent loop, checkpoint policy, tools, store) crashed over {t['route_scenarios']} scenario(s): "
+        f"{t['route_states']} crash states, {t['route_compared']} kills compared with dsh-sim's recovery, {t['route_unexplained']} unexplained."
     )
 
 
 def _skipped(view: Mapping[str, Any]) -> str | None:
     why = view.get("dsh", {}).get("skipped")
     return (
-        f"Not run: the published DSH is {why}. No DSH writer was explored and no recovery was read by DSH; dsh_agrees checked nothing."
+        f"Not run: the published DSH is {why}. No DSH writer or route was explored and no recovery was read by DSH; dsh_agrees checked nothing."
         if why
         else None
     )
@@ -110,6 +164,9 @@ def markdown(view: Mapping[str, Any]) -> list[str]:
     rows = against_rows(view)
     if rows:
         out += ["### dsh-sim's recoveries read by DSH (--against dsh)", ""] + md_table(AGAINST_HEADER, rows)
+    rows = route_rows(view)
+    if rows:
+        out += ["### The DSH route crashed (a kill at every point, compared with dsh-sim)", ""] + md_table(ROUTE_HEADER, rows)
     return out
 
 
@@ -147,4 +204,18 @@ def html(view: Mapping[str, Any]) -> str:
             for row in rows
         ]
         body += "<h3>dsh-sim's recoveries read by DSH</h3>" + table(AGAINST_HEADER, cells, id_="dsh-against", num_cols=(2, 3, 4))
+    rows = route_rows(view)
+    if rows:
+        cells = [
+            tr(
+                td(raw=code(str(row[0])))
+                + "".join(num(c) for c in row[1:7])
+                + td(row[7])
+                + td(row[8])
+                + num(row[9], "bad" if row[9] else ""),
+                cls="bad" if row[9] else None,
+            )
+            for row in rows
+        ]
+        body += "<h3>The DSH route crashed</h3>" + table(ROUTE_HEADER, cells, id_="dsh-route", num_cols=(1, 2, 3, 4, 5, 6, 9))
     return section("dsh", "DSH (the published reference)", _intro(totals(view)), body)

@@ -95,6 +95,7 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     conf = view.get("confusion", {})
     unsafe = model.unsafe_count(view)
     rows = []
+    route = dsh_report.route_confusion(view)  # the DSH route's repair, scored the same way
     for verdict in ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN"):
         counts = conf.get(verdict, {})
         applied = counts.get("applied", 0)
@@ -102,8 +103,15 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
             applied_cell = f"**{applied} UNSAFE**" if applied else f"{applied} (safe)"
         else:
             applied_cell = str(applied)
-        rows.append([verdict, applied_cell, counts.get("not applied", 0)])
-    out += table(["verdict \\ effect", "applied", "not applied"], rows)
+        row = [verdict, applied_cell, counts.get("not applied", 0)]
+        if route is not None:
+            theirs = route.get(verdict, {})
+            row += [theirs.get("applied", 0), theirs.get("not applied", 0)]
+        rows.append(row)
+    header = ["verdict \\ effect", "applied", "not applied"] + (
+        ["DSH route: applied", "DSH route: not applied"] if route is not None else []
+    )
+    out += table(header, rows)
     out += [
         f"TOOL_NOT_STARTED × applied must be 0: **{'FAIL' if unsafe else 'ok'}** ({unsafe}). TOOL_OUTCOME_UNKNOWN × not applied is the cost of caution.",
         "",

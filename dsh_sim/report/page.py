@@ -150,6 +150,18 @@ def confusion(view: Mapping[str, Any]) -> str:
     def box(n: int, caption: str, cls: str, **extra: Any) -> str:
         return td(raw=f'<span class="n">{n}</span>{esc(caption)}', cls=cls, **extra)
 
+    route = dsh_report.route_confusion(view)  # the DSH route's repair, scored the same way
+
+    def dsh_cells(verdict: str) -> str:
+        if route is None:
+            return ""
+        counts = route.get(verdict, {})
+        applied, missed = int(counts.get("applied", 0)), int(counts.get("not applied", 0))
+        unsafe_dsh = verdict == "TOOL_NOT_STARTED" and applied > 0
+        return box(applied, "DSH route", "unsafe" if unsafe_dsh else "correct", data_cell=f"DSH:{verdict}×applied") + box(
+            missed, "DSH route", "correct" if verdict == "TOOL_NOT_STARTED" else "cost", data_cell=f"DSH:{verdict}×not applied"
+        )
+
     rows = [
         tr(
             "<th>TOOL_NOT_STARTED</th>"
@@ -161,6 +173,7 @@ def confusion(view: Mapping[str, Any]) -> str:
                 data_cell="TOOL_NOT_STARTED×applied",
             )
             + box(int(ns.get("not applied", 0)), "correct", "correct", data_cell="TOOL_NOT_STARTED×not applied")
+            + dsh_cells("TOOL_NOT_STARTED")
         ),
         tr(
             "<th>TOOL_OUTCOME_UNKNOWN</th>"
@@ -173,9 +186,13 @@ def confusion(view: Mapping[str, Any]) -> str:
                 "cost",
                 data_cell="TOOL_OUTCOME_UNKNOWN×not applied",
             )
+            + dsh_cells("TOOL_OUTCOME_UNKNOWN")
         ),
     ]
-    body = table(["verdict \\ ground truth", "applied (effect happened)", "not applied"], rows, id_="confusion-matrix", cls="confusion")
+    header = ["verdict \\ ground truth", "applied (effect happened)", "not applied"]
+    if route is not None:
+        header += ["DSH route: applied", "DSH route: not applied"]
+    body = table(header, rows, id_="confusion-matrix", cls="confusion")
     why = "After each crash + repair, each verdict is scored against the world's ledger. TOOL_NOT_STARTED × applied must be 0; TOOL_OUTCOME_UNKNOWN × not applied is the price of caution."
     return section("confusion", "Verdicts vs ground truth (confusion matrix)", why, body)
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from dsh_sim import api
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.dsh.route.findings import ROUTE_FINDINGS
 from dsh_sim.outputs import check_output_file, write_replacing
 
 
@@ -21,8 +20,9 @@ def _refuse(args: Any, *flags: str) -> None:
 
 def _findings_seen(ids: set[str]) -> list[str]:
     lines = []
+    findings = api.route_findings()
     for finding_id in sorted(ids):
-        finding = ROUTE_FINDINGS[finding_id]
+        finding = findings[finding_id]
         repro = f"; reproduce: node {finding.repro_path()}" if finding.repro else ""
         lines.append(f"  {finding_id} ({'DSH' if finding.right == 'dsh-sim' else 'by design'}): {finding.title}{repro}")
     return lines
@@ -71,7 +71,14 @@ def replay(args: Any) -> int:
             for d in r.comparison.differences:
                 print(f"      differs: {d.line()}")
 
-    replays = api.route_replay(args.files, differential=not args.no_differential, progress=show)
+    replays = api.route_replay(
+        args.files,
+        differential=not args.no_differential,
+        progress=show,
+        policy=args.route_policy,
+        tools=args.route_tools,
+        extra=tuple(args.route_plugin),
+    )
     if args.json:
         emit_json([r.row() for r in replays.results])
         return EXIT_VIOLATION if replays.failed else EXIT_OK

@@ -30,7 +30,7 @@ from dsh_sim.scenario.model import Scenario
 from dsh_sim.scenario.steps import StepNotApplicable, apply
 from runtime.persistence.log_format import LogCorruption, decode_log
 
-from .judge import CODES, decode
+from .log import CODES, decode
 from .points import POINTS
 from .program import RouteProgram
 from .run import RouteRun

@@ -33,7 +33,8 @@ from dsh_sim.dsh.simfs_server import SimFsServer
 
 from .differential import StateComparison, compare_kill
 from .host import EffectCheck
-from .judge import decode, judge, verdicts
+from .judge import judge
+from .log import decode, verdicts
 from .program import RouteProgram
 from .run import Recovery, RouteRun, RouteRunner, durable_events, found_synced
 
@@ -73,10 +74,31 @@ class RouteExploreResult:
     checked: dict[str, int]
     seconds: float
     compared: tuple[StateComparison, ...] = ()  # kills at route points, against dsh-sim's runtime
+    confusion: dict[str, dict[str, int]] = attrs.field(factory=dict)  # verdict -> ground truth -> crash states
 
     @property
     def unmatched(self) -> int:
         return sum(not c.matched for c in self.compared)
+
+    def row(self, path: str) -> dict[str, Any]:
+        """The report's row: route coverage, verdicts against the ledger, the comparison."""
+        return {
+            "scenario": path,
+            "name": self.scenario,
+            "crash_points": self.points,
+            "states": self.states,
+            "recoveries": self.recoveries,
+            "points_hit": len(self.per_point),
+            "verdicts": self.verdicts,
+            "confusion": self.confusion,
+            "kills_compared": sum(c.matched for c in self.compared),
+            "kills_differing": sum(bool(c.differences) for c in self.compared),
+            "kills_unexplained": sum(bool(c.unexplained) for c in self.compared),
+            "not_announced_by_dsh_sim": self.unmatched,
+            "explained": dict(Counter(v.finding for v in self.violations if v.finding)),
+            "unexplained": sum(v.finding is None for v in self.violations),
+            "seconds": round(self.seconds, 3),
+        }
 
     def document(self) -> dict[str, Any]:
         return {
@@ -86,6 +108,7 @@ class RouteExploreResult:
             "states": self.states,
             "recoveries_run": self.recoveries,
             "verdicts": self.verdicts,
+            "confusion": self.confusion,
             "per_point": self.per_point,
             "checked": self.checked,
             "violations": [attrs.asdict(v) for v in self.violations],
@@ -149,6 +172,7 @@ def explore_route(
     per_point: Counter[str] = Counter()
     cache: dict[str, tuple[list[tuple[str, str, str | None]], dict[str, str], bytes]] = {}
     compared: list[StateComparison] = []
+    confusion: dict[str, dict[str, int]] = {}
     states = 0
     host = None
     try:
@@ -207,8 +231,12 @@ def explore_route(
                         host = None
                 for invariant, detail, finding in found[0]:
                     violations.append(RouteViolationAt(invariant, point.index, point.point, kind, detail, finding))
-                for verdict in found[1].values():
+                applied_calls = {e.call_id for e in point.ledger if e.applied}
+                for call_id, verdict in found[1].items():
                     verdict_counts[verdict] += 1
+                    truth = "applied" if call_id in applied_calls else "not applied"
+                    confusion.setdefault(verdict, {}).setdefault(truth, 0)
+                    confusion[verdict][truth] += 1
                 if differential and kind == "kill":
                     details = dict(point.details)
                     comparison = compare_kill(
@@ -237,6 +265,7 @@ def explore_route(
         dict(sorted(checked.items())),
         time.perf_counter() - started,
         tuple(compared),
+        confusion,
     )
     return result, points
 

@@ -17,6 +17,8 @@ from dsh_sim.dsh.install import js_dir
 
 @attrs.frozen
 class RouteFinding:
+    """A documented behaviour of DSH's route: who is right, why, and how to reproduce it."""
+
     id: str
     title: str
     right: str  # "dsh-sim", "DSH", or "both" (a difference neither runtime is wrong about)

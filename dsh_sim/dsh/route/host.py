@@ -25,9 +25,8 @@ from dsh_sim.dsh.simfs_server import SimFsServer
 from dsh_sim.engine.faults import CrashSpec
 from dsh_sim.engine.gates import INJECTED_TOOL_FAILURE
 from dsh_sim.scenario.args import ModelResponse
-from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported
-from runtime.persistence.v0_format import V0Unsupported, decode_v0
 
+from .log import decode
 from .points import FS_OPS
 from .program import RouteRule
 
@@ -57,14 +56,8 @@ def _durable_calls(disk: Disk, path: str, compression: str) -> set[str]:
     """The call ids of the ``tool/call`` events a power loss now would leave in the log."""
     survivor = Disk.from_image(disk.image())
     apply_power_cut(survivor, PowerCut())
-    data = survivor.read_path(path)
-    if not data:
-        return set()
-    try:
-        log = decode_v0(data, compression)
-    except (LogCorruption, LogVersionUnsupported, V0Unsupported):
-        return set()
-    return {str(e.data.get("callId")) for e in log.events if e.type == "tool/call"}
+    events = decode(survivor.read_path(path), compression)
+    return set() if isinstance(events, str) else {str(e.data.get("callId")) for e in events if e.type == "tool/call"}
 
 
 class RouteWorld:

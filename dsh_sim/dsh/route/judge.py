@@ -33,13 +33,11 @@ from typing import Any
 import attrs
 
 from dsh_sim.adapters.world_tools import SERVICES
-from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported
-from runtime.persistence.v0_format import V0Unsupported, decode_v0
 from runtime.persistence.v0_records import V0Event
 
+from .log import decode, verdicts
 from .run import RouteRun
 
-CODES = ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN")
 INVARIANTS = (
     "recovery_succeeds",
     "seq_dense",
@@ -60,28 +58,6 @@ class RouteViolation:
     def line(self) -> str:
         tag = f" [{self.finding}]" if self.finding else ""
         return f"{self.invariant}{tag}: {self.detail}"
-
-
-def decode(data: bytes | None, compression: str) -> list[V0Event] | str:
-    """The log's events, or why they cannot be read."""
-    if not data:
-        return []
-    try:
-        return list(decode_v0(data, compression).events)
-    except (LogCorruption, LogVersionUnsupported, V0Unsupported) as err:
-        return f"{type(err).__name__}: {err}"
-
-
-def verdicts(events: Sequence[V0Event]) -> dict[str, str]:
-    """call id -> the repair verdict a ``tool/result`` carries."""
-    out: dict[str, str] = {}
-    for e in events:
-        if e.type != "tool/result":
-            continue
-        error = e.data.get("error") if isinstance(e.data, dict) else None
-        if isinstance(error, dict) and error.get("code") in CODES:
-            out[str(e.data["message"]["source"]["callId"])] = str(error["code"])
-    return out
 
 
 def _results_per_call(events: Sequence[V0Event]) -> list[str]:

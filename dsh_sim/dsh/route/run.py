@@ -29,6 +29,7 @@ from dsh_sim.engine.faults import CrashSpec
 from runtime.persistence.layout import encode_segment, project_key
 
 from .host import Crashed, EffectCheck, RouteWorld
+from .log import decode
 from .program import RouteProgram
 
 SUFFIX = {"none": "session.jsonl", "zstd": "session.jsonl.zstd"}
@@ -74,8 +75,6 @@ class RouteRun:
 
 def durable_events(disk: Disk, path: str, compression: str) -> int:
     """How many events of the log a power loss now would keep."""
-    from .judge import decode
-
     survivor = Disk.from_image(disk.image())
     apply_power_cut(survivor, PowerCut())
     events = decode(survivor.read_path(path), compression)

@@ -1,0 +1,34 @@
+"""A route run's session log as the judges read it: DSH writes v0, read here by dsh-sim's own
+v0 decoder (which the reader differential holds equal to DSH's reader)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported
+from runtime.persistence.v0_format import V0Unsupported, decode_v0
+from runtime.persistence.v0_records import V0Event
+
+CODES = ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN")
+
+
+def decode(data: bytes | None, compression: str) -> list[V0Event] | str:
+    """The log's events, or why they cannot be read."""
+    if not data:
+        return []
+    try:
+        return list(decode_v0(data, compression).events)
+    except (LogCorruption, LogVersionUnsupported, V0Unsupported) as err:
+        return f"{type(err).__name__}: {err}"
+
+
+def verdicts(events: Sequence[V0Event]) -> dict[str, str]:
+    """call id -> the repair verdict a ``tool/result`` carries."""
+    out: dict[str, str] = {}
+    for e in events:
+        if e.type != "tool/result":
+            continue
+        error = e.data.get("error") if isinstance(e.data, dict) else None
+        if isinstance(error, dict) and error.get("code") in CODES:
+            out[str(e.data["message"]["source"]["callId"])] = str(error["code"])
+    return out
