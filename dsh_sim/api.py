@@ -31,7 +31,7 @@ does — and a ``progress``/``notice`` callback a caller passes.
 | ``dsh-sim demo`` | :func:`demo` |
 | ``dsh-sim dsh setup``, ``diff``, ``generate`` | :func:`dsh_setup`, :func:`dsh_diff`, :func:`dsh_generate` |
 | ``--against dsh`` | a ``with`` block of :func:`against_dsh` |
-| ``--runtime dsh-route`` of ``replay``, ``explore``, ``points`` | :func:`route_replay`, :func:`route_explore`, :func:`route_points`; determinism: :func:`route_determinism`; findings: :func:`route_findings` |
+| ``--runtime dsh-route`` of ``replay``, ``explore``, ``fuzz``, ``points`` | :func:`route_replay`, :func:`route_explore`, :func:`route_fuzz`, :func:`route_points`; determinism: :func:`route_determinism`; findings: :func:`route_findings` |
 """
 
 from __future__ import annotations
@@ -63,11 +63,13 @@ from dsh_sim.operations.route import (
     RouteExploration,
     RouteExplorations,
     RouteFinding,
+    RouteFuzzRun,
     RouteReplay,
     RouteReplays,
     route_determinism,
     route_explore,
     route_findings,
+    route_fuzz,
     route_points,
     route_replay,
 )
@@ -106,6 +108,7 @@ __all__ = [
     "RouteExploration",
     "RouteExplorations",
     "RouteFinding",
+    "RouteFuzzRun",
     "RouteReplay",
     "RouteReplays",
     "RunOutcome",
@@ -141,6 +144,7 @@ __all__ = [
     "route_determinism",
     "route_explore",
     "route_findings",
+    "route_fuzz",
     "route_points",
     "route_replay",
     "run",

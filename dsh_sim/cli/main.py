@@ -128,6 +128,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compression", choices=("zstd", "none"), default="zstd")
     p.add_argument("--no-checkpoint-policy", action="store_true", help="fuzz a runtime without the checkpoint policy mounted")
     p.add_argument("--mutant", action="append", default=[], help="enable a durability mutant (see dsh-sim mutants --list)")
+    p.add_argument(
+        "--runtime",
+        choices=("dsh-sim", "dsh-route"),
+        default="dsh-sim",
+        help="dsh-route: draw scenarios the published DSH route can express, run each on it and on dsh-sim's runtime, shrink a failure",
+    )
+    p.add_argument(
+        "--route-policy", default=None, metavar="FILE", help="--runtime dsh-route: a Cordis plugin (.mjs) replacing DSH's checkpoint policy"
+    )
+    p.add_argument(
+        "--route-tools", default=None, metavar="FILE", help="--runtime dsh-route: a Cordis plugin (.mjs) replacing the world tools"
+    )
+    p.add_argument(
+        "--route-plugin", action="append", default=[], metavar="FILE", help="--runtime dsh-route: one more Cordis plugin (.mjs) in the app"
+    )
     p.add_argument("--found-dir", default="scenarios/found", help="where found scenarios are saved")
     p.add_argument("--results", default=None, help="write a results document here")
     p.add_argument("--json", action="store_true", help="machine-readable output")

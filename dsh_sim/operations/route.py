@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import subprocess
 import sys
 from collections import Counter
@@ -22,6 +23,8 @@ import attrs
 from dsh_sim.dsh.route.differential import RouteComparison, compare
 from dsh_sim.dsh.route.explore import RouteExploreResult, explore_route
 from dsh_sim.dsh.route.findings import ROUTE_FINDINGS, RouteFinding
+from dsh_sim.dsh.route.fuzz import RouteFuzzRun
+from dsh_sim.dsh.route.fuzz import route_fuzz as run_route_fuzz
 from dsh_sim.dsh.route.judge import RouteViolation, judge
 from dsh_sim.dsh.route.points import POINTS, RoutePoint
 from dsh_sim.dsh.route.program import Skip, translate
@@ -29,17 +32,20 @@ from dsh_sim.dsh.route.run import RouteError, RouteRun, run_route
 from dsh_sim.errors import InputError
 from dsh_sim.operations.dsh import require_installation
 from dsh_sim.operations.scenarios import expand, load
+from dsh_sim.outputs import check_output_dir
 
 __all__ = [
     "RouteDeterminism",
     "RouteExploration",
     "RouteExplorations",
     "RouteFinding",
+    "RouteFuzzRun",
     "RouteReplay",
     "RouteReplays",
     "route_determinism",
     "route_explore",
     "route_findings",
+    "route_fuzz",
     "route_points",
     "route_replay",
 ]
@@ -58,6 +64,7 @@ class RouteReplay:
     comparison: RouteComparison | None = None
     expected: str | None = None  # the scenario expects a violation of this invariant
     error: str | None = None  # the host could not run it (DSH refused a request)
+    require_fired: bool = True  # the scenario's expectation: a rule that never fired fails it
 
     @property
     def unexplained(self) -> tuple[RouteViolation, ...]:
@@ -67,7 +74,7 @@ class RouteReplay:
     def ok(self) -> bool:
         if self.skipped is not None:
             return True
-        if self.error is not None or (self.run is not None and self.run.unfired):
+        if self.error is not None or (self.run is not None and self.run.unfired and self.require_fired):
             return False
         if self.expected is not None:
             held = any(v.invariant == self.expected for v in self.violations)
@@ -145,7 +152,21 @@ def _one(path: str, install: Any, differential: bool, plugins: dict[str, Any]) -
         return RouteReplay(path, scenario.name, error=str(err), expected=expected)
     violations, checked = judge(run, checkpoint_policy=scenario.config.checkpoint_policy)
     comparison = compare(program, run) if differential else None
-    return RouteReplay(path, scenario.name, None, run, tuple(violations), checked, comparison, expected)
+    return RouteReplay(
+        path, scenario.name, None, run, tuple(violations), checked, comparison, expected, None, scenario.expect.require_fired
+    )
+
+
+def _plugins(policy: str | None, tools: str | None, extra: Sequence[str]) -> dict[str, Any]:
+    """The host's plugin options, each a Cordis plugin module that exists (one line if not)."""
+    for option, path in [("policy", policy), ("tools", tools)] + [("plugin", p) for p in extra]:
+        if path is not None and not (os.path.isfile(path) and path.endswith((".mjs", ".js"))):
+            raise InputError(f"{path}: the route {option} must be a Cordis plugin module (.mjs or .js file)")
+    return {
+        "policy": None if policy is None else os.path.abspath(policy),
+        "tools": None if tools is None else os.path.abspath(tools),
+        "extra": tuple(os.path.abspath(p) for p in extra),
+    }
 
 
 def route_replay(
@@ -162,14 +183,7 @@ def route_replay(
     policy or the world tools plugin, or add plugins (paths to ``.mjs`` Cordis plugins): how a
     maintainer tries a change of the route, and how the tests break it on purpose."""
     install = require_installation()
-    for option, path in [("policy", policy), ("tools", tools)] + [("plugin", p) for p in extra]:
-        if path is not None and not (os.path.isfile(path) and path.endswith((".mjs", ".js"))):
-            raise InputError(f"{path}: the route {option} must be a Cordis plugin module (.mjs or .js file)")
-    plugins = {
-        "policy": None if policy is None else os.path.abspath(policy),
-        "tools": None if tools is None else os.path.abspath(tools),
-        "extra": tuple(os.path.abspath(p) for p in extra),
-    }
+    plugins = _plugins(policy, tools, extra)
     results = []
     for path in expand(paths):
         result = _one(path, install, differential, plugins)
@@ -265,6 +279,27 @@ def route_explore(
             progress(explored)
         out.append(explored)
     return RouteExplorations(tuple(out), frozenset(expected))
+
+
+def route_fuzz(
+    *,
+    examples: int = 20,
+    budget: float = 120.0,
+    seed: int | None = None,
+    found_dir: str = "scenarios/found",
+    progress: Callable[[int, int, float], None] | None = None,
+    policy: str | None = None,
+    tools: str | None = None,
+    extra: Sequence[str] = (),
+) -> RouteFuzzRun:
+    """Draw scenarios the route can express (Hypothesis), run each on DSH's route and on
+    dsh-sim's runtime, and shrink the first that a judge or the differential faults to a saved
+    scenario file (``policy``/``tools``/``extra``: as :func:`route_replay`)."""
+    check_output_dir(found_dir, "--found-dir")
+    install = require_installation()
+    plugins = _plugins(policy, tools, extra)
+    chosen = seed if seed is not None else random.SystemRandom().randrange(2**32)
+    return run_route_fuzz(install, examples=examples, budget=budget, seed=chosen, found_dir=found_dir, progress=progress, plugins=plugins)
 
 
 def route_points() -> list[RoutePoint]:

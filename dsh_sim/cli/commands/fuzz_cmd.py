@@ -25,6 +25,10 @@ def _progress(budget: float) -> Any:
 
 
 def main(args: Any) -> int:
+    if getattr(args, "runtime", "dsh-sim") == "dsh-route":
+        from dsh_sim.cli.commands import route_cmd
+
+        return route_cmd.fuzz(args)
     if args.results:
         check_output_file(args.results, "--results")
     check_output_dir(args.found_dir, "--found-dir")

@@ -5,6 +5,7 @@ route under the simulator (:func:`dsh_sim.api.route_replay`, :func:`~dsh_sim.api
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from dsh_sim import api
@@ -145,6 +146,53 @@ def explore(args: Any) -> int:
         for line in _findings_seen(set(t["explained"])):
             print(line)
     return EXIT_VIOLATION if explored.failed else EXIT_OK
+
+
+def fuzz(args: Any) -> int:
+    _refuse(args, "--against", "--results", "--steps", "--mutant", "--no-checkpoint-policy")
+    if args.machine != "durability" or args.compression != "zstd":
+        raise CliError("--runtime dsh-route fuzzes the durability route with zstd logs (no --machine or --compression)")
+
+    def show(examples: int, crashes: int, seconds: float) -> None:
+        if not args.json and sys.stderr.isatty():
+            sys.stderr.write(f"\rfuzz dsh-route: {examples} scenarios, {crashes} crashes, {seconds:.1f}s / {args.budget:.0f}s ")
+            sys.stderr.flush()
+
+    run = api.route_fuzz(
+        examples=args.examples or 20,
+        budget=args.budget,
+        seed=args.seed,
+        found_dir=args.found_dir,
+        progress=show,
+        policy=args.route_policy,
+        tools=args.route_tools,
+        extra=tuple(args.route_plugin),
+    )
+    if not args.json and sys.stderr.isatty():
+        sys.stderr.write("\n")
+    document = {
+        "runtime": "dsh-route",
+        "seed": run.seed,
+        "examples": run.examples,
+        "crashes": run.crashes,
+        "seconds": round(run.seconds, 3),
+        "found": run.found,
+        "problems": list(run.problems),
+    }
+    if args.json:
+        emit_json(document)
+    else:
+        print(
+            f"fuzz dsh-route seed={run.seed}: {run.examples} scenarios on the route and dsh-sim, {run.crashes} crashes, {run.seconds:.1f}s"
+        )
+        if run.found:
+            print(f"FOUND (shrunk): {run.found}")
+            for line in run.problems:
+                print(f"  {line}")
+            print(f"  replay: dsh-sim replay --runtime dsh-route {run.found}")
+        else:
+            print("no violation and no unexplained difference")
+    return EXIT_VIOLATION if run.found else EXIT_OK
 
 
 def points(args: Any) -> int:

@@ -21,6 +21,9 @@ invariant that catches it.
   keyed service received the call's own idempotency key (the arguments' ``idempotency_key``,
   else the call id — what DSH's README asks side-effecting tools to forward).
 - ``eventually_durable`` — after a clean stop, a power loss keeps every event.
+- ``log_grammar`` — the final log and every repaired one, projected to the current format
+  (dsh-sim's v0 migration), is well formed and ends between turns
+  (:mod:`dsh_sim.evidence.oracles.grammar`).
 """
 
 from __future__ import annotations
@@ -33,9 +36,11 @@ from typing import Any
 import attrs
 
 from dsh_sim.adapters.world_tools import SERVICES
+from dsh_sim.evidence.oracles.grammar import Grammar, problems
+from runtime.persistence.migration import MigrationRefused, migrate_v0
 from runtime.persistence.v0_records import V0Event
 
-from .log import decode, verdicts
+from .log import decode, read, verdicts
 from .run import RouteRun
 
 INVARIANTS = (
@@ -46,6 +51,7 @@ INVARIANTS = (
     "checkpoint_before_effect",
     "world_agreement",
     "eventually_durable",
+    "log_grammar",
 )
 
 
@@ -58,6 +64,20 @@ class RouteViolation:
     def line(self) -> str:
         tag = f" [{self.finding}]" if self.finding else ""
         return f"{self.invariant}{tag}: {self.detail}"
+
+
+def grammar_problems(data: bytes | None, compression: str, what: str) -> list[str]:
+    """The log grammar's findings on a v0 log after the v0 → current projection."""
+    if not data:
+        return []
+    log = read(data, compression)
+    if isinstance(log, str):
+        return []  # a log that does not decode is recovery_succeeds' to report
+    try:
+        migrated = migrate_v0(log).events
+    except MigrationRefused as err:
+        return [f"{what} has no faithful current-format projection: {err}"]
+    return problems(Grammar(), migrated, closed=True, what=what)
 
 
 def _results_per_call(events: Sequence[V0Event]) -> list[str]:
@@ -113,6 +133,9 @@ def judge(run: RouteRun, *, checkpoint_policy: bool = True) -> tuple[list[RouteV
                         f"lifetime {rec.lifetime}: {call_id}'s tool/call was durable without a result, "
                         f"so its outcome is unknown, but the repair says {given.get(call_id, 'nothing')}",
                     )
+        checked["log_grammar"] += 1
+        for problem in grammar_problems(rec.after, run.compression, f"the log repaired in lifetime {rec.lifetime}"):
+            fail("log_grammar", problem)
         checked["one_result_per_call"] += 1
         for problem in _results_per_call(after):
             fail("one_result_per_call", f"after the recovery of lifetime {rec.lifetime}: {problem}")
@@ -126,6 +149,10 @@ def judge(run: RouteRun, *, checkpoint_policy: bool = True) -> tuple[list[RouteV
     checked["seq_dense"] += 1
     if [e.seq for e in final] != list(range(len(final))):
         fail("seq_dense", "in the final log")
+    elif final:
+        checked["log_grammar"] += 1
+        for problem in grammar_problems(run.log, run.compression, "the final log"):
+            fail("log_grammar", problem)
 
     applied: dict[str, list[Any]] = {}
     for entry in run.ledger:
