@@ -142,7 +142,9 @@ def test_the_broken_plugins_are_plain_cordis_plugins() -> None:
 def test_fuzz_finds_and_shrinks_a_broken_repair_and_nothing_on_dsh_as_published(dsh_install: Installation, tmp_path: Path) -> None:
     clean = api.route_fuzz(examples=6, budget=300, seed=4, found_dir=str(tmp_path / "clean"))
     assert clean.found is None and clean.examples == 6 and clean.crashes > 0
-    broken = api.route_fuzz(examples=30, budget=300, seed=3, found_dir=str(tmp_path / "found"), extra=[str(PLUGINS / "repair-not-started.mjs")])
+    broken = api.route_fuzz(
+        examples=30, budget=300, seed=3, found_dir=str(tmp_path / "found"), extra=[str(PLUGINS / "repair-not-started.mjs")]
+    )
     assert broken.found is not None and any(p.startswith("verdict_soundness") for p in broken.problems), broken.problems
     # the saved scenario is minimal (one prompt's call, the crash, the recovery) and replays the failure
     scenario = load(broken.found)
