@@ -59,6 +59,8 @@ def test_broken_dsh_behaviour_is_caught_by_a_named_invariant_and_the_differentia
     broken = api.route_replay([scenario], **{option: [path] if option == "extra" else path}).results[0]
     assert not broken.ok
     assert invariant in {v.invariant for v in broken.violations}, [v.line() for v in broken.violations]
+    if plugin == "repair-not-started.mjs":  # the repair is not the spec's closers either
+        assert "reference_model" in {v.invariant for v in broken.violations}
     assert broken.comparison is not None and aspect in {d.aspect for d in broken.comparison.unexplained}
     # the same scenario on DSH as published: every invariant holds and dsh-sim agrees
     clean = api.route_replay([scenario]).results[0]
@@ -152,3 +154,14 @@ def test_fuzz_finds_and_shrinks_a_broken_repair_and_nothing_on_dsh_as_published(
     again = api.route_replay([broken.found], extra=[str(PLUGINS / "repair-not-started.mjs")]).results[0]
     assert not again.ok and "verdict_soundness" in {v.invariant for v in again.violations}
     assert api.route_replay([broken.found]).results[0].ok
+
+
+def test_every_route_point_names_a_point_of_dsh_sims_registry() -> None:
+    """One vocabulary: a route point's counterpart, and every fs/world point, is in the registry."""
+    from dsh_sim.dsh.route.points import POINTS as ROUTE_POINTS
+    from dsh_sim.engine.points import POINTS
+
+    for point in ROUTE_POINTS.values():
+        assert point.ours is None or point.ours in POINTS, point
+        if not point.name.startswith("route."):
+            assert point.name == point.ours, point

@@ -21,6 +21,9 @@ invariant that catches it.
   keyed service received the call's own idempotency key (the arguments' ``idempotency_key``,
   else the call id — what DSH's README asks side-effecting tools to forward).
 - ``eventually_durable`` — after a clean stop, a power loss keeps every event.
+- ``reference_model`` — what each recovery appended is exactly the spec's closers of the log it
+  found (:mod:`dsh_sim.evidence.oracles.spec_repair`, computed from the spec, not by either
+  runtime's repair), texts and seqs included.
 - ``log_grammar`` — the final log and every repaired one, projected to the current format
   (dsh-sim's v0 migration), is well formed and ends between turns
   (:mod:`dsh_sim.evidence.oracles.grammar`).
@@ -36,7 +39,9 @@ from typing import Any
 import attrs
 
 from dsh_sim.adapters.world_tools import SERVICES
+from dsh_sim.dsh.normalize import canonical
 from dsh_sim.evidence.oracles.grammar import Grammar, problems
+from dsh_sim.evidence.oracles.spec_repair import closers as spec_closers
 from runtime.persistence.migration import MigrationRefused, migrate_v0
 from runtime.persistence.v0_records import V0Event
 
@@ -52,6 +57,7 @@ INVARIANTS = (
     "world_agreement",
     "eventually_durable",
     "log_grammar",
+    "reference_model",
 )
 
 
@@ -121,6 +127,11 @@ def judge(run: RouteRun, *, checkpoint_policy: bool = True) -> tuple[list[RouteV
             fail("seq_dense", f"after the recovery of lifetime {rec.lifetime}")
         before = decode(rec.before, run.compression)
         if isinstance(before, list):
+            checked["reference_model"] += 1
+            spec = [canonical(r) for r in spec_closers([e.to_record() for e in before])]
+            appended = [canonical(e.to_record()) for e in after[len(before) : len(before) + len(spec)]]
+            if appended != spec or [canonical(e.to_record()) for e in after[: len(before)]] != [canonical(e.to_record()) for e in before]:
+                fail("reference_model", f"lifetime {rec.lifetime}: the repair is not the spec's closers of the log it found")
             # a durable tool/call without a result (in the crash image) may have run: UNKNOWN
             answered_before = {str(e.data["message"]["source"]["callId"]) for e in before if e.type == "tool/result"}
             owed = [str(e.data.get("callId")) for e in before if e.type == "tool/call" and str(e.data.get("callId")) not in answered_before]
