@@ -100,8 +100,11 @@ async def announce(sim: Simulation, life: Lifetime, name: str, details: dict[str
     plan = sim.plan
     firings = plan.hit(name, public, life.index) if name in plan.points else []
     # the lock file replaced or removed as it is locked: the lease takes it again, so a failure
-    # of that same attempt fails no write
-    retried = name == "fs.flock" and any(f.rule.action in ("replaced", "removed") for f in firings)
+    # of that same attempt fails no write — when that is the fault the operation meets (of several
+    # firing at once, the last domain fault is the one acted out: a removal followed by a
+    # contention leaves the lock busy, and that write fails)
+    acted = [f for f in firings if f.rule.action not in _NOT_ACTED_OUT]
+    retried = name == "fs.flock" and bool(acted) and acted[-1].rule.action in ("replaced", "removed")
     for firing in firings:
         if _fire(sim, life, name, public, firing, retried=retried):
             domain = firing
@@ -147,6 +150,10 @@ def _logged_arguments(life: Lifetime, details: dict[str, Any]) -> str | None:
     seq = details.get("seq")
     event = next((e for e in reversed(events) if e.seq == seq), None)
     return event.data.get("arguments") if event is not None and event.type == "tool/call" else None
+
+
+# actions _fire handles itself; every other one is the domain fault the caller acts out
+_NOT_ACTED_OUT = frozenset({"crash", "delay", "cancel", "corrupt", "source_append", "linked", "target_exists"})
 
 
 def _fire(sim: Simulation, life: Lifetime, name: str, public: dict[str, Any], firing: Firing, *, retried: bool = False) -> bool:
