@@ -105,6 +105,7 @@ INVARIANT_NAMES: tuple[str, ...] = (
     "format_conformance",
     "errors_documented",
     "dsh_agrees",
+    "route_agrees",
     "no_hang",
     "migration_atomic",
     "write_behind_window",

@@ -312,6 +312,7 @@ def test_every_invariant_has_a_failing_demonstration():
         "foreign_files_kept",  # tests/simulation/test_lease_model.py: a cleanup that removes a name it did not link
         "model_exchange",  # tests/simulation/test_model_exchange.py: headers at every step, a history without results, a lost prompt
         "dsh_agrees",  # tests/test_dsh_against.py: a reader that drops a torn frame's records, caught by the real DSH
+        "route_agrees",  # tests/system/test_dsh_route.py: DSH's route broken from outside, caught by the route differential
         "no_hang",  # tests/test_hang.py: a graceful stop that retries a failing write forever; spins and deadlocks
         "approval_policy",  # tests/test_approval_policy.py: the first approval/policy read as the one in force
         "lossless_refused",  # tests/test_edge_values.py: a write-side check that stores -0, one that refuses subnormals

@@ -183,9 +183,14 @@ def test_the_run_phase_explores_the_dsh_writer_and_compares_its_sample(
     assert "DSH writer explored over 1 distinct session shape(s)" in out and "0 violation(s)" in out
     assert "against DSH: 1 scenario(s)" in out and "0 unexplained difference(s)" in out
     docs = [json.loads(Path(path).read_text()) for path in written]
-    assert [doc["meta"]["kind"] for doc in docs] == ["explore-dsh", "against-dsh"]
+    assert [doc["meta"]["kind"] for doc in docs] == ["explore-dsh", "against-dsh", "dsh-route"]
     assert all(not doc["violations"] for doc in docs)
-    assert all(doc["dsh_against"]["compared"] > 0 for doc in docs[1:])
+    assert docs[1]["dsh_against"]["compared"] > 0
+    # the route part: the scenario crashed at every point of DSH's route, each kill compared with dsh-sim
+    assert "DSH route explored over 1 starter scenario(s)" in out and "0 unexplained" in out
+    [row] = docs[2]["dsh_route"]
+    assert row["states"] > 20 and row["kills_compared"] > 10 and row["kills_unexplained"] == 0
+    assert docs[2]["checked"]["route_agrees"] == row["kills_compared"]
 
 
 @pytest.mark.slow
