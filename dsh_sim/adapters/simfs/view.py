@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import attrs
@@ -76,9 +76,20 @@ class _Open:
 
 
 class ProcessView:
-    def __init__(self, disk: Disk, pid: int, gate: FsGate | None = None, now_ns: Callable[[], int] = lambda: 0) -> None:
+    def __init__(
+        self,
+        disk: Disk,
+        pid: int,
+        gate: FsGate | None = None,
+        now_ns: Callable[[], int] = lambda: 0,
+        *,
+        checkpoint: Callable[[], Awaitable[None]] = checkpoint,
+    ) -> None:
+        """``checkpoint``: the yield every operation makes (trio's, inside the simulator; a
+        server that answers one operation at a time from outside any event loop passes a no-op)."""
         self.disk = disk
         self.pid = pid
+        self._checkpoint = checkpoint
         self.gate: FsGate = gate or NoGate()
         self._now_ns = now_ns
         self._fds: dict[int, _Open] = {}
@@ -104,7 +115,7 @@ class ProcessView:
     async def _enter(self, op: str, path: str, **details: Any) -> FsFault | None:
         if not self.alive:
             raise self._refuse(op, path)
-        await checkpoint()
+        await self._checkpoint()
         if not self.alive:
             raise self._refuse(op, path)
         fault = await self.gate.before_fs(self, op, path, details)
@@ -413,7 +424,7 @@ class ProcessView:
         open, which is why the runtime shields its closes — and a close that started finishes."""
         if not self.alive:
             raise self._refuse("close", str(fd))
-        await checkpoint()
+        await self._checkpoint()
         if not self.alive:
             raise self._refuse("close", str(fd))
         entry = self._fd(fd)
