@@ -240,6 +240,9 @@ async function start(req) {
 	return { events: state.events, now: Date.now() };
 }
 
+/** Let every promise chain the last step started run to where it waits on a timer or on the
+ * simulator: a few real setImmediate rounds (the app's own work is promise-based, and the
+ * backend's compression is synchronous under the route host). */
 async function settleMicrotasks() {
 	for (let i = 0; i < 3; i++) await new Promise((resolve) => realImmediate(resolve));
 }
@@ -262,11 +265,15 @@ async function drive(done, limitMs) {
 		const next = nextTimerAt();
 		if (next === Infinity) return false;
 		if (next > deadline) {
-			await clock.tickAsync(Math.max(0, deadline - clock.now));
+			clock.tick(Math.max(0, deadline - clock.now)); // no timer is due before the deadline
 			await settleMicrotasks();
 			return done();
 		}
-		await clock.nextAsync();
+		// fire the next timer synchronously, then settle on real setImmediate rounds only: the
+		// *Async variants yield on a real setTimeout(0), whose order against setImmediate is the
+		// machine's timing (Node documents it as non-deterministic) — a loaded machine would then
+		// interleave the app otherwise
+		clock.next();
 	}
 }
 
