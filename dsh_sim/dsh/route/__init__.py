@@ -6,7 +6,10 @@ tools pipeline, approval and JSONL store, composed in one Cordis app by a Node h
 - :mod:`.program` — a scenario file as the route can run it, or the reason it cannot;
 - :mod:`.host` — one Node process of the route and the simulator's answers to it;
 - :mod:`.run` — a scenario run on the route, crashes and recoveries included;
+- :mod:`.log` — a route run's v0 log as the judges read it;
 - :mod:`.judge` — the invariants a route run is held to, against the world's ledger;
+- :mod:`.differential` — the same scenario (and the same kill) on dsh-sim's runtime, compared;
 - :mod:`.explore` — every crash state of a scenario on the route;
-- :mod:`.differential` — the same scenario on dsh-sim's runtime, compared.
+- :mod:`.fuzz` — drawn scenarios on both runtimes, failures shrunk to scenario files;
+- :mod:`.findings` — what route runs found about DSH, with standalone reproductions.
 """

@@ -28,6 +28,7 @@ from dsh_sim.adapters.simfs.crash import PowerCut, apply_power_cut, crash_states
 from dsh_sim.adapters.simfs.disk import Disk, DiskImage
 from dsh_sim.adapters.simfs.torn import codec_cut_points
 from dsh_sim.adapters.world import LedgerEntry
+from dsh_sim.dsh.bridge import BridgeError
 from dsh_sim.dsh.install import Installation
 from dsh_sim.dsh.simfs_server import SimFsServer
 
@@ -202,7 +203,7 @@ def explore_route(
                     if host is None:
                         host = runner.sim.spawn(install, runner.seed)
                     host.fs = SimFsServer(disk, 1000 + states, f"{runner.seed}:explore:{states}")
-                    recovered = _recover(host, runner, cfg, states, plugins)
+                    recovered = _recover(host, runner, states)
                     run = RouteRun(
                         program.scenario.name,
                         (),
@@ -227,7 +228,8 @@ def explore_route(
                         run.log,
                     )
                     cache[key] = found
-                    if "error" in recovered and recovered["error"] and "Bridge" in recovered["error"]:
+                    if recovered.get("host_died"):
+                        host.close()
                         host = None
                 for invariant, detail, finding in found[0]:
                     violations.append(RouteViolationAt(invariant, point.index, point.point, kind, detail, finding))
@@ -270,10 +272,13 @@ def explore_route(
     return result, points
 
 
-def _recover(host: Any, runner: RouteRunner, cfg: Any, serial: int, plugins: dict[str, Any]) -> dict[str, Any]:
+def _recover(host: Any, runner: RouteRunner, serial: int) -> dict[str, Any]:
     """One recovery on the long-lived host: its stop's event count and durable bytes."""
     start = runner.start_args(resume=True, lifetime=1000 + serial, now=None)
-    reply = host.request("recover", **start)
+    try:
+        reply = host.request("recover", **start)
+    except BridgeError as err:  # the host died recovering this state: a failed recovery, a new host next
+        return {"error": str(err), "host_died": True}
     if not reply.ok:
         error = reply.error or {}
         return {"error": f"{error.get('name')}: {error.get('message')}"}
