@@ -148,9 +148,11 @@ def test_fuzz_finds_and_shrinks_a_broken_repair_and_nothing_on_dsh_as_published(
         examples=30, budget=300, seed=3, found_dir=str(tmp_path / "found"), extra=[str(PLUGINS / "repair-not-started.mjs")]
     )
     assert broken.found is not None and any(p.startswith("verdict_soundness") for p in broken.problems), broken.problems
-    # the saved scenario is minimal (one prompt's call, the crash, the recovery) and replays the failure
+    # the saved scenario is minimal (one drawn prompt, the crash, the recovery and its prompt: the
+    # shrink is bounded by a count, not by time, so a loaded machine saves the same) and replays it
     scenario = load(broken.found)
-    assert len([s for s in scenario.steps if s.op == "prompt"]) <= 2
+    assert len([s for s in scenario.steps if s.op == "prompt"]) == 2
+    assert sum(len(r.tool_calls) for s in scenario.steps if s.op == "prompt" for r in s.args.responses) == 1
     again = api.route_replay([broken.found], extra=[str(PLUGINS / "repair-not-started.mjs")]).results[0]
     assert not again.ok and "verdict_soundness" in {v.invariant for v in again.violations}
     assert api.route_replay([broken.found]).results[0].ok

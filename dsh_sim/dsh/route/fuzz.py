@@ -26,7 +26,7 @@ from dsh_sim.adapters.world_tools import TOOL_EXAMPLES
 from dsh_sim.dsh.install import Installation
 from dsh_sim.engine.faults import CrashSpec, FaultRule
 from dsh_sim.scenario.args import ArmArgs, ModelResponse, PromptArgs, Step, ToolCall
-from dsh_sim.scenario.files import save_found
+from dsh_sim.scenario.files import dumps, save_found
 from dsh_sim.scenario.model import Expectation, Scenario
 
 from .differential import compare
@@ -92,6 +92,12 @@ def scenarios(draw: Any) -> Scenario:
     )
 
 
+def _fail(problems: list[str]) -> None:
+    """One place that raises a failure: Hypothesis tells failures apart by where they are raised,
+    and a replay answered from the cache must be the same failure."""
+    raise AssertionError("\n".join(problems))
+
+
 def problems_of(install: Installation, scenario: Scenario, plugins: dict[str, Any] | None = None) -> tuple[list[str], int]:
     """What the route's judges and the differential find in one scenario (and its crash count)."""
     program = translate(scenario)
@@ -117,10 +123,15 @@ def route_fuzz(
     found_dir: str,
     progress: Callable[[int, int, float], None] | None = None,
     plugins: dict[str, Any] | None = None,
+    shrink_limit: int = 60,
 ) -> RouteFuzzRun:
+    """``shrink_limit``: at most this many scenarios run while shrinking a failure; later
+    candidates count as passing.  A count, not Hypothesis' own limit of 300 s of shrinking, so
+    the scenario saved is the same on a loaded machine as on a quiet one."""
     started = time.perf_counter()
-    state = {"examples": 0, "crashes": 0}
+    state = {"examples": 0, "crashes": 0, "shrinking": 0}
     failing: list[tuple[Scenario, list[str]]] = []
+    outcomes: dict[str, list[str]] = {}  # scenario text -> its problems (Hypothesis replays the minimal one)
 
     @settings(
         max_examples=examples,
@@ -136,14 +147,25 @@ def route_fuzz(
     def check(scenario: Scenario) -> None:
         if time.perf_counter() - started > budget and not failing:
             reject()  # out of budget: draw no more (a failure found already is still shrunk)
+        key = dumps(scenario)
+        known = outcomes.get(key)
+        if known is not None:
+            if known:
+                _fail(known)
+            return
+        if failing:
+            state["shrinking"] += 1
+            if state["shrinking"] > shrink_limit:
+                return  # the shrinking budget is spent: this candidate is not run
         problems, crashes = problems_of(install, scenario, plugins)
+        outcomes[key] = problems
         state["examples"] += 1
         state["crashes"] += crashes
         if progress is not None:
             progress(state["examples"], state["crashes"], time.perf_counter() - started)
         if problems:
             failing.append((scenario, problems))
-            raise AssertionError("\n".join(problems))
+            _fail(problems)
 
     try:
         check()
