@@ -23,6 +23,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from dsh_sim.adapters.world_tools import TOOL_EXAMPLES
+from dsh_sim.drivers.constants import fixed_constants
 from dsh_sim.dsh.install import Installation
 from dsh_sim.engine.faults import CrashSpec, FaultRule
 from dsh_sim.scenario.args import ArmArgs, ModelResponse, PromptArgs, Step, ToolCall
@@ -134,6 +135,7 @@ def route_fuzz(
     outcomes: dict[str, list[str]] = {}  # scenario text -> its problems (Hypothesis replays the minimal one)
 
     @settings(
+        settings.get_profile("default"),  # Hypothesis' own defaults, not a profile a host process loaded
         max_examples=examples,
         deadline=None,
         database=None,
@@ -168,7 +170,10 @@ def route_fuzz(
             _fail(problems)
 
     try:
-        check()
+        # the constants Hypothesis mixes into its draws come from the project's source, not from
+        # whatever modules this process happens to have imported (as dsh-sim's own fuzz does)
+        with fixed_constants():
+            check()
     except AssertionError:
         pass
     except Exception as err:  # Hypothesis gives up when every draw past the budget is rejected
