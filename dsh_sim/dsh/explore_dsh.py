@@ -119,11 +119,17 @@ def record(install: Installation, log: Log, compression: str, seed: str) -> list
 
 
 def _states(point: DshPoint, crash: str) -> list[tuple[str, PowerCut | None]]:
+    return crash_states_of(point.image, crash)
+
+
+def crash_states_of(image: DiskImage, crash: str) -> list[tuple[str, PowerCut | None]]:
+    """The deaths explored at a crash point with disk ``image``: a kill, and every power-loss
+    state of the prefix model (codec-aware torn cuts)."""
     out: list[tuple[str, PowerCut | None]] = []
     if crash in ("kill", "both"):
         out.append(("kill", None))
     if crash in ("power", "both"):
-        out.extend(("power", cut) for cut in crash_states(Disk.from_image(point.image), "prefix", codec_cut_points))
+        out.extend(("power", cut) for cut in crash_states(Disk.from_image(image), "prefix", codec_cut_points))
     return out
 
 

@@ -24,11 +24,11 @@ from typing import Any
 
 import attrs
 
-from dsh_sim.adapters.simfs.crash import PowerCut, apply_power_cut, crash_states
+from dsh_sim.adapters.simfs.crash import PowerCut, apply_power_cut
 from dsh_sim.adapters.simfs.disk import Disk, DiskImage
-from dsh_sim.adapters.simfs.torn import codec_cut_points
 from dsh_sim.adapters.world import LedgerEntry
 from dsh_sim.dsh.bridge import BridgeError
+from dsh_sim.dsh.explore_dsh import crash_states_of
 from dsh_sim.dsh.install import Installation
 from dsh_sim.dsh.simfs_server import SimFsServer
 
@@ -150,15 +150,6 @@ def record(install: Installation, program: RouteProgram, **plugins: Any) -> tupl
     return run, points, runner
 
 
-def _states(point: RecordedPoint, crash: str) -> list[tuple[str, PowerCut | None]]:
-    out: list[tuple[str, PowerCut | None]] = []
-    if crash in ("kill", "both"):
-        out.append(("kill", None))
-    if crash in ("power", "both"):
-        out.extend(("power", cut) for cut in crash_states(Disk.from_image(point.image), "prefix", codec_cut_points))
-    return out
-
-
 def explore_route(
     install: Installation, program: RouteProgram, *, crash: str = "both", differential: bool = False, **plugins: Any
 ) -> tuple[RouteExploreResult, list[RecordedPoint]]:
@@ -178,7 +169,7 @@ def explore_route(
     host = None
     try:
         for point in points:
-            for kind, cut in _states(point, crash):
+            for kind, cut in crash_states_of(point.image, crash):
                 states += 1
                 per_point[point.point] += 1
                 disk = Disk.from_image(point.image)
