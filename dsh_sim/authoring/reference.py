@@ -20,7 +20,7 @@ from dsh_sim.engine.bounds import validators_of
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.faults import CrashSpec, FaultRule
 from dsh_sim.engine.points import LAYERS, POINTS, UNIVERSAL_ACTIONS
-from dsh_sim.evidence.invariants.base import INVARIANTS
+from dsh_sim.evidence.invariants.registry import INVARIANTS
 from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.scenario.args import OPS, ModelResponse, ToolCall
 from dsh_sim.scenario.codec import Match, to_json

@@ -47,9 +47,8 @@ from dsh_sim.drivers.minimize import minimize, set_hypothesis_shrink_budget
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.collector import CollectorPolicy, ExampleCollector
 from dsh_sim.engine.config import SimConfig
-from dsh_sim.evidence import oracle
 from dsh_sim.evidence.invariants import recovery
-from dsh_sim.evidence.oracles import event_records, reference, spec_log
+from dsh_sim.evidence.oracles import event_records, reference, spec_log, whole_records
 from dsh_sim.evidence.tally import CaseTally
 from dsh_sim.mutants import catalogue as mutants
 from dsh_sim.scenario.codec import describe_step
@@ -279,7 +278,7 @@ def forget_decodes() -> None:
     spec_log.clear_memos()
     reference.clear_memos()
     event_records.clear()
-    oracle.clear_caches()
+    whole_records.clear_caches()
     recovery.forget_survivors()
 
 

@@ -18,7 +18,7 @@ from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.coverage import aggregate
-from dsh_sim.evidence.oracle import readable_records
+from dsh_sim.evidence.oracles.whole_records import readable_records
 from dsh_sim.evidence.results import explore_document, merge_documents, shape_problem
 from dsh_sim.evidence.tally import CaseTally
 from dsh_sim.scenario.files import load

@@ -1,4 +1,4 @@
-"""The independent reader's count of whole, contiguous records (oracle.readable_records) is
+"""The independent reader's count of whole, contiguous records (whole_records.readable_records) is
 the plain walk's: count the record lines after the header while their seqs run 0, 1, 2, ..."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 import zstandard
 
-from dsh_sim.evidence import oracle
+from dsh_sim.evidence.oracles import whole_records
 from runtime.persistence.header import SessionHeader
 from runtime.persistence.log_format import encode_batch, encode_generation
 from runtime.session.events import Event
@@ -40,11 +40,11 @@ def _raw_cases() -> list[bytes]:
 
 @pytest.mark.parametrize("compression", ["none", "zstd"])
 def test_the_count_is_the_plain_walks(compression):
-    oracle.clear_caches()
+    whole_records.clear_caches()
     for raw in _raw_cases():
         data = raw if compression == "none" else zstandard.ZstdCompressor().compress(raw)
-        assert oracle.readable_records(data, compression) == _walk(raw), raw
+        assert whole_records.readable_records(data, compression) == _walk(raw), raw
     events = [Event("todo/write", i, 10 + i, {"n": i}) for i in range(6)]
     log = encode_generation(SessionHeader("s", 1), events[:2], "zstd") + encode_batch(events[2:], "zstd")
-    assert oracle.readable_records(log, "zstd") == 6  # (frames read across)
-    oracle.clear_caches()
+    assert whole_records.readable_records(log, "zstd") == 6  # (frames read across)
+    whole_records.clear_caches()

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from dsh_sim.cli.main import build_parser
-from dsh_sim.evidence.invariants.base import INVARIANTS
+from dsh_sim.evidence.invariants.registry import INVARIANTS
 from tests.support.paths import ROOT
 
 DOCS = os.path.join(ROOT, "docs")

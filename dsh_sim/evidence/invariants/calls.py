@@ -1,8 +1,8 @@
 """Checks of the calls in a recovered log: each has one result, the verdicts repair wrote are
 honest, approvals are audited, and refused calls fail closed.
 
-Run after every recovery by :func:`dsh_sim.evidence.invariants.recovery.check_recovery`; their
-memos are emptied with the recovery checks' (:func:`forget`).
+Judged at every boot that opened the session (fail_closed at a clean stop too); their memos
+are emptied with the recovery checks' (:func:`forget`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
+from dsh_sim.evidence.invariants.moments import Shutdown, accepted
 from dsh_sim.evidence.oracles.event_records import data_of, kind_of, of_kinds
 from dsh_sim.evidence.oracles.identity_memo import IdentityMemo
 from runtime.session.events import Event
@@ -177,3 +178,34 @@ def _find_refused(event: Event) -> tuple[str, str] | None:
     if code in _REFUSALS or (block.get("isError") and any(t in text for t in _DENIAL_TEXTS)):
         return (event.data["message"]["source"]["callId"], code or text[:60])
     return None
+
+
+def _fail_closed_at_shutdown(obs: Judge, end: Shutdown) -> None:
+    if end.primary and end.life.session is not None:
+        check_fail_closed(obs, end.life.session.events)
+
+
+ONE_RESULT_PER_CALL = Invariant(
+    "one_result_per_call",
+    (
+        "every tool-call block ends with exactly one tool/result after repair (none is owed for a call "
+        "whose step ended without its result: a scheduler failure fabricates none, spec §5.3, and repair "
+        "clears what an ended step left, §2.1), never two"
+    ),
+    checks={"boot": accepted(lambda obs, boot: check_one_result_per_call(obs, boot.after_repair, repaired=obs.sim.kind == "agent"))},
+)
+VERDICT_SOUNDNESS = Invariant(
+    "verdict_soundness",
+    ("never TOOL_NOT_STARTED for a call whose effect was applied; a durable tool/call without result is TOOL_OUTCOME_UNKNOWN"),
+    checks={"boot": accepted(lambda obs, boot: check_verdicts(obs, boot.stored, boot.closers))},
+)
+APPROVAL_AUDIT = Invariant(
+    "approval_audit",
+    ("approval/asked and approval/decided pair up by id in every turn that was not interrupted"),
+    checks={"boot": accepted(lambda obs, boot: check_approval_audit(obs, boot.full))},
+)
+FAIL_CLOSED = Invariant(
+    "fail_closed",
+    ("a call refused for cancellation, approval or an unavailable sandbox has no effect in the world"),
+    checks={"boot": accepted(lambda obs, boot: check_fail_closed(obs, boot.live)), "shutdown": _fail_closed_at_shutdown},
+)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
+from dsh_sim.evidence.invariants.moments import Shutdown
 from runtime.persistence.errors import SessionHandleClosedError
 from runtime.session.events import Event
 
@@ -46,3 +47,18 @@ def check_closed_handle(obs: Judge, life: Lifetime) -> None:
         if not isinstance(err, SessionHandleClosedError) or str(err) != expected:
             got = "went on" if err is None else f"raised {type(err).__name__}: {err}"
             fail(obs, NAME, f"{op} on the closed write handle of process {life.index} {got}; the spec says {expected!r}")
+
+
+def _stopped(obs: Judge, end: Shutdown) -> None:
+    if end.primary and end.life.crash is None:
+        check_closed_handle(obs, end.life)
+
+
+CLOSED_HANDLE_REFUSES = Invariant(
+    NAME,
+    (
+        "after a clean stop the closed write handle refuses append, flush and read at once with the "
+        'spec\'s SessionHandleClosedError ("<op> on a closed handle")'
+    ),
+    checks={"shutdown": _stopped},
+)

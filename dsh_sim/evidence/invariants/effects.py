@@ -6,7 +6,7 @@ import functools
 import re
 from typing import Any
 
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
 from dsh_sim.evidence.oracles.identity_memo import IdentityMemo
 
 NAME = "idempotent_retry_converges"
@@ -49,3 +49,13 @@ def _findings(world: Any) -> list[tuple[Any, ...]]:
         if len(effects) > 1:
             out.append((f"a request and its retries applied {len(effects)} effects at idempotent service {service}", call, tuple(effects)))
     return out
+
+
+IDEMPOTENT_RETRY_CONVERGES = Invariant(
+    NAME,
+    ("a keyed request to an idempotent service has at most one applied effect, however often it is retried"),
+    checks={
+        "boot": lambda obs, _: check_idempotent_keys(obs),
+        "step": lambda obs, _: check_idempotent_keys(obs),
+    },  # (the ledger can go wrong without any crash)
+)

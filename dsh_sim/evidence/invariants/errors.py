@@ -16,7 +16,8 @@ import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
+from dsh_sim.evidence.invariants.moments import Step
 from runtime.persistence import errors as persistence_errors
 from runtime.persistence.context import EXPLICIT_FLUSH
 
@@ -89,3 +90,23 @@ def _os_errors(error: BaseException | None) -> list[OSError]:
     if isinstance(error, BaseExceptionGroup):
         return [inner for part in error.exceptions for inner in _os_errors(part)]
     return [error] if isinstance(error, OSError) else []
+
+
+def _step(obs: Judge, step: Step) -> None:
+    from dsh_sim.evidence.invariants.lossless import owns_step_error
+
+    if not owns_step_error(step.op, step.args):  # (an edge value's refusal is lossless_refused's)
+        check_step_error(obs, step.op, step.outcome, step.current.step_error if step.current is not None else None)
+    check_flush_reports(obs, step.op, step.outcome, step.faults)
+
+
+ERRORS_DOCUMENTED = Invariant(
+    NAME,
+    (
+        "what the runtime raises to its caller is one of its documented errors (the spec's typed "
+        "persistence errors, an append whose rollback failed, an OSError an I/O fault passes through, "
+        "with that fault's errno), never a TypeError, KeyError or other programming error; a storage "
+        "flush whose own write failed raises"
+    ),
+    checks={"step": _step},
+)

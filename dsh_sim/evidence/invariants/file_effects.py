@@ -16,7 +16,8 @@ import posixpath
 from collections.abc import Sequence
 from typing import Any
 
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
+from dsh_sim.evidence.invariants.moments import accepted
 from dsh_sim.evidence.oracles.agreement import parse_arguments
 
 NAME = "file_effects_durable"
@@ -56,3 +57,14 @@ def _target(arguments: Any, workspace: str) -> tuple[str | None, str | None]:
         return None, None
     content = args.get("content")
     return posixpath.normpath(posixpath.join(workspace, args["path"])), content if isinstance(content, str) else None
+
+
+FILE_EFFECTS_DURABLE = Invariant(
+    NAME,
+    (
+        "after every recovery, each workspace file whose last write_file call in the recovered log "
+        "succeeded is on the medium with exactly that content (config file_tools: the runtime's own file "
+        "tool on the simulated disk)"
+    ),
+    checks={"boot": accepted(lambda obs, boot: check_file_effects(obs, boot.full))},
+)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
 from dsh_sim.evidence.invariants.links import blocked_by_a_link
 
 if TYPE_CHECKING:
@@ -57,3 +57,25 @@ def check_foreign_files(obs: Judge) -> None:
         if now != data:
             what = "was removed" if now is None else f"now holds {len(now)} other bytes"
             fail(obs, FOREIGN, f"the file another process put at {path} {what}: the runtime must never remove or overwrite it")
+
+
+LEASE_HELD = Invariant(
+    LEASE,
+    (
+        "every operation that changes a session file (a write, truncation, link or unlink of a log, a "
+        "temp file or a migration stage) is done by the process that holds the exclusive lock on the file"
+        " the lock path names at that instant (spec §10.3): never without it, never under a lock on a "
+        "file removed or replaced since"
+    ),
+    checks={"point": lambda obs, at: check_lease(obs, at.life, at.name, at.details)},
+    points=MUTATIONS,
+)
+FOREIGN_FILES_KEPT = Invariant(
+    FOREIGN,
+    (
+        "a file another process put at a name the runtime publishes (target_exists) still holds exactly "
+        "what it held: the link refuses, or an identical file is taken as the publication, never removed "
+        "or overwritten"
+    ),
+    checks={"step": lambda obs, _: check_foreign_files(obs)},
+)

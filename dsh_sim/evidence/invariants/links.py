@@ -11,7 +11,7 @@ and changed something shows in the target's tree.
 from __future__ import annotations
 
 from dsh_sim.engine import links
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
 from runtime.persistence.errors import (
     GenerationTargetConflictError,
     SessionAlreadyExistsError,
@@ -75,3 +75,18 @@ def blocked_by_a_link(obs: Judge) -> bool:
         planted.path in (paths.log, paths.lock) or paths.log.startswith(planted.path + "/")
         for planted in links.standing(obs.sim.disk, obs.sim.history)
     )
+
+
+def _judge(obs: Judge, _: object) -> None:
+    check_links_not_followed(obs)
+
+
+LINKS_NOT_FOLLOWED = Invariant(
+    NAME,
+    (
+        "a symbolic link another program planted where a session path goes (project or session directory,"
+        " log, lock file) is never followed: its target outside the sessions root holds exactly what it "
+        "held when the link was planted"
+    ),
+    checks={"boot": _judge, "step": _judge, "shutdown": _judge},  # (explore's recovery runs take no steps; the final drain is a write too)
+)

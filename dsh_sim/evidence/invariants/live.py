@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dsh_sim.evidence.invariants.base import Judge, call_seq, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, call_seq, fail
 
 if TYPE_CHECKING:
     from dsh_sim.engine.lifetime import Lifetime
+    from dsh_sim.evidence.invariants.moments import Point
 
 
 def check_body_after_durable_call(obs: Judge, life: Lifetime, details: dict[str, Any]) -> None:
@@ -62,3 +63,29 @@ def check_approval_gate(obs: Judge, life: Lifetime, details: dict[str, Any]) -> 
             str(call_id),
             f"approval ids {asked}, outcomes {[decided.get(a) for a in asked]}",
         )
+
+
+def _checkpoint(obs: Judge, at: Point) -> None:
+    if at.name == "llm.request":
+        check_request_after_durable_header(obs, at.life)
+    elif not at.details.get("nested"):
+        check_body_after_durable_call(obs, at.life, at.details)
+
+
+def _gate(obs: Judge, at: Point) -> None:
+    if not at.details.get("nested"):
+        check_approval_gate(obs, at.life, at.details)
+
+
+CHECKPOINT_BEFORE_EFFECT = Invariant(
+    "checkpoint_before_effect",
+    ("with the checkpoint policy: no tool body before its tool/call is durable, no model request before its request/header is durable"),
+    checks={"point": _checkpoint},
+    points=frozenset({"tools.execute.body", "llm.request"}),
+)
+APPROVAL_GATE = Invariant(
+    "approval_gate",
+    ("no body of a tool that needs approval runs without an allowed-once decision for that call"),
+    checks={"point": _gate},
+    points=frozenset({"tools.execute.body"}),
+)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dsh_sim.engine.json_values import EDGE_VALUES, REFUSAL_TEXT
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
+from dsh_sim.evidence.invariants.moments import Step
 
 if TYPE_CHECKING:
     from dsh_sim.engine.lifetime import Lifetime
@@ -44,3 +45,20 @@ def check_edge_append(obs: Judge, life: Lifetime | None, value: str, outcome: st
 def owns_step_error(op: str, args: object) -> bool:
     """Whether this check, not ``errors_documented``, judges the step's error."""
     return op == "append" and getattr(args, "value", None) is not None
+
+
+def _step(obs: Judge, step: Step) -> None:
+    if owns_step_error(step.op, step.args):
+        current = step.current
+        check_edge_append(obs, current, step.args.value, step.outcome, current.step_error if current is not None else None)
+
+
+LOSSLESS_REFUSED = Invariant(
+    NAME,
+    (
+        "an append refuses exactly the data the spec refuses as not losslessly JSON-serializable (-0, "
+        "NaN/Infinity, unsafe integers, lone surrogates, non-string keys, tuples, sets, cycles) with a "
+        "TypeError naming it and nothing stored, and appends the rest"
+    ),
+    checks={"step": _step},
+)

@@ -33,8 +33,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from dsh_sim.adapters.model import RequestMark, SimModel
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
 
 if TYPE_CHECKING:
     from dsh_sim.engine.lifetime import Lifetime
@@ -263,3 +265,37 @@ def check_requests(obs: Judge, seen: int) -> int:
         for problem in problems(events, mark, first_of_process=first, system=config.system, prompt=prompt, mounted=life.tools_mounted):
             fail(obs, NAME, problem, None, f"turn {mark.turn} step {mark.step}, process {life.index}")
     return len(marks)
+
+
+@attrs.define
+class _Exchange:
+    seen: int = 0  # model requests judged
+    pending: list[RequestMark] = attrs.field(factory=list)  # requests whose answer is still streaming
+
+
+def judge_exchange(obs: Judge, _: object) -> None:
+    """Each model request as it was sent, and its answer once its step has ended."""
+    if obs.sim.kind != "agent":
+        return
+    exchange: _Exchange = obs.memory(NAME)
+    seen = exchange.seen
+    exchange.seen = check_requests(obs, seen)
+    exchange.pending = check_answers(obs, exchange.pending + obs.history.model_requests[seen : exchange.seen])
+
+
+MODEL_EXCHANGE = Invariant(
+    NAME,
+    (
+        "both sides of the model port agree with the log and the spec's loop (§1.3, §1.6, §10.1): each "
+        "step appends exactly its inputs before its request (the system prompt once, first; the prompt's "
+        "text in its turn's first step after any plugin notices, no user message in later steps; a "
+        "request/header with the model's provider, model and tools only as initial, resume or change, a "
+        "request/context only on a change); the request names its step, offers every mounted tool by name"
+        " and description and carries exactly the log's surface; and the step's assistant/message embeds "
+        "exactly the chunks the model delivered (the last one may be lost to a cancellation), its content"
+        " and usage are what they make, and it is marked interrupted exactly when a cancellation cut it "
+        "short — none is appended only for a failed stream or a cancellation before any content"
+    ),
+    checks={"step": judge_exchange, "shutdown": judge_exchange},
+    memory=lambda obs: _Exchange(),
+)

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 from dsh_sim.engine.config import PERTURB_MAX, SimConfig
 from dsh_sim.engine.determinism import EPOCH_MS
 from dsh_sim.engine.process import DEFAULT_HORIZON
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
 from dsh_sim.evidence.invariants.links import blocked_by_a_link
+from dsh_sim.evidence.invariants.moments import Step
 from dsh_sim.evidence.oracles.event_records import in_force
 
 if TYPE_CHECKING:
@@ -80,3 +81,32 @@ def check_timely(obs: Judge, life: Lifetime) -> None:
     slack = 0.050 + write_time(obs.sim.config)
     if now - appended > WINDOW + slack:
         fail(obs, TIMELY, f"event seq {oldest.seq} ({oldest.type}) appended at {appended:.3f}s is still not durable at {now:.3f}s")
+
+
+def _progress(obs: Judge, step: Step) -> None:
+    if step.life is not None and step.quiet and step.op == "prompt" and obs.sim.kind == "agent":
+        check_progress(obs, step.life, step.outcome, step.args)
+
+
+def _timely(obs: Judge, step: Step) -> None:
+    if step.life is not None:
+        check_timely(obs, step.life)
+
+
+TURN_PROGRESS = Invariant(
+    PROGRESS,
+    (
+        "a turn with no fault, crash or cancellation does what its script says: each scripted call once, "
+        "in order, succeeding or refused exactly as the session's approval policy, answers and sandbox "
+        "mode decide, and the turn completes"
+    ),
+    checks={"step": _progress},
+)
+WRITE_BEHIND_TIMELY = Invariant(
+    TIMELY,
+    (
+        "with no fault in between, an event appended at time t is durable by t + 200 ms (the fixed "
+        "write-behind window) plus the write's own time"
+    ),
+    checks={"step": _timely},
+)

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dsh_sim.engine.points import spec
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
+from dsh_sim.evidence.invariants.moments import Live, Point
 
 if TYPE_CHECKING:
     from dsh_sim.engine.lifetime import Lifetime
@@ -90,3 +91,37 @@ def _agent_problem(name: str, details: dict[str, Any], events: Any) -> str | Non
     if (details["turn"], details["step"]) != (turn, open_step):
         return f"the open step is turn {turn} step {open_step}"
     return None
+
+
+def _announced(obs: Judge, at: Point) -> None:
+    check_announcement(obs, at.life, at.name, at.details)
+    if at.name == "agent.assistant.appended":
+        announced: set[tuple[int, Any, Any]] = obs.memory(NAME)
+        announced.add((at.life.index, at.details.get("turn"), at.details.get("step")))
+
+
+def check_message_announcements(obs: Judge, live: Live) -> None:
+    """Every assistant message a live process appended was announced (agent.assistant.appended,
+    moment 1 of a call: where faults and crashes aimed at it strike)."""
+    announced: set[tuple[int, Any, Any]] = obs.memory(NAME)
+    for event in live.fresh:
+        if event.type == "assistant/message":
+            obs.count(NAME)
+            turn, step = event.data.get("turn"), event.data.get("step")
+            if (live.life.index, turn, step) not in announced:
+                fail(
+                    obs,
+                    NAME,
+                    f"assistant/message {event.seq} (turn {turn} step {step}) was appended, but agent.assistant.appended was never announced",
+                )
+
+
+POINTS_TRUTHFUL = Invariant(
+    NAME,
+    (
+        "every named point the runtime announces carries each detail it is declared with (none null), and"
+        " one that reports an appended tool/call or tool/result names the event the log holds"
+    ),
+    checks={"point": _announced, "live": check_message_announcements},
+    memory=lambda obs: set(),  # (process, turn, step) of each agent.assistant.appended announced
+)

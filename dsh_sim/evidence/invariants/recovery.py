@@ -1,4 +1,4 @@
-"""Checks after every recovery: what survived, what repair said, and whether it was honest."""
+"""After every boot: the log opened, what survived, and whether repair was honest."""
 
 from __future__ import annotations
 
@@ -8,16 +8,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsh_sim.evidence.invariants import calls
-from dsh_sim.evidence.invariants.base import Judge, fail
-from dsh_sim.evidence.invariants.calls import (
-    check_approval_audit,
-    check_fail_closed,
-    check_one_result_per_call,
-    check_verdicts,
-)
-from dsh_sim.evidence.invariants.file_effects import check_file_effects
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
 from dsh_sim.evidence.invariants.links import refused_for_a_link
-from dsh_sim.evidence.invariants.storage import check_migration_atomic, undamaged_end
+from dsh_sim.evidence.invariants.moments import Boot, accepted
+from dsh_sim.evidence.invariants.storage import undamaged_end
 from dsh_sim.evidence.oracles.event_records import kind_of, seq_of
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
 from dsh_sim.evidence.oracles.spec_records import SpecViolation
@@ -54,88 +48,69 @@ def io_fault_refused(obs: Judge, life: Lifetime) -> bool:
     )
 
 
-def check_recovery(obs: Judge, life: Lifetime, crash: CrashRecord | None) -> None:
-    """Judge the boot of ``life`` after ``crash`` (the latest one)."""
-    sim = obs.sim
-    check_migration_atomic(obs, life)
-    error = life.boot_error
-    complete_frame_damage = any(c.complete_frame for c in obs.corruptions)
+def check_recovery_succeeds(obs: Judge, boot: Boot) -> None:
+    """A log that suffered only crashes (no media damage) always opens."""
+    error = boot.life.boot_error
     if error is not None:
-        if isinstance(error, SessionPersistenceCorruptionError) and complete_frame_damage:
-            obs.count("corrupt_frame_refused")
-            return
         if isinstance(error, SessionPersistenceCorruptionError) and obs.corruptions:
-            return  # refusing a log the medium damaged is always safe (recovery_succeeds: crashes only)
-        if io_fault_refused(obs, life):
+            return  # refusing a log the medium damaged is always safe (crashes only)
+        if io_fault_refused(obs, boot.life):
             return  # an injected I/O error failed the open itself: the error passes through (spec §3.6)
         if refused_for_a_link(obs, error):
             return  # a link planted at a session path: refusing it is the job (links_not_followed)
-        obs.count("recovery_succeeds")
+    obs.count(SUCCEEDS)  # counted when it holds too: a check that only shows up failing proves nothing
+    if error is not None:
         fail(
             obs,
-            "recovery_succeeds",
+            SUCCEEDS,
             f"recovery refused the log: {type(error).__name__}: {error}",
             None,
             f"media corruptions injected: {len(obs.corruptions)}",
         )
+
+
+def check_corrupt_frame_refused(obs: Judge, boot: Boot) -> None:
+    """A complete zstd frame the medium damaged makes the open refuse the log."""
+    if not any(c.complete_frame for c in obs.corruptions):
         return
-    obs.count("recovery_succeeds")  # counted when it holds too: a check that only shows up failing proves nothing
-    if life.session is None:
-        return  # (a boot that crashed before it opened the session accepted nothing: the next boot is judged)
-    if complete_frame_damage and sim.config.compression == "zstd":
-        obs.count("corrupt_frame_refused")
-        fail(
-            obs,
-            "corrupt_frame_refused",
-            "recovery accepted a log whose complete frame was corrupted",
-            None,
-            f"corruptions {[(c.path, c.offset) for c in obs.corruptions]}",
-        )
-    live = tuple(life.session.events)
-    report = life.report
-    stored = tuple(report.events) if report is not None else ()
-    closers = tuple(report.closers) if report is not None else ()
-    full = stored + closers
-    check_file_effects(obs, full)
-    on_disk = read_back(obs)
-    check_seq_dense(obs, on_disk if on_disk is not None else live)
-    check_acked(obs, live)
-    if crash is not None:
-        check_committed_bytes(obs, crash)
-        if not obs.corruptions:
-            check_recovery_maximal(obs, life, crash, stored)
-    check_one_result_per_call(obs, on_disk if on_disk is not None else live, repaired=sim.kind == "agent")
-    check_verdicts(obs, stored, closers)
-    obs.count("repair_idempotent")
-    again = interrupted_turn_closers(full) if sim.kind == "agent" else ()
+    error = boot.life.boot_error
+    if error is not None:
+        if isinstance(error, SessionPersistenceCorruptionError):
+            obs.count(CORRUPT)
+        return
+    if boot.life.session is None or obs.sim.config.compression != "zstd":
+        return  # (a boot that crashed before it opened the session accepted nothing)
+    obs.count(CORRUPT)
+    fail(
+        obs,
+        CORRUPT,
+        "recovery accepted a log whose complete frame was corrupted",
+        None,
+        f"corruptions {[(c.path, c.offset) for c in obs.corruptions]}",
+    )
+
+
+def check_repair_idempotent(obs: Judge, boot: Boot) -> None:
+    """Repairing the repaired log adds nothing, and resume continues with session/end-seed."""
+    obs.count(IDEMPOTENT)
+    full, live = boot.full, boot.live
+    again = interrupted_turn_closers(full) if obs.sim.kind == "agent" else ()
     if again:  # (a storage process does not repair: persistence returns the valid prefix, spec §10.7)
-        fail(obs, "repair_idempotent", f"repair of the repaired log adds {[e.type for e in again]}")
+        fail(obs, IDEMPOTENT, f"repair of the repaired log adds {[e.type for e in again]}")
     needs_seed = bool(full) and full[-1].type != "session/end-seed"  # spec §1.2: one end-seed per resume
-    if stored and needs_seed and (len(live) <= len(full) or live[len(full)].type != "session/end-seed"):
+    if boot.stored and needs_seed and (len(live) <= len(full) or live[len(full)].type != "session/end-seed"):
         fail(
             obs,
-            "repair_idempotent",
+            IDEMPOTENT,
             "resume did not continue the seqs with session/end-seed",
             None,
             f"log length {len(full)}, live length {len(live)}",
         )
-    check_approval_audit(obs, full)
-    check_fail_closed(obs, live)
-    obs.recoveries.append(
-        {"lifetime": life.index, "verdicts": dict(report.verdicts) if report else {}, "torn": bool(report and report.torn)}
-    )
 
 
-def read_back(obs: Judge) -> tuple[Any, ...] | None:
-    """The repaired log as the disk holds it now (what a bug would corrupt), read by the spec
-    reader (records), if it reads at all."""
-    data = obs.sim.disk.read_path(obs.sim.config.log_path)
-    if data is None:
-        return None
-    try:
-        return read_recoverable(data, obs.sim.config.compression).records
-    except SpecViolation:
-        return None
+SUCCEEDS = "recovery_succeeds"
+CORRUPT = "corrupt_frame_refused"
+IDEMPOTENT = "repair_idempotent"
 
 
 def check_recovery_maximal(obs: Judge, life: Lifetime, crash: CrashRecord, stored: Sequence[Event]) -> None:
@@ -145,7 +120,7 @@ def check_recovery_maximal(obs: Judge, life: Lifetime, crash: CrashRecord, store
     after the crash that is the crash image's log; after a boot an injected fault failed, it is
     what that boot left — a torn tail it truncated before its re-append failed is gone,
     unacknowledged and legitimately, and what remains must all be kept."""
-    from dsh_sim.evidence.oracle import readable_records
+    from dsh_sim.evidence.oracles.whole_records import readable_records
 
     data = life.log_at_boot
     if data is None:
@@ -279,3 +254,51 @@ def check_committed_bytes(obs: Judge, crash: CrashRecord) -> None:
             None,
             f"{len(acked)} bytes acknowledged before the crash, the log now has {len(data)}; first difference at byte {common}",
         )
+
+
+def _after_a_crash(obs: Judge, boot: Boot) -> None:
+    if boot.crash is not None:
+        check_committed_bytes(obs, boot.crash)
+
+
+def _maximal(obs: Judge, boot: Boot) -> None:
+    if boot.crash is not None and not obs.corruptions:
+        check_recovery_maximal(obs, boot.life, boot.crash, boot.stored)
+
+
+SEQ_DENSE = Invariant(
+    "seq_dense",
+    ("after every recovery the log's seqs are dense from 0, with no duplicate or reordered event"),
+    checks={"boot": accepted(lambda obs, boot: check_seq_dense(obs, boot.after_repair))},
+)
+COMMITTED_BYTES_STABLE = Invariant(
+    "committed_bytes_stable",
+    ("bytes of the log acknowledged as durable are never rewritten or lost"),
+    checks={"boot": accepted(_after_a_crash)},
+)
+ACKED_EVENTS_SURVIVE = Invariant(
+    "acked_events_survive",
+    ("every event acknowledged by a completed flush survives every crash, unchanged"),
+    checks={"boot": accepted(lambda obs, boot: check_acked(obs, boot.live))},
+)
+REPAIR_IDEMPOTENT = Invariant(
+    IDEMPOTENT,
+    ("repair of a repaired log adds nothing; resume continues the seqs with session/end-seed"),
+    checks={"boot": accepted(check_repair_idempotent)},
+)
+CORRUPT_FRAME_REFUSED = Invariant(
+    CORRUPT,
+    ("a corrupted complete zstd frame makes recovery refuse the log, never silently repair it"),
+    checks={"boot": check_corrupt_frame_refused},
+)
+RECOVERY_SUCCEEDS = Invariant(
+    SUCCEEDS, ("a log that suffered only crashes (no media corruption) is always recoverable"), checks={"boot": check_recovery_succeeds}
+)
+RECOVERY_MAXIMAL = Invariant(
+    "recovery_maximal",
+    (
+        "recovery keeps every complete, contiguous record an independent reader finds in the log it "
+        "opened after a crash (the crash image, or what a boot that failed since left of it)"
+    ),
+    checks={"boot": accepted(_maximal)},
+)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dsh_sim.evidence.invariants.base import Judge, fail
+import attrs
+
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
+from dsh_sim.evidence.invariants.moments import Boot, Process, Shutdown, Step
 from runtime.persistence import layout
 
 if TYPE_CHECKING:
@@ -64,3 +67,51 @@ def check_residue(obs: Judge, life: Lifetime, faults_in_life: bool, stray_at_boo
     stray = sorted(stray_names(obs) - stray_at_boot)
     if stray:
         fail(obs, RESIDUE, f"process {life.index} ended without a crash but left {stray} in the session directory")
+
+
+@attrs.define
+class _Seen:
+    """The stray names a process cannot be blamed for: those there when the last step ended
+    (a boot that fails is judged against them) and those there when each process booted."""
+
+    before_step: set[str]
+    at_boot: dict[int, set[str]] = attrs.field(factory=dict)
+
+
+def _boot(obs: Judge, boot: Boot) -> None:
+    seen: _Seen = obs.memory(RESIDUE)
+    life = boot.life
+    seen.at_boot[life.index] = stray_names(obs)
+    if life.boot_error is not None and life.crash is None:  # the process exited: what it opened is closed
+        check_residue(obs, life, faults_in_life=cleanup_faulted(obs, life), stray_at_boot=seen.before_step)
+
+
+def _step(obs: Judge, _: Step) -> None:
+    seen: _Seen = obs.memory(RESIDUE)
+    seen.before_step = stray_names(obs)
+
+
+def _second_writer(obs: Judge, process: Process) -> None:
+    if process.life.crash is None:
+        check_residue(obs, process.life, faults_in_life=True, stray_at_boot=set())  # (the directory belongs to the primary)
+
+
+def _shutdown(obs: Judge, end: Shutdown) -> None:
+    life = end.life
+    if not end.primary or life.crash is not None:
+        return
+    erred = life.boot_error is not None or life.exit_error is not None  # (descriptors only)
+    faulted = erred or cleanup_faulted(obs, life)
+    seen: _Seen = obs.memory(RESIDUE)
+    check_residue(obs, life, faults_in_life=faulted, stray_at_boot=seen.at_boot.get(life.index, set()))
+
+
+NO_RESIDUE = Invariant(
+    RESIDUE,
+    (
+        "a process that stops cleanly leaves no descriptor open, and — when no fault struck it — no temp "
+        "file or other stray name in the session directory"
+    ),
+    checks={"boot": _boot, "step": _step, "second_writer": _second_writer, "shutdown": _shutdown},
+    memory=lambda obs: _Seen(stray_names(obs)),  # (explore starts from a crash image that may hold some)
+)

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsh_sim.adapters.world_tools import TOOL_KINDS
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
+from dsh_sim.evidence.invariants.moments import Live
 from dsh_sim.evidence.oracles import route
 
 if TYPE_CHECKING:
@@ -99,3 +100,21 @@ def check_route(obs: Judge, life: Lifetime, fresh: Sequence[Any]) -> None:
         expected = route.predict(tool, policy, setup, found, call_id)
         for problem in route.judge_call(expected, event.data, route.approval_pairs(between, call_id), found):
             fail(obs, NAME, f"{tool} call {call_id}: {problem}", call_id, f"route: {expected.why}")
+
+
+def _live(obs: Judge, live: Live) -> None:
+    if live.fresh:
+        check_route(obs, live.life, live.fresh)
+
+
+ROUTE_DECISIONS = Invariant(
+    NAME,
+    (
+        "every call's tool/result, approval question and pipeline are exactly what an executable model of"
+        " the route (spec §4-§6, written apart from the runtime) predicts from the deployment, the gate "
+        "and guard answers, the user's answers, the cancellation and the faults: the decision (allow, "
+        "deny, ask; a raising gate or guard fails closed), whether the guard, the body and post-execute "
+        "ran, the question's reason and outcome, and the result's exact text, error and content"
+    ),
+    checks={"live": _live},
+)

@@ -10,12 +10,13 @@ import attrs
 
 from dsh_sim.adapters.simfs.frames import layouts_safe
 from dsh_sim.engine.media import as_written
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
 from dsh_sim.evidence.invariants.links import refused_for_a_link
-from dsh_sim.evidence.oracle import readable_records
+from dsh_sim.evidence.invariants.moments import Shutdown
 from dsh_sim.evidence.oracles.event_records import first_mismatch
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
 from dsh_sim.evidence.oracles.spec_records import SpecViolation
+from dsh_sim.evidence.oracles.whole_records import readable_records
 from runtime.persistence.errors import GenerationTargetConflictError, SessionAlreadyOwnedError
 
 if TYPE_CHECKING:
@@ -344,3 +345,49 @@ def undamaged_end(obs: Judge, data: bytes) -> int | None:
     if obs.sim.config.compression == "zstd":
         return max((f.end for f in layouts_safe(data) if f.end <= first), default=0)
     return data.rfind(b"\n", 0, first) + 1
+
+
+def _eventually_durable(obs: Judge, end: Shutdown) -> None:
+    if end.primary:
+        check_eventually_durable(obs, end.life, end.faults_during)
+
+
+LOCK_EXCLUSION = Invariant(
+    "lock_exclusion",
+    (
+        "a second writer is refused while the first holds the session, in the spec's words (\"... is "
+        'already owned by an active write handle")'
+    ),
+    checks={
+        "point": lambda obs, at: check_single_writer(obs, at.life),
+        "second_writer": lambda obs, process: check_second_writer(obs, process.life),
+    },
+    points=frozenset({"persist.batch.durable"}),
+)
+FIDELITY = Invariant(
+    "fidelity",
+    ("no filesystem operation of a dead process takes effect (the disk is exactly the crash image)"),
+    checks={"before_boot": lambda obs, before: check_fidelity(obs, before.crash)},
+)
+EVENTUALLY_DURABLE = Invariant(
+    "eventually_durable",
+    (
+        "once injected faults stop, a graceful shutdown makes every event durable and the log reads back "
+        "identically; a shutdown that met a fault either does so too or reports its failure to the "
+        "caller, never loses events silently"
+    ),
+    checks={"shutdown": _eventually_durable},
+)
+FAILED_APPEND_ROLLED_BACK = Invariant(
+    "failed_append_rolled_back",
+    ("a failed append (whose rollback did not fail too) leaves no unacknowledged record in the log"),
+    checks={"flush_failed": lambda obs, failure: check_failed_append(obs, failure.life, failure.error)},
+)
+MIGRATION_ATOMIC = Invariant(
+    "migration_atomic",
+    (
+        "migrating a v0 log never changes it, and a published v3 generation always holds the complete "
+        "migrated log: old or new readable, never neither, never half a generation"
+    ),
+    checks={"boot": lambda obs, boot: check_migration_atomic(obs, boot.life)},
+)

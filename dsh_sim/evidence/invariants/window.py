@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 import attrs
 
 from dsh_sim.engine.config import PERTURB_MAX
-from dsh_sim.evidence.invariants.base import Judge, fail
+from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
 from dsh_sim.evidence.invariants.links import blocked_by_a_link
+from dsh_sim.evidence.invariants.moments import Shutdown, Step
 from dsh_sim.evidence.invariants.pace import write_time
 from dsh_sim.evidence.oracles.window import NAME, WindowModel
 
@@ -61,3 +62,28 @@ def _stretched(obs: Judge, lifetime: int) -> float:
 
 
 TIMING_EXCUSES = frozenset({"delay", "replaced", "removed", "linked"})
+
+
+def _step(obs: Judge, step: Step) -> None:
+    judge: WindowJudge = obs.memory(NAME)
+    judge.judge(obs, step.life)
+
+
+def _shutdown(obs: Judge, _: Shutdown) -> None:
+    judge: WindowJudge = obs.memory(NAME)
+    judge.judge(obs, None)
+
+
+WRITE_BEHIND_WINDOW = Invariant(
+    NAME,
+    (
+        "every background write is where an executable model of the fixed 200 ms window (spec §3.5, "
+        "written apart from the runtime) puts it: a window armed by the first event of an empty queue and"
+        " never reset, expiring into one batch of exactly the queue at that instant, written then (after "
+        "the write in flight), acknowledged within the write's own time; after a failed background write "
+        "only the next event arms a window; a flush drains the queue itself; no background write the "
+        "rules never start, and no expired window left waiting at any instant the judge visits"
+    ),
+    checks={"step": _step, "shutdown": _shutdown},
+    memory=lambda obs: WindowJudge(),
+)
