@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from dsh_sim.campaign.events import Event, Failed, Finished, Progress, Started
+from dsh_sim.campaign.events import Event, Failed, Finished, Progress, Retried, Started, WorkerLost
 from dsh_sim.campaign.tasks import ExploreShard, FuzzShard, MutantKill, ReplayShard, Task, kind_of
 
 # seconds per unit before anything has been measured (two shared cores, the committed corpus)
@@ -85,6 +85,12 @@ class Board:
         elif isinstance(event, Failed):
             self._end(event.task)
             self.failed[event.task] = event.error
+        elif isinstance(event, WorkerLost):
+            self.doing.pop(event.worker, None)  # (its task shows again where it restarts)
+        elif isinstance(event, Retried):
+            for name, doing in list(self.doing.items()):
+                if doing.task == event.task:
+                    del self.doing[name]
 
     def _end(self, task: str) -> None:
         if task in self.finished:

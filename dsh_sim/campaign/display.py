@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from dsh_sim.campaign.board import Board, fmt_seconds
-from dsh_sim.campaign.events import Event, Failed, Finished
+from dsh_sim.campaign.events import Event, Failed, Finished, Retried, WorkerJoined, WorkerLost
 
 HEARTBEAT = 10.0  # seconds between plain status lines
 
@@ -41,6 +41,31 @@ def echo(print_line: Callable[[str], None], event: Event | None) -> None:
             print_line(line)
     elif isinstance(event, Failed):
         print_line(f"  TASK FAILED {event.task}: {event.error}")
+    elif isinstance(event, WorkerLost):
+        print_line(f"  {event.worker} left the cluster: its task goes to another worker")
+    elif isinstance(event, WorkerJoined):
+        print_line(f"  {event.worker} joined the cluster")
+    elif isinstance(event, Retried):
+        print_line(f"  task {event.task} submitted again (attempt {event.attempt}): {event.reason}")
+
+
+class PhaseLines:
+    """Progress of what the submitter runs itself after the tasks (the DSH phase: minutes of
+        Node processes): a line at most every :data:`HEARTBEAT` seconds, and one when a new kind of
+    work begins."""
+
+    def __init__(self, board: Board | None, name: str) -> None:
+        self.board, self.name = board, name
+        self._last, self._part = time.monotonic(), ""
+
+    def __call__(self, part: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        kind = part.split(",", 1)[0]  # ("DSH writer", "against DSH", "DSH route")
+        if kind == self._part and now - self._last < HEARTBEAT:
+            return
+        self._last, self._part = now, kind
+        elapsed = f"[{fmt_seconds(self.board.elapsed())}] " if self.board is not None else ""
+        print(f"{elapsed}{self.name} | {part} {done}/{total}" if total else f"{elapsed}{self.name} | {part.rsplit(', ', 1)[0]}", flush=True)
 
 
 class PlainDisplay:

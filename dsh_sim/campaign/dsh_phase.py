@@ -22,10 +22,11 @@ phase says it is skipped and the run goes on.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dsh_sim.campaign.route_phase import run_route_phase
@@ -39,6 +40,7 @@ from dsh_sim.operations.search import explore
 from dsh_sim.scenario.codec import to_json
 from dsh_sim.scenario.model import Scenario
 
+Between = Callable[[str, int, int], None]
 SKIPPED = "not installed (run 'dsh-sim dsh setup' once to include the published DSH: its writer, reader and route)"
 SHAPE_BOUND = 3
 AGAINST_BOUND = 6
@@ -64,8 +66,16 @@ def distinct_shapes(files: Sequence[str], scenarios: Sequence[Scenario]) -> list
     return list(seen.values())
 
 
-def run_dsh_phase(files: Sequence[str], scenarios: Sequence[Scenario], results_dir: str, tag: str) -> list[str]:
-    """Explore DSH's writer and compare a sample with DSH's reader; the result files written."""
+def _nothing(part: str, done: int, total: int) -> None:
+    pass
+
+
+def run_dsh_phase(
+    files: Sequence[str], scenarios: Sequence[Scenario], results_dir: str, tag: str, between: Between = _nothing
+) -> list[str]:
+    """Explore DSH's writer and compare a sample with DSH's reader; the result files written.
+    ``between(part, done, total)`` after each crash point of each part: progress, and where a
+    campaign stops when asked (it raises)."""
     install = installed()
     if install is None:
         print(f"DSH: {SKIPPED}; skipped", flush=True)
@@ -74,9 +84,24 @@ def run_dsh_phase(files: Sequence[str], scenarios: Sequence[Scenario], results_d
         return [write(skipped, os.path.join(results_dir, f"dsh-skipped{tag}.json"))]
     started = time.perf_counter()
     explored: list[tuple[str, DshExploreResult]] = []
-    for path, scenario in distinct_shapes(files, scenarios):
+    shapes = distinct_shapes(files, scenarios)
+    for index, (path, scenario) in enumerate(shapes, 1):
+        part = f"DSH writer, shape {index}/{len(shapes)} ({scenario.name}), crash point"
+        between(part, 0, 0)
         log = shape_of([to_json(step) for step in scenario.steps], "dsh-explore")
-        explored.append((path, explore_dsh(install, log, scenario.config.compression, name=scenario.name, bound=SHAPE_BOUND)))
+        explored.append(
+            (
+                path,
+                explore_dsh(
+                    install,
+                    log,
+                    scenario.config.compression,
+                    name=scenario.name,
+                    bound=SHAPE_BOUND,
+                    on_point=functools.partial(between, part),
+                ),
+            )
+        )
     doc = results_document(explored)
     written = [write(doc, os.path.join(results_dir, f"dsh-explore{tag}.json"))]
     states = sum(r.states for _, r in explored)
@@ -88,8 +113,15 @@ def run_dsh_phase(files: Sequence[str], scenarios: Sequence[Scenario], results_d
     sample = [(p, s) for p, s in zip(files, scenarios) if s.name in AGAINST_SAMPLE and s.passes_clean]
     with session(install) as oracle:
         for index, (path, scenario) in enumerate(sample):
+            part = f"against DSH, scenario {index + 1}/{len(sample)} ({scenario.name}), crash point"
+            between(part, 0, 0)
             before = oracle.summary()
-            result = explore(scenario, bound=AGAINST_BOUND, found_dir="scenarios/found")
+            result = explore(
+                scenario,
+                bound=AGAINST_BOUND,
+                found_dir="scenarios/found",
+                on_point=functools.partial(between, part),
+            )
             after = oracle.summary()
             written.append(
                 write(_against_document(path, result, before, after), os.path.join(results_dir, f"against-dsh{tag}-{index}.json"))
@@ -101,7 +133,7 @@ def run_dsh_phase(files: Sequence[str], scenarios: Sequence[Scenario], results_d
         f"{time.perf_counter() - started:.1f}s in all",
         flush=True,
     )
-    written.append(run_route_phase(install, files, scenarios, results_dir, tag))
+    written.append(run_route_phase(install, files, scenarios, results_dir, tag, between))
     return written
 
 

@@ -41,7 +41,34 @@ class Failed:
     error: str  # one line
 
 
-Event = Started | Progress | Finished | Failed
+@attrs.frozen
+class Retried:
+    """The cluster dropped ``task`` before it ended (its worker died, the scheduler restarted):
+    it was submitted again, ``attempt`` counting from 1."""
+
+    task: str
+    attempt: int
+    reason: str
+
+
+@attrs.frozen
+class WorkerLost:
+    """``worker`` left the cluster; what it ran goes to the others."""
+
+    worker: str
+
+
+@attrs.frozen
+class WorkerJoined:
+    worker: str
+
+
+Event = Started | Progress | Finished | Failed | Retried | WorkerLost | WorkerJoined
+
+
+class ClusterLost(Exception):
+    """The cluster can no longer run the campaign (no worker left, the scheduler gone): the run
+    ends incomplete with this one line, and ``--resume`` finishes it."""
 
 
 def from_message(msg: dict[str, Any]) -> Started | Progress | None:

@@ -31,6 +31,7 @@ MUTANT_CORPUS = "scenarios/starter"  # what the mutant self-test replays
 DEFAULT_BUDGET = 60.0
 DEFAULT_FUZZ_SHARDS = 4
 DEFAULT_RECHECKS = 2
+DEFAULT_CLUSTER_PATIENCE = 20.0
 PARTS = ("replay", "explore", "fuzz", "mutants", "dsh")  # what --skip may leave out
 SCHEDULERS = ("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")
 
@@ -53,6 +54,7 @@ def run(
     rechecks: int | None = None,
     json: bool = False,
     argv: Sequence[str] = (),
+    cluster_patience: float | None = None,
 ) -> Outcome:
     """The campaign ``dsh-sim run`` runs: replay and explore the corpus, re-check determinism,
     kill the mutants, fuzz, the DSH phase; each task's results document written into a new
@@ -65,7 +67,9 @@ def run(
     committed corpus, ``scenarios/starter`` and ``scenarios/regressions``), ``resume`` the id
     (or ``latest``) of an interrupted run to finish, ``seed`` (default random), ``examples`` and
     ``steps`` per fuzz shard, ``fuzz_shards`` (4), ``bound`` states per explored point,
-    ``skip`` parts (:data:`PARTS`), ``rechecks`` scenarios re-run in two fresh processes (2).
+    ``skip`` parts (:data:`PARTS`), ``rechecks`` scenarios re-run in two fresh processes (2),
+    ``cluster_patience`` seconds a run waits for a lost Dask cluster (no worker, no scheduler)
+    before it ends incomplete (20).
     The campaign prints its progress (on stderr with ``json``, which prints the outcome as JSON
     on stdout); ``argv`` is recorded in the run's status.  On SIGINT or SIGTERM the run stops,
     resumable, and the outcome's ``code`` is 130 or 143."""
@@ -76,6 +80,8 @@ def run(
         raise InputError(f"skip: unknown part {unknown[0]!r}; the parts are {', '.join(PARTS)}")
     if scheduler is not None and workers is not None:
         raise InputError("--workers sizes the embedded cluster; with --scheduler the cluster's own workers run the campaign")
+    if cluster_patience is not None and not 0 < cluster_patience <= 3600:
+        raise InputError(f"--cluster-patience {cluster_patience:g}: seconds between 0 and 3600")
     if scheduler is not None and not scheduler.startswith(SCHEDULERS):
         raise InputError(f"--scheduler {scheduler}: not a Dask scheduler address (tcp://HOST:PORT)")
     if resume is not None:
@@ -124,6 +130,7 @@ def run(
         json_mode=json,
         argv=tuple(argv),
         workers_on_resume=workers or 1,
+        cluster_patience=cluster_patience if cluster_patience is not None else DEFAULT_CLUSTER_PATIENCE,
     )
     return run_request(request)
 

@@ -11,9 +11,10 @@ of the run.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dsh_sim.dsh.install import Installation
@@ -25,21 +26,35 @@ from dsh_sim.scenario.model import Scenario
 NAME = "route_agrees"  # the invariant a route violation or difference nobody explained is reported under
 
 
-def run_route_phase(install: Installation, files: Sequence[str], scenarios: Sequence[Scenario], results_dir: str, tag: str) -> str:
-    """Explore the route over the starter scenarios it can express; the result file written."""
+def run_route_phase(
+    install: Installation,
+    files: Sequence[str],
+    scenarios: Sequence[Scenario],
+    results_dir: str,
+    tag: str,
+    between: Callable[[str, int, int], None] | None = None,
+) -> str:
+    """Explore the route over the starter scenarios it can express; the result file written.
+    ``between(part, done, total)`` after each crash point (progress; a campaign's stop raises)."""
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
     violations: list[dict[str, Any]] = []
     checked: dict[str, int] = {}
     skipped = 0
-    for path, scenario in zip(files, scenarios):
-        if f"{os.sep}starter{os.sep}" not in os.path.join(os.sep, path) or not scenario.passes_clean:
-            continue
+    tell = between or (lambda part, done, total: None)
+    starters = [
+        (path, scenario)
+        for path, scenario in zip(files, scenarios)
+        if f"{os.sep}starter{os.sep}" in os.path.join(os.sep, path) and scenario.passes_clean
+    ]
+    for index, (path, scenario) in enumerate(starters, 1):
+        part = f"DSH route, scenario {index}/{len(starters)} ({scenario.name}), crash point"
+        tell(part, 0, 0)
         program = translate(scenario)
         if isinstance(program, Skip):
             skipped += 1
             continue
-        result, _points = explore_route(install, program, crash="kill", differential=True)
+        result, _points = explore_route(install, program, crash="kill", differential=True, on_point=functools.partial(tell, part))
         rows.append(result.row(path))
         for name, n in result.checked.items():
             checked[name] = checked.get(name, 0) + n

@@ -8,10 +8,17 @@ still going is refused in one line naming it (its pid, host and start).  A kille
 goes with its process, so it can be resumed.
 
 Inside: ``campaign.json`` (the planned tasks and corpus: what ``--resume`` runs), ``status.json``
-(running / complete / incomplete / failed, the tasks done, the stopping signal), one results
+(running / complete / incomplete / failed, the tasks done, the stopping signal; while running,
+the pid, host and a heartbeat every :data:`HEARTBEAT` seconds), one results
 document per finished task under ``results/<task>.json``, and the report.  Every file is
 written whole and durably (:mod:`dsh_sim.outputs`): a task's document exists complete or not
 at all, and its existence is what marks the task done.
+
+A run is never left ``running`` after its process died: :func:`read_status` reads such a run as
+``incomplete`` (its pid gone from this host, its lock free, or — from another host — no
+heartbeat for :data:`STALE` seconds), and the next run or resume in the directory writes that
+into its ``status.json``.  The latest complete run's report is ``OUT/latest/`` — a link to its
+run directory that one rename replaces, so its three files change together.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import json
 import os
 import secrets
 import socket
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -35,11 +44,14 @@ from dsh_sim.campaign.work import FoundFile
 from dsh_sim.errors import InputError
 from dsh_sim.evidence.results import shape_problem
 from dsh_sim.inputs import read_json
-from dsh_sim.outputs import ensure_output_dir, write_new, write_replacing
+from dsh_sim.outputs import ensure_output_dir, fsync_directory, write_new, write_replacing
 
 RUNS = "runs"
+LATEST = "latest"
 DEFAULT_OUT = "reports"
 STATES = ("running", "complete", "incomplete", "failed")
+HEARTBEAT = 10.0  # seconds between a running run's writes of its status
+STALE = 60.0  # seconds without a heartbeat after which a run on another host is taken for dead
 
 
 def _now() -> str:
@@ -60,6 +72,7 @@ class Status:
     stopped_by: str | None = None
     finished: str | None = None
     argv: tuple[str, ...] = ()
+    heartbeat: float | None = None  # while running: when it last said so (seconds since the epoch)
 
 
 _status_converter = cattrs.Converter(forbid_extra_keys=True)
@@ -69,6 +82,9 @@ class RunDir:
     def __init__(self, path: str, lock_fd: int) -> None:
         self.path, self.id, self._lock_fd = path, os.path.basename(path), lock_fd
         self.results = os.path.join(self.path, "results")
+        self._status: Status | None = None  # the last status written (what the heartbeat repeats)
+        self._writing = threading.Lock()  # the heartbeat and the run write status.json in turn
+        self._beating: threading.Event | None = None
 
     # -- claiming ----------------------------------------------------------------------------
 
@@ -76,6 +92,7 @@ class RunDir:
     def create(cls, out: str) -> RunDir:
         """A new run directory with a fresh id, locked by this process."""
         runs = ensure_output_dir(os.path.join(out, RUNS))
+        mark_dead_runs(out)
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
         while True:
             run_id = f"{stamp}-{secrets.token_hex(2)}"
@@ -94,6 +111,7 @@ class RunDir:
     @classmethod
     def resume(cls, out: str, run_id: str) -> RunDir:
         """The run ``run_id`` of ``out``, locked for resuming; refused if it is still running."""
+        mark_dead_runs(out)
         path = find(out, run_id)
         if not os.path.isfile(os.path.join(path, "campaign.json")):
             raise InputError(f"{path}: not a dsh-sim run directory (no campaign.json)")
@@ -103,9 +121,30 @@ class RunDir:
         return cls(path, fd)
 
     def release(self) -> None:
+        self.stop_heartbeat()
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1
+
+    def start_heartbeat(self) -> None:
+        """Write the status again every :data:`HEARTBEAT` seconds while the run goes (from a
+        thread: a phase that reports nothing for minutes still shows the run alive)."""
+        if self._beating is not None:
+            return
+        beating = self._beating = threading.Event()
+
+        def beat() -> None:
+            while not beating.wait(HEARTBEAT):
+                with self._writing:
+                    if self._status is not None and self._status.state == "running" and not beating.is_set():
+                        self._write_status(self._status)
+
+        threading.Thread(target=beat, name=f"dsh-sim heartbeat {self.id}", daemon=True).start()
+
+    def stop_heartbeat(self) -> None:
+        if self._beating is not None:
+            self._beating.set()
+            self._beating = None
 
     # -- contents ----------------------------------------------------------------------------
 
@@ -120,6 +159,13 @@ class RunDir:
             raise InputError(f"{path}: not a readable campaign ({type(err).__name__})") from None
 
     def write_status(self, status: Status) -> None:
+        with self._writing:
+            self._status = status
+            self._write_status(status)
+
+    def _write_status(self, status: Status) -> None:
+        if status.state == "running":
+            status = attrs.evolve(status, heartbeat=round(time.time(), 1))
         write_replacing(os.path.join(self.path, "status.json"), json.dumps(_status_converter.unstructure(status), indent=1) + "\n")
 
     def read_status(self) -> Status | None:
@@ -170,10 +216,85 @@ def _lock(path: str) -> int | None:
 
 
 def read_status(path: str) -> Status | None:
+    """The status of the run at ``path``; one that says ``running`` whose process is gone reads
+    as ``incomplete``, stopped by its process's death."""
+    status: Status | None = None
     with contextlib.suppress(InputError, cattrs.BaseValidationError, TypeError, ValueError):
-        status: Status = _status_converter.structure(read_json(os.path.join(path, "status.json"), "status file"), Status)
-        return status
-    return None
+        status = _status_converter.structure(read_json(os.path.join(path, "status.json"), "status file"), Status)
+    if status is not None and status.state == "running" and _dead(status, path):
+        where = f"pid {status.pid} on {status.host}"
+        return attrs.evolve(status, state="incomplete", stopped_by=f"its process died ({where})", heartbeat=None)
+    return status
+
+
+def _dead(status: Status, path: str) -> bool:
+    """Whether the process that wrote ``running`` is gone: on this host, its pid is not alive or
+    its run's lock is free (the pid was reused); elsewhere, its heartbeat is :data:`STALE`."""
+    if status.host != socket.gethostname():
+        return status.heartbeat is not None and time.time() - status.heartbeat > STALE
+    try:
+        os.kill(status.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # alive, someone else's
+    if status.pid == os.getpid():
+        return False
+    try:
+        fd = os.open(os.path.join(path, "lock"), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False  # its lock is held: running
+    finally:
+        os.close(fd)
+    return True
+
+
+def mark_dead_runs(out: str) -> list[str]:
+    """Write ``incomplete`` into the status of every run under ``out`` that says ``running``
+    but whose process died (taking its lock first, so a live one is never touched)."""
+    marked = []
+    for run_id in list_runs(out):
+        path = os.path.join(out, RUNS, run_id)
+        status = read_status(path)
+        if status is None or status.state != "incomplete" or not (status.stopped_by or "").startswith("its process died"):
+            continue
+        with contextlib.suppress(OSError):
+            fd = _lock(os.path.join(path, "lock"))
+            if fd is None:
+                continue
+            try:
+                current = _status_converter.structure(read_json(os.path.join(path, "status.json"), "status file"), Status)
+                if current.state == "running":
+                    died = attrs.evolve(status, finished=_now())
+                    write_replacing(os.path.join(path, "status.json"), json.dumps(_status_converter.unstructure(died), indent=1) + "\n")
+                    marked.append(run_id)
+            except (InputError, cattrs.BaseValidationError, TypeError, ValueError):
+                pass
+            finally:
+                os.close(fd)
+    return marked
+
+
+def publish_latest(run: RunDir, out: str) -> str:
+    """Make ``run`` the latest: ``OUT/latest`` links to its directory, replaced by one rename,
+    so the report's files change together (never one file at a time)."""
+    latest = os.path.join(out, LATEST)
+    if os.path.exists(latest) and not os.path.islink(latest):
+        raise InputError(f"{latest}: exists and is not the link dsh-sim keeps to the latest run; move it away")
+    temp = os.path.join(out, f".{LATEST}-{secrets.token_hex(4)}")
+    os.symlink(os.path.relpath(run.path, out), temp)
+    try:
+        os.replace(temp, latest)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    fsync_directory(out)
+    return latest
 
 
 def _who(path: str) -> str:
@@ -240,4 +361,15 @@ def resolve_inputs(items: Sequence[str], out: str) -> list[str]:
     return list(dict.fromkeys(resolved))  # a run named twice counts once
 
 
-__all__ = ["RUNS", "RunDir", "Status", "list_runs", "resolve_inputs", "save_found"]
+__all__ = [
+    "LATEST",
+    "RUNS",
+    "RunDir",
+    "Status",
+    "list_runs",
+    "mark_dead_runs",
+    "publish_latest",
+    "read_status",
+    "resolve_inputs",
+    "save_found",
+]

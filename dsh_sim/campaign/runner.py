@@ -21,10 +21,10 @@ import attrs
 
 from dsh_sim.campaign import display, stop
 from dsh_sim.campaign.board import Board, fmt_seconds
-from dsh_sim.campaign.events import Event, Failed, Finished
+from dsh_sim.campaign.events import ClusterLost, Event, Failed, Finished
 from dsh_sim.campaign.inprocess import InProcess
 from dsh_sim.campaign.plan import plan, skipped_self_tests
-from dsh_sim.campaign.rundir import DSH_RESULTS, RunDir, Status, ended, new_status, resolve_inputs, save_found
+from dsh_sim.campaign.rundir import DSH_RESULTS, RunDir, Status, ended, new_status, publish_latest, resolve_inputs, save_found
 from dsh_sim.campaign.summary import totals
 from dsh_sim.campaign.tasks import Campaign, Options
 from dsh_sim.campaign.work import TaskResult
@@ -45,6 +45,7 @@ class Request:
     json_mode: bool = False
     argv: tuple[str, ...] = ()
     workers_on_resume: int = 1  # --resume: how many embedded workers this time
+    cluster_patience: float = 20.0  # seconds without a worker or the scheduler before the run ends incomplete
 
 
 @attrs.frozen
@@ -76,7 +77,7 @@ def _executor(request: Request) -> Any:
         else f"starting a local Dask cluster of {workers} workers"
     )
     print(f"dsh-sim run: {where}…", file=sys.stderr if request.json_mode else sys.stdout, flush=True)
-    return DaskCluster(request.found_dir, workers=workers, scheduler=request.scheduler)
+    return DaskCluster(request.found_dir, workers=workers, scheduler=request.scheduler, patience=request.cluster_patience)
 
 
 class _Session:
@@ -139,6 +140,7 @@ def _execute(request: Request, run: RunDir, campaign: Campaign, done: dict[str, 
     executor.bind(run.id)
     session = _Session(run, campaign, new_status(run, executor.description, len(campaign.tasks), request.argv, done), request.found_dir)
     run.write_status(session.status)
+    run.start_heartbeat()
     violations_before = sum(len(doc.get("violations", [])) for doc in done.values())
     session.board = Board(todo, executor.workers, len(done), violations_before)
     try:
@@ -149,23 +151,30 @@ def _execute(request: Request, run: RunDir, campaign: Campaign, done: dict[str, 
             executor.run(todo, campaign.corpus, session.emit)
     except stop.Stopped as stopped:
         executor.close()  # workers and children end before the line that says so
-        return _stopped(run, session, stopped)
+        return _stopped(run, session, str(stopped), stopped.exit_code)
+    except ClusterLost as lost:
+        executor.close()
+        return _stopped(run, session, str(lost), EXIT_FAILED, "the cluster failed it:")
     except BaseException:
         run.write_status(ended(session.status, "failed"))
         raise
     executor.close()
-    return _finish(request, run, campaign, session)
+    try:
+        return _finish(request, run, campaign, session)
+    except stop.Stopped as stopped:  # in the DSH phase: a resume runs it again
+        return _stopped(run, session, str(stopped), stopped.exit_code)
 
 
-def _stopped(run: RunDir, session: _Session, stopped: stop.Stopped) -> Outcome:
-    status = ended(session.status, "incomplete", stopped_by=str(stopped))
+def _stopped(run: RunDir, session: _Session, why: str, code: int, how: str = "stopped by") -> Outcome:
+    """The run ends incomplete, in one line saying why and how to finish it."""
+    status = ended(session.status, "incomplete", stopped_by=why)
     run.write_status(status)
     line = (
-        f"dsh-sim: stopped by {stopped}: run {run.id} is incomplete ({len(status.done)}/{status.total} tasks done, "
+        f"dsh-sim: {how} {why}: run {run.id} is incomplete ({len(status.done)}/{status.total} tasks done, "
         f"results in {run.results}); resume with: dsh-sim run --resume {run.id}"
     )
     print(line, file=sys.stderr, flush=True)
-    return Outcome(run.id, run.path, "incomplete", stopped.exit_code)
+    return Outcome(run.id, run.path, "incomplete", code)
 
 
 def _header(request: Request, run: RunDir, campaign: Campaign, executor: str, done: int) -> list[str]:
@@ -191,11 +200,11 @@ def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session
     docs = list(run.finished(campaign).values())
     complete = len(docs) == len(campaign.tasks)
     extra = read_results(resolve_inputs(request.inputs, request.out)) if request.inputs else []
-    extra += _dsh_phase(campaign, run, request.json_mode) if complete and "dsh" not in campaign.options.skip else []
+    extra += _dsh_phase(campaign, run, request.json_mode, session.board) if complete and "dsh" not in campaign.options.skip else []
     report = merge_report(unique(docs + extra), run.path)
     # only a complete run becomes the latest report: a failed one's report is its own (a run that
     # lost tasks once replaced the latest with a report of the few it kept)
-    copies = _copy_report(report.paths, request.out) if complete else {}
+    latest = publish_latest(run, request.out) if complete else None
     state = "complete" if complete else "failed"
     run.write_status(ended(session.status, state))
     elapsed = session.board.elapsed() if session.board else 0.0
@@ -203,8 +212,8 @@ def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session
     if not complete:
         lines += [f"  TASK FAILED {task}: {error}" for task, error in session.status.failed.items()]
     lines += list(report.lines)
-    if copies:
-        lines.append(f"  latest report also at {copies.get('html', '')}")
+    if latest is not None:
+        lines.append(f"  latest report also at {os.path.join(latest, os.path.basename(report.paths.get('html', 'coverage.html')))}")
     else:
         lines.append(f"  latest report left as it was: this run is {state}")
     code = EXIT_FAILED if report.failed or not complete else EXIT_OK
@@ -217,7 +226,7 @@ def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session
     return Outcome(run.id, run.path, state, code, tuple(lines), dict(report.paths))
 
 
-def _dsh_phase(campaign: Campaign, run: RunDir, json_mode: bool) -> list[dict[str, Any]]:
+def _dsh_phase(campaign: Campaign, run: RunDir, json_mode: bool, board: Board | None) -> list[dict[str, Any]]:
     """The published DSH (its writer explored, a sample of our recoveries read by it), when it
     is installed: on the submitting machine, after the campaign's tasks — it needs Node and the
     installed packages there.  Its documents go to the run directory and join the report."""
@@ -228,22 +237,15 @@ def _dsh_phase(campaign: Campaign, run: RunDir, json_mode: bool) -> list[dict[st
     files = [label for label in campaign.corpus if os.path.isfile(label)]
     out = os.path.join(run.path, DSH_RESULTS)
     os.makedirs(out, exist_ok=True)
+    shown = display.PhaseLines(board, "dsh")
+
+    def between(part: str, done: int, total: int) -> None:
+        stop.checkpoint()  # (between crash points: a stop answers within a point's time)
+        shown(part, done, total)
+
     with contextlib.redirect_stdout(sys.stderr) if json_mode else contextlib.nullcontext():  # --json: stdout is the result
-        written = run_dsh_phase(files, [load(path) for path in files], out, "")
+        written = run_dsh_phase(files, [load(path) for path in files], out, "", between)
     return read_results(written) if written else []
-
-
-def _copy_report(paths: dict[str, str], out: str) -> dict[str, str]:
-    """The run's report, copied to ``out`` as the latest (each file replaced whole)."""
-    from dsh_sim.outputs import write_replacing
-
-    copies = {}
-    for kind, path in paths.items():
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        copies[kind] = os.path.join(out, os.path.basename(path))
-        write_replacing(copies[kind], text)
-    return copies
 
 
 def read_texts(paths: Sequence[str]) -> dict[str, str]:

@@ -64,6 +64,21 @@ Task = ReplayShard | ExploreShard | FuzzShard | MutantKill
 KINDS: dict[type, str] = {ReplayShard: "replay", ExploreShard: "explore", FuzzShard: "fuzz", MutantKill: "mutants"}
 
 
+def corpus_for(task: Task, corpus: dict[str, str]) -> dict[str, str]:
+    """The part of the corpus ``task`` reads: it travels with the task, so a task never depends
+    on data a lost worker held (a replay shard running the reader differential and the sweep
+    reads the whole corpus: their scenarios may sit in other shards)."""
+    if isinstance(task, ReplayShard):
+        if task.readers:
+            return corpus
+        return {label: corpus[label] for label in dict.fromkeys((*task.scenarios, *task.recheck))}
+    if isinstance(task, ExploreShard):
+        return {label: corpus[label] for label in task.scenarios}
+    if isinstance(task, MutantKill):
+        return {label: corpus[label] for label in task.corpus}
+    return {}
+
+
 def kind_of(task: Task) -> str:
     """The kind of results document the task writes (``replay``, ``explore``, ``fuzz``, ``mutants``)."""
     return KINDS[type(task)]

@@ -160,9 +160,9 @@ def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink
     if task.readers:
         ctx.checkpoint()
         whole = list(parsed(corpus).values())  # the reader and sweep scenarios may sit in other shards
-        doc["violations"] += _reader_differential(whole, lines)
+        doc["violations"] += _reader_differential(whole, lines, ctx)
         ctx.checkpoint()
-        doc["violations"] += _failure_sweep(whole, lines, sink)
+        doc["violations"] += _failure_sweep(whole, lines, sink, ctx)
     for index, label in enumerate(task.recheck):
         ctx.checkpoint()
         check = recheck.check(label, corpus[label])
@@ -172,14 +172,19 @@ def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink
     return doc, lines
 
 
-def _reader_differential(corpus: list[Scenario], lines: list[str]) -> list[dict[str, Any]]:
+def _reader_differential(corpus: list[Scenario], lines: list[str], ctx: Context) -> list[dict[str, Any]]:
     """Every runtime read entry point against the spec's reader, over the logs of the corpus's
     reader scenarios (those present) cut at every byte, damaged and bloated; a mismatch is a
     ``reader_differential`` violation of the replay shard."""
     scenarios = [s for s in corpus if s.name in readers.READER_SCENARIOS]
     started = time.perf_counter()
     plan = readers.FULL_PLAN
-    run = readers.differential(readers.default_sources(plan.seed), readers.corpus_originals(scenarios), plan)
+
+    def between(cases: int) -> None:
+        ctx.checkpoint()
+        ctx.progress(cases, None, f"reader differential: {cases} cases")
+
+    run = readers.differential(readers.default_sources(plan.seed), readers.corpus_originals(scenarios), plan, between=between)
     lines.append(
         f"reader differential: {run.cases} cases, {run.checks} checks, {len(run.mismatches)} mismatch(es), {time.perf_counter() - started:.1f}s"
     )
@@ -187,12 +192,17 @@ def _reader_differential(corpus: list[Scenario], lines: list[str]) -> list[dict[
     return [{"invariant": "reader_differential", "message": m, "scenario": "readers", "source": "readers"} for m in run.mismatches]
 
 
-def _failure_sweep(corpus: list[Scenario], lines: list[str], sink: _Sink) -> list[dict[str, Any]]:
+def _failure_sweep(corpus: list[Scenario], lines: list[str], sink: _Sink, ctx: Context) -> list[dict[str, Any]]:
     """An I/O error and a cancellation at every position of every durability sequence the
     corpus's sweep scenarios (those present) run; each violation is saved as a scenario."""
     out: list[dict[str, Any]] = []
     for scenario in (s for s in corpus if s.name in faultsweep.SWEEP_SET):
-        result = faultsweep.sweep(scenario, on_violation=sink)
+
+        def between(runs: int, total: int, name: str = scenario.name) -> None:
+            ctx.checkpoint()
+            ctx.progress(runs, total, f"failure-path sweep {name}")
+
+        result = faultsweep.sweep(scenario, on_violation=sink, between=between)
         lines.append(
             f"failure-path sweep {scenario.name}: {result.runs_text()}, {len(result.violations)} violation(s), {result.seconds:.1f}s"
         )

@@ -82,6 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT", help="run the campaign on this existing Dask cluster instead")
     p.add_argument(
+        "--cluster-patience",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="on a Dask cluster: how long a run waits with no worker, or no scheduler, before it ends incomplete (default 20)",
+    )
+    p.add_argument(
         "--scenarios",
         nargs="+",
         default=None,

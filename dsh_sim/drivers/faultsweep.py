@@ -231,8 +231,11 @@ def sweep(
     *,
     stop_on_violation: bool = False,
     on_violation: Callable[[Scenario], str] | None = None,
+    between: Callable[[int, int], None] | None = None,
 ) -> SweepResult:
-    """Replay ``scenario`` once per position and action with that fault added; every run judged."""
+    """Replay ``scenario`` once per position and action with that fault added; every run judged.
+    ``between(runs so far, runs in all)`` is called after each run: a campaign reports progress
+    there and stops there when asked (it raises)."""
     started = time.perf_counter()
     found: list[SweepViolation] = []
     expected, problems = _baseline(scenario)
@@ -240,7 +243,8 @@ def sweep(
         return SweepResult(scenario.name, (), 1, (), time.perf_counter() - started, baseline=problems)
     places = positions(scenario)
     runs = not_applicable = bridged = replays = 0
-    for position, action in ((p, a) for p in places for a in actions_for(scenario, p)):
+    plan = [(p, a) for p in places for a in actions_for(scenario, p)]
+    for position, action in plan:
         faulted = variant(scenario, position, action)
         result, repro = run_bridged(faulted)
         runs += 1
@@ -254,4 +258,6 @@ def sweep(
             found.append(SweepViolation(position, action, unexpected[0], repro))
             if stop_on_violation:
                 break
+        if between is not None:
+            between(runs, len(plan))
     return SweepResult(scenario.name, tuple(places), runs, tuple(found), time.perf_counter() - started, not_applicable, bridged, replays)

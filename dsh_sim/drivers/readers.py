@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import errno
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -283,9 +283,15 @@ def cases(sources: Sequence[rc.Source], originals: Sequence[Original], plan: Pla
 
 
 def differential(
-    sources: Sequence[rc.Source], originals: Sequence[Original], plan: Plan = Plan(), groups: Sequence[str] = GROUPS
+    sources: Sequence[rc.Source],
+    originals: Sequence[Original],
+    plan: Plan = Plan(),
+    groups: Sequence[str] = GROUPS,
+    between: Callable[[int], None] | None = None,
 ) -> ReaderRun:
-    """Run every case through every entry point; the mismatches say where the runtime differs."""
+    """Run every case through every entry point; the mismatches say where the runtime differs.
+    ``between(cases so far)`` is called after each case: a campaign reports progress there and
+    stops there when asked (it raises)."""
     # the runtime's layout keeps the path segments it encoded; a run starts cold, so that every
     # case's placement goes through the encoding (a warm cache from an earlier run would hide it)
     layout.encode_segment.cache_clear()
@@ -300,6 +306,8 @@ def differential(
         for case in cases(sources, originals, plan, groups):
             count += 1
             await _read_all_entries(case, checks, rng)
+            if between is not None:
+                between(count)
         for source in sources[:1] if "moving" in groups else ():
             for compression in ("zstd", "none"):
                 clean = rc.Case(f"{source.name}/{compression}", compression, rc.encode(source, compression), source.header)
@@ -309,6 +317,8 @@ def differential(
                 await _relinked(clean, checks)
                 await _cancelled(clean, checks)
                 count += 8
+                if between is not None:
+                    between(count)
 
     trio.run(main)
     return ReaderRun(count, checks.count, tuple(checks.mismatches))

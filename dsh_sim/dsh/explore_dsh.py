@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -196,8 +196,18 @@ def judge(
 
 
 def explore_dsh(
-    install: Installation, log: Log, compression: str, *, name: str = "", crash: str = "both", bound: int | None = None
+    install: Installation,
+    log: Log,
+    compression: str,
+    *,
+    name: str = "",
+    crash: str = "both",
+    bound: int | None = None,
+    on_point: Callable[[int, int], None] | None = None,
 ) -> DshExploreResult:
+    """DSH's writer crashed at every point of ``log``'s recording (at most ``bound`` states a
+    point), each state recovered by DSH and judged.  ``on_point(done, total)`` after each point:
+    progress, and where a campaign stops when asked (it raises)."""
     started = time.perf_counter()
     seed = f"dsh-explore:{name or log.id}:{compression}"
     points = record(install, log, compression, seed)
@@ -209,7 +219,7 @@ def explore_dsh(
     states = 0
     server = SimFsServer(Disk(), 2, seed)
     with Bridge(install, fs=server) as bridge:
-        for point in points:
+        for done, point in enumerate(points, 1):
             options = _states(point, crash)
             if bound is not None and len(options) > bound:
                 options = options[:1] + options[1 :: max(1, len(options) // bound)][: bound - 1]
@@ -225,6 +235,8 @@ def explore_dsh(
                     cache[key] = _recover(bridge, server, disk, log, compression, point, kind, data, checked)
                 label = kind if cut is None else f"power:{cut.describe()}"
                 violations.extend(DshViolation(v.split(":", 1)[0], point.index, label, v.split(":", 1)[1].strip()) for v in cache[key])
+            if on_point is not None:
+                on_point(done, len(points))
     return DshExploreResult(
         name or log.id,
         compression,

@@ -40,9 +40,11 @@ def explore(
     bound: int | None = None,
     found_dir: str | None = "scenarios/found",
     cache: dict[str, Any] | None = None,
+    on_point: Callable[[int, int], None] | None = None,
 ) -> ExploreResult:
     """Every crash state of one scenario, recovered and checked; each violation class is saved
-    as a replayable scenario under ``found_dir`` (``None``: not saved)."""
+    as a replayable scenario under ``found_dir`` (``None``: not saved).  ``on_point(done,
+    total)`` after each crash point (progress; a campaign's stop raises there)."""
     scenario, _ = scenario_of(target)
     if crash not in ("kill", "power", "both") or model not in ("prefix", "reorder"):
         raise InputError(f"explore: crash must be kill|power|both and model prefix|reorder, got {crash!r}, {model!r}")
@@ -57,7 +59,7 @@ def explore(
             return save_found(repro, directory)
 
     with capture_runtime_logs():
-        return explore_driver(scenario, crash=crash, model=model, bound=bound, on_violation=on_violation, cache=cache)
+        return explore_driver(scenario, crash=crash, model=model, bound=bound, on_violation=on_violation, cache=cache, on_point=on_point)
 
 
 @attrs.frozen

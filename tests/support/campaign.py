@@ -89,3 +89,15 @@ def leftovers(*dirs: Path) -> list[str]:
             found += [os.path.join(dirpath, n) for n in filenames if n.endswith(".tmp")]
             found += [os.path.join(dirpath, n) for n in dirnames if "dask" in n]
     return found
+
+
+class QuietContext:
+    """A task's context that never stops and keeps no progress (a phase called directly)."""
+
+    worker = "local"
+
+    def checkpoint(self) -> None:
+        pass
+
+    def progress(self, done: int, total: int | None, note: str) -> None:
+        pass

@@ -14,6 +14,7 @@ from dsh_sim.campaign.runner import read_texts
 from dsh_sim.campaign.tasks import ExploreShard, FuzzShard, MutantKill, Options, ReplayShard
 from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.scenario.files import corpus, discover
+from tests.support.campaign import QuietContext
 from tests.support.paths import ROOT
 
 STARTER = os.path.join(ROOT, "scenarios", "starter")
@@ -122,7 +123,7 @@ def test_a_reader_mismatch_is_a_violation_of_the_replay_shard(texts: dict[str, s
     from dsh_sim.campaign import work
     from dsh_sim.drivers import faultsweep, readers
 
-    def differential(sources, originals, plan, groups=readers.GROUPS):
+    def differential(sources, originals, plan, groups=readers.GROUPS, between=None):
         assert {name for name, *_ in originals} == set(readers.READER_SCENARIOS)  # the corpus's logs are read too
         return readers.ReaderRun(1, 1, ("case x: the runtime read 2 records, the spec 3",))
 
@@ -148,7 +149,7 @@ def test_the_failure_sweep_of_the_first_replay_shard_is_clean_and_reports_violat
 
     lines: list[str] = []
     corpus = list(work.parsed(texts).values())
-    assert work._failure_sweep(corpus, lines, work._Sink(str(tmp_path))) == []
+    assert work._failure_sweep(corpus, lines, work._Sink(str(tmp_path)), QuietContext()) == []
     assert len(lines) == len(faultsweep.SWEEP_SET)
     monkeypatch.setattr(faultsweep, "SWEEP_SET", ("write-path-publication-then-appends",))
     leaks_temp = Edit(  # a failed publication no longer removes its temp file
@@ -159,7 +160,7 @@ def test_the_failure_sweep_of_the_first_replay_shard_is_clean_and_reports_violat
     )
     sink = work._Sink(str(tmp_path))
     with applied([leaks_temp]):
-        found = work._failure_sweep(corpus, [], sink)
+        found = work._failure_sweep(corpus, [], sink, QuietContext())
     assert found and {v["source"] for v in found} == {"sweep"}
     assert sink.files
 

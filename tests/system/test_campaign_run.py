@@ -45,7 +45,8 @@ def test_a_run_writes_only_its_own_directory_and_runs_merge_by_id(corpus_dir: Pa
     (first,) = runs(Path("reports"))
     assert status(first)["state"] == "complete"
     assert {p.stem for p in (first / "results").iterdir()} == {t["id"] for t in json.loads((first / "campaign.json").read_text())["tasks"]}
-    assert (first / "coverage.html").is_file() and Path("reports/coverage.json").is_file()
+    assert (first / "coverage.html").is_file() and Path("reports/latest/coverage.json").is_file()
+    assert Path("reports/latest").resolve() == first.resolve()  # the latest report is the run's own, by one link
     assert "total over 5/5 task(s)" in out and re.search(r"fuzzed \d+ examples \(durability \d+, storage \d+\) in 4 shard", out), out
     code, _, err = run_cli("run", "--scenarios", "scen", *TINY, "--skip", "explore")
     second = next(r for r in runs(Path("reports")) if r != first)
@@ -121,7 +122,8 @@ def test_two_concurrent_runs_in_one_directory_both_end_with_valid_reports(corpus
     first, second = (comparable(run / "coverage.json") for run in both)
     assert first == second  # same seed, same counts: neither disturbed the other
     assert all(status(run)["state"] == "complete" for run in both)
-    json.loads(Path("reports/coverage.json").read_text())  # the shared "latest" copy is whole
+    json.loads(Path("reports/latest/coverage.json").read_text())  # the latest report is whole
+    assert Path("reports/latest").resolve() in {run.resolve() for run in both}
 
 
 def test_progress_lines_show_phase_counts_violations_and_eta() -> None:
@@ -170,7 +172,7 @@ def test_a_failed_run_keeps_its_report_to_itself(corpus_dir: Path, monkeypatch: 
     33: a run that lost its tasks replaced the latest report with a report of the one it kept)."""
     code, _, err = run_cli("run", "--scenarios", "scen", *TINY, "--skip", "explore")
     assert code in (0, 1), err
-    latest = {name: Path("reports", name).read_bytes() for name in ("coverage.json", "coverage.md", "coverage.html")}
+    latest = {name: Path("reports", "latest", name).read_bytes() for name in ("coverage.json", "coverage.md", "coverage.html")}
     real = inprocess.run_task
 
     def failing(task: Any, *args: Any) -> TaskResult:
@@ -183,5 +185,5 @@ def test_a_failed_run_keeps_its_report_to_itself(corpus_dir: Path, monkeypatch: 
     assert code == 1
     failed = next(r for r in runs(Path("reports")) if status(r)["state"] == "failed")
     assert (failed / "coverage.json").is_file()  # its own report
-    assert {name: Path("reports", name).read_bytes() for name in latest} == latest
+    assert {name: Path("reports", "latest", name).read_bytes() for name in latest} == latest
     assert "latest report left as it was: this run is failed" in out and "TASK FAILED" in out

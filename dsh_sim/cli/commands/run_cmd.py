@@ -40,5 +40,6 @@ def main(args: Any) -> int:
         rechecks=args.rechecks,
         json=args.json,
         argv=sys.argv[1:],
+        cluster_patience=args.cluster_patience,
     )
     return outcome.code

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -151,8 +152,17 @@ def record(install: Installation, program: RouteProgram, **plugins: Any) -> tupl
 
 
 def explore_route(
-    install: Installation, program: RouteProgram, *, crash: str = "both", differential: bool = False, **plugins: Any
+    install: Installation,
+    program: RouteProgram,
+    *,
+    crash: str = "both",
+    differential: bool = False,
+    on_point: Callable[[int, int], None] | None = None,
+    **plugins: Any,
 ) -> tuple[RouteExploreResult, list[RecordedPoint]]:
+    """The route's recording crashed at every point, each state recovered and judged (and, with
+    ``differential``, each kill compared with dsh-sim's recovery).  ``on_point(done, total)``
+    after each point: progress, and where a campaign stops when asked (it raises)."""
     started = time.perf_counter()
     _run, points, runner = record(install, program, **plugins)
     runner.sim.on_point = None  # recoveries announce points too: not crash points of the recording
@@ -168,7 +178,7 @@ def explore_route(
     states = 0
     host = None
     try:
-        for point in points:
+        for done, point in enumerate(points, 1):
             for kind, cut in crash_states_of(point.image, crash):
                 states += 1
                 per_point[point.point] += 1
@@ -244,6 +254,8 @@ def explore_route(
                     )
                     if comparison is not None:
                         compared.append(comparison)
+            if on_point is not None:
+                on_point(done, len(points))
     finally:
         if host is not None:
             host.close()
