@@ -22,6 +22,7 @@ import logging
 import queue
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -58,6 +59,17 @@ class TaskStopped(RuntimeError):
     worker's whole process, and an external cluster's workers are not ours to end."""
 
 
+class _AskedToStop(stop.Stopped):
+    """The run's stop event, seen by a task: a :class:`~dsh_sim.campaign.stop.Stopped` (a
+    ``KeyboardInterrupt``) so that Hypothesis and trio let it through untouched (a ``RuntimeError``
+    raised inside a fuzz example would be taken for a failure and shrunk), turned into
+    :class:`TaskStopped` when it leaves the task."""
+
+    def __init__(self) -> None:
+        super().__init__(signal.SIGTERM)
+        self.args = ("its submitter",)
+
+
 class _WorkerContext:
     """What a task on a Dask worker reports to and asks about stopping (see module doc)."""
 
@@ -91,7 +103,7 @@ class _WorkerContext:
         from distributed import Event as DaskEvent
 
         if DaskEvent(self._stop_name).is_set():
-            raise TaskStopped("the run was stopped by its submitter")
+            raise _AskedToStop()
 
 
 def task_on_worker(task: Task, corpus: dict[str, str], run_id: str, found_dir: str, stop_name: str | None) -> TaskResult:

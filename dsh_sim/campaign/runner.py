@@ -179,10 +179,10 @@ def _stopped(run: RunDir, session: _Session, why: str, code: int, how: str = "st
 
 def _header(request: Request, run: RunDir, campaign: Campaign, executor: str, done: int) -> list[str]:
     o = campaign.options
-    fuzz = f"{o.examples} examples or " if o.examples else ""
+    fuzz = f"{o.examples} examples per shard" if o.examples else f"{o.budget:g}s per worker"  # (--examples: whatever the time)
     head = "resuming" if request.resume else "dsh-sim run"
     lines = [
-        f"{head} {run.id}: seed {o.seed}, fuzz {fuzz}{o.budget:g}s per worker over {o.fuzz_shards} shard(s), "
+        f"{head} {run.id}: seed {o.seed}, fuzz {fuzz} over {o.fuzz_shards} shard(s), "
         f"{len(campaign.tasks)} task(s){f' ({done} already done)' if done else ''}, {executor}"
     ]
     skipped = skipped_self_tests(campaign) if any(t.id.startswith("explore-") for t in campaign.tasks) else []

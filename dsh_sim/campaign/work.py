@@ -250,7 +250,6 @@ def _explore(task: ExploreShard, corpus: dict[str, str], ctx: Context, sink: _Si
 
 def _fuzz(task: FuzzShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:
     def progress(run: Any) -> None:
-        # no total: the example count can pass the limit (shrinking replays count too)
         limit = f"{run.seconds:.0f}s" if task.examples is not None else f"{run.seconds:.0f}/{task.budget:.0f}s"
         ctx.progress(
             run.examples,
@@ -259,7 +258,16 @@ def _fuzz(task: FuzzShard, corpus: dict[str, str], ctx: Context, sink: _Sink) ->
         )
         ctx.checkpoint()
 
-    run = fuzz(task.machine, budget=task.budget, examples=task.examples, seed=task.seed, progress=progress, on_found=sink, steps=task.steps)
+    run = fuzz(
+        task.machine,
+        budget=task.budget,
+        examples=task.examples,
+        seed=task.seed,
+        progress=progress,
+        between_examples=ctx.checkpoint,  # (a batch takes seconds: a stop answers within an example)
+        on_found=sink,
+        steps=task.steps,
+    )
     found = f"; VIOLATION {run.found.invariant} saved to {run.found.path}" if run.found else ""
     line = f"fuzzed {task.machine} [{task.id}]: seed {task.seed}, {run.examples} examples, {run.steps} steps in {run.seconds:.1f}s{found}"
     return run.document(meta("fuzz", task=task.id, budget=task.budget, examples_limit=task.examples)), [line]
@@ -272,7 +280,11 @@ def _mutant(task: MutantKill, corpus: dict[str, str], ctx: Context, sink: _Sink)
     kill = KillResult(
         task.mutant,
         CATALOGUE[task.mutant],
-        {"corpus": by_corpus(task.mutant, [attrs.evolve(s, origin={**s.origin, "path": label}) for label, s in scenarios.items()])},
+        {
+            "corpus": by_corpus(
+                task.mutant, [attrs.evolve(s, origin={**s.origin, "path": label}) for label, s in scenarios.items()], ctx.checkpoint
+            )
+        },
     )
     stats = summary([kill])
     doc = {

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gc
 import random
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -34,7 +35,7 @@ from typing import Any, cast
 import attrs
 from hypothesis import seed as hypothesis_seed
 from hypothesis import settings
-from hypothesis.errors import HypothesisException
+from hypothesis.errors import HypothesisException, StopTest, UnsatisfiedAssumption
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
@@ -79,7 +80,10 @@ class FuzzRun:
 
     machine: str
     seed: int
-    examples: int = 0  # example executions, shrinking replays included
+    # the examples Hypothesis counts (``max_examples``): up to the first violating one
+    examples: int = 0
+    discarded: int = 0  # executions Hypothesis discards and does not count (buffer overrun, an unmet assume)
+    shrink_replays: int = 0  # executions after the first violation: Hypothesis shrinking it
     steps: int = 0
     rules_per_example: int = 0  # at most (Hypothesis' stateful_step_count)
     seconds: float = 0.0
@@ -91,6 +95,7 @@ class FuzzRun:
     started: float = attrs.field(factory=time.perf_counter)
     first_failure: float | None = None  # seconds until the first violating example ended
     reports: list[str] = attrs.field(factory=list)  # Hypothesis' own output (the printed program)
+    between_examples: Callable[[], None] | None = attrs.field(default=None, repr=False, eq=False)
 
     @property
     def recoveries(self) -> int:
@@ -110,6 +115,8 @@ class FuzzRun:
                 "machine": self.machine,
                 "seed": self.seed,
                 "examples": self.examples,
+                "discarded_examples": self.discarded,
+                "shrink_replays": self.shrink_replays,
                 "steps": self.steps,
                 "max_rules_per_example": self.rules_per_example,
                 "seconds": round(self.seconds, 3),
@@ -133,13 +140,21 @@ def _machine_class(machine: str, config: SimConfig, run: FuzzRun) -> type[Simula
     def teardown(self: Any) -> None:
         sim = self.sim
         checker = self.checker
+        # an example Hypothesis discards ends with its StopTest (or UnsatisfiedAssumption) in flight
+        discarded = isinstance(sys.exc_info()[1], StopTest | UnsatisfiedAssumption)
+        shrinking = run.first_failure is not None
         try:
             base.teardown(self)
         finally:
             if getattr(self, "failure", None) and run.first_failure is None:
                 run.first_failure = time.perf_counter() - run.started
             if sim is not None:
-                run.examples += 1
+                if shrinking:
+                    run.shrink_replays += 1
+                elif discarded:
+                    run.discarded += 1
+                else:
+                    run.examples += 1
                 run.steps += len(self.steps)
                 run.tally.add_all(checker.cases)
                 for name, n in checker.checked.items():
@@ -148,6 +163,8 @@ def _machine_class(machine: str, config: SimConfig, run: FuzzRun) -> type[Simula
                     run.points[name] = run.points.get(name, 0) + n
             forget_decodes()
             finished.after(len(self.steps))
+        if run.between_examples is not None:
+            run.between_examples()  # (a stop raises here: a KeyboardInterrupt, which Hypothesis lets through)
 
     namespace = {"config": config, "teardown": teardown, "last": None}
     # type() makes a subclass of base; its static type says only "type"
@@ -197,6 +214,7 @@ def fuzz(
     out_dir: str = "scenarios/found",
     active_mutants: tuple[str, ...] = (),
     progress: Callable[[FuzzRun], None] | None = None,
+    between_examples: Callable[[], None] | None = None,
     minimize_budget: float = 30.0,
     shrink_budget: float = 10.0,
     on_found: Callable[[Scenario], str] | None = None,
@@ -204,11 +222,13 @@ def fuzz(
 ) -> FuzzRun:
     """Fuzz ``machine`` until ``budget`` seconds or ``examples`` examples of at most ``steps``
     rules each (default: the ``fuzz`` profile's); a violation is shrunk and handed to
-    ``on_found`` (default: saved under ``out_dir``), which returns its path."""
+    ``on_found`` (default: saved under ``out_dir``), which returns its path.  ``examples``
+    counts as Hypothesis' ``max_examples`` does: a run that finds nothing within the budget runs
+    exactly that many (the executions Hypothesis discards are counted apart)."""
     config = config or SimConfig()
     save = on_found if on_found is not None else (lambda scenario: save_found(scenario, out_dir))
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
-    run = FuzzRun(machine, seed)
+    run = FuzzRun(machine, seed, between_examples=between_examples)
     started = run.started
     set_hypothesis_shrink_budget(shrink_budget)
     base_settings = profiles.fuzz_settings(steps)

@@ -97,9 +97,13 @@ def passing_corpus(corpus_dir: str) -> list[Scenario]:
     return out
 
 
-def by_corpus(mutant: str, corpus: list[Scenario]) -> MethodResult:
+def by_corpus(mutant: str, corpus: list[Scenario], between: Callable[[], None] | None = None) -> MethodResult:
+    """The corpus replayed with ``mutant`` on until a scenario fails.  ``between()`` before each
+    scenario (a campaign stops there when asked: it raises)."""
     started = time.perf_counter()
     for count, scenario in enumerate(corpus, 1):
+        if between is not None:
+            between()
         result, _ = run_scenario(attrs.evolve(scenario, mutants=(mutant,)))
         if result.violations:
             return MethodResult(True, time.perf_counter() - started, result.invariant, scenario.origin.get("path"), count)

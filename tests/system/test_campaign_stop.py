@@ -20,6 +20,7 @@ import pytest
 
 from dsh_sim.campaign import dsh_phase, runner, stop, work
 from dsh_sim.campaign.display import PhaseLines
+from dsh_sim.campaign.tasks import FuzzShard, MutantKill
 from dsh_sim.cli.main import main
 from dsh_sim.drivers import faultsweep, readers
 from dsh_sim.operations.scenarios import load
@@ -65,6 +66,36 @@ def test_the_failure_path_sweep_stops_between_runs_and_reports_them() -> None:
     assert [done for done, _, _ in ctx.reports] == [1, 2]
     (total,) = {total for _, total, _ in ctx.reports}
     assert total is not None and total > 2 and ctx.reports[0][2].startswith("failure-path sweep ")
+
+
+class StopAtCheck(StopAfter):
+    """A task's context that asks to stop at its ``n``-th look."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(0)
+        self.n, self.looks = n, 0
+
+    def checkpoint(self) -> None:
+        self.looks += 1
+        if self.looks >= self.n:
+            raise stop.Stopped(signal.SIGTERM)
+
+
+def test_a_fuzz_shard_stops_between_examples_not_only_between_batches() -> None:
+    ctx = StopAtCheck(3)
+    task = FuzzShard("fuzz-durability-0", "durability", 7, 3600.0, 25)
+    with pytest.raises(stop.Stopped):
+        work._fuzz(task, {}, ctx, work._Sink("found"))
+    # three examples, then the stop (the batch of 25 did not finish); the shard's last progress says so
+    assert [done for done, _, _ in ctx.reports] == [3]
+
+
+def test_a_mutant_task_stops_between_scenarios() -> None:
+    ctx = StopAtCheck(3)  # (the task's first look, then one before each scenario)
+    corpus = {path: Path(path).read_text() for path in sorted(str(p) for p in Path(STARTER).glob("*.json"))[:5]}
+    with pytest.raises(stop.Stopped):
+        work._mutant(MutantKill("mutant-0", "write_behind.drop_failed_batch", tuple(corpus)), corpus, ctx, work._Sink("found"))
+    assert ctx.looks == 3
 
 
 def test_the_dsh_phase_stops_between_crash_points(tmp_path: Path) -> None:

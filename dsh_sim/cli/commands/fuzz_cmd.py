@@ -58,6 +58,8 @@ def main(args: Any) -> int:
                 "machine": run.machine,
                 "seed": run.seed,
                 "examples": run.examples,
+                "discarded_examples": run.discarded,
+                "shrink_replays": run.shrink_replays,
                 "steps": run.steps,
                 "max_rules_per_example": run.rules_per_example,
                 "seconds": round(run.seconds, 3),

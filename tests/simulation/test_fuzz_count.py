@@ -1,0 +1,22 @@
+"""``examples`` means what Hypothesis' ``max_examples`` means: a clean run of N examples runs
+exactly N, whatever Hypothesis discarded on the way (issue 33: ``--examples 12`` reported 13-20
+examples per shard, because every execution was counted, those Hypothesis throws away for
+overrunning its buffer included, and the second batch was sized from that count)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsh_sim.drivers.fuzz import fuzz
+from dsh_sim.engine.logs import capture_runtime_logs
+
+
+@pytest.mark.parametrize(("machine", "examples"), [("durability", 12), ("storage", 30)])
+def test_a_clean_run_of_n_examples_runs_exactly_n(machine: str, examples: int, tmp_path: object) -> None:
+    with capture_runtime_logs():
+        run = fuzz(machine, examples=examples, seed=7, budget=3600, out_dir=str(tmp_path))
+    assert run.found is None
+    assert run.examples == examples  # (was 14, and 28 for storage: 30 executions counted)
+    assert run.discarded == 2 and run.shrink_replays == 0  # (seed 7 overruns twice in each)
+    document = run.document({})["meta"]
+    assert (document["examples"], document["discarded_examples"]) == (examples, 2)
