@@ -16,6 +16,10 @@ Every function takes a path or an already loaded scenario (:func:`load`), raises
 Nothing here prints, except :func:`run` — a campaign shows its progress as the command
 does — and a ``progress``/``notice`` callback a caller passes.
 
+Results documents (what ``--results`` writes and :func:`report` merges) are
+:class:`ResultsDocument` values; ``to_json()`` gives the JSON written, and :func:`report`
+takes documents in either form.
+
 | command | function |
 |---|---|
 | ``dsh-sim run`` | :func:`run` → :class:`RunOutcome` |
@@ -41,6 +45,7 @@ from dsh_sim.campaign.runner import Outcome as RunOutcome
 from dsh_sim.dsh.diff import LogDiff
 from dsh_sim.dsh.explore_dsh import DshExploreResult
 from dsh_sim.errors import InputError
+from dsh_sim.evidence.document import ResultsDocument
 from dsh_sim.operations.demo import DemoRun, demo
 from dsh_sim.operations.dsh import (
     DshCorpus,
@@ -104,6 +109,7 @@ __all__ = [
     "Repair",
     "ReplayResult",
     "Report",
+    "ResultsDocument",
     "RouteDeterminism",
     "RouteExploration",
     "RouteExplorations",

@@ -77,7 +77,8 @@ class Board:
             if task is not None:
                 unit, count = _units(task)
                 if isinstance(task, FuzzShard):
-                    count = max(1, int(event.result.document.get("meta", {}).get("examples", 1)))
+                    meta = event.result.document.meta
+                    count = max(1, meta.examples if meta is not None and meta.examples is not None else 1)
                 spent = self._spent.setdefault(unit, [0.0, 0.0])
                 spent[0] += event.result.seconds
                 spent[1] += count

@@ -35,6 +35,7 @@ from dsh_sim.dsh.explore_dsh import DshExploreResult, explore_dsh, results_docum
 from dsh_sim.dsh.install import Installation, installation
 from dsh_sim.dsh.node import NodeMissing
 from dsh_sim.dsh.shapes import shape_of
+from dsh_sim.evidence.document import DshAgainst, ResultsDocument, Violation, structure_as
 from dsh_sim.evidence.results import meta, write
 from dsh_sim.operations.search import explore
 from dsh_sim.scenario.codec import to_json
@@ -80,7 +81,7 @@ def run_dsh_phase(
     if install is None:
         print(f"DSH: {SKIPPED}; skipped", flush=True)
         # the report says so too (a DSH section that is absent reads as nothing to report)
-        skipped = {"meta": meta("dsh-skipped"), "dsh_skipped": SKIPPED}
+        skipped = ResultsDocument(meta=meta("dsh-skipped"), dsh_skipped=SKIPPED)
         return [write(skipped, os.path.join(results_dir, f"dsh-skipped{tag}.json"))]
     started = time.perf_counter()
     explored: list[tuple[str, DshExploreResult]] = []
@@ -107,7 +108,7 @@ def run_dsh_phase(
     states = sum(r.states for _, r in explored)
     print(
         f"DSH writer explored over {len(explored)} distinct session shape(s): {sum(r.points for _, r in explored)} crash points, "
-        f"{states} states, {len(doc['violations'])} violation(s), {time.perf_counter() - started:.1f}s",
+        f"{states} states, {len(doc.violations or ())} violation(s), {time.perf_counter() - started:.1f}s",
         flush=True,
     )
     sample = [(p, s) for p, s in zip(files, scenarios) if s.name in AGAINST_SAMPLE and s.passes_clean]
@@ -137,15 +138,13 @@ def run_dsh_phase(
     return written
 
 
-def _against_document(path: str, result: Any, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def _against_document(path: str, result: Any, before: dict[str, Any], after: dict[str, Any]) -> ResultsDocument:
     counts = delta(before, after)
-    return {
-        "meta": meta("against-dsh", scenario=path, states=len(result.states), seconds=round(result.seconds, 3)),
-        "checked": {NAME: counts["compared"]},
-        "violations": [
-            {"invariant": v.invariant, "message": v.describe(), "scenario": state.repro, "source": "against-dsh"}
-            for state, v in result.violations
-            if v.invariant == NAME
-        ],
-        "dsh_against": counts,
-    }
+    return ResultsDocument(
+        meta=meta("against-dsh", scenario=path, states=len(result.states), seconds=round(result.seconds, 3)),
+        checked={NAME: counts["compared"]},
+        violations=tuple(
+            Violation(v.invariant, v.describe(), state.repro, "against-dsh") for state, v in result.violations if v.invariant == NAME
+        ),
+        dsh_against=structure_as(counts, DshAgainst),
+    )

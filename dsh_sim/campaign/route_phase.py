@@ -15,11 +15,11 @@ import functools
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from dsh_sim.dsh.install import Installation
 from dsh_sim.dsh.route.explore import explore_route
 from dsh_sim.dsh.route.program import Skip, translate
+from dsh_sim.evidence.document import DshRouteRow, ResultsDocument, Violation
 from dsh_sim.evidence.results import meta, write
 from dsh_sim.scenario.model import Scenario
 
@@ -37,8 +37,8 @@ def run_route_phase(
     """Explore the route over the starter scenarios it can express; the result file written.
     ``between(part, done, total)`` after each crash point (progress; a campaign's stop raises)."""
     started = time.perf_counter()
-    rows: list[dict[str, Any]] = []
-    violations: list[dict[str, Any]] = []
+    rows: list[DshRouteRow] = []
+    violations: list[Violation] = []
     checked: dict[str, int] = {}
     skipped = 0
     tell = between or (lambda part, done, total: None)
@@ -61,30 +61,21 @@ def run_route_phase(
         checked[NAME] = checked.get(NAME, 0) + sum(c.matched for c in result.compared)
         for v in result.violations:
             if v.finding is None:
-                violations.append(
-                    {
-                        "invariant": v.invariant,
-                        "message": f"DSH route, kill at {v.name}: {v.detail}",
-                        "scenario": path,
-                        "source": "dsh-route",
-                    }
-                )
+                violations.append(Violation(v.invariant, f"DSH route, kill at {v.name}: {v.detail}", path, "dsh-route"))
         for c in result.compared:
             for d in c.unexplained:
                 where = f"{c.point} (lifetime {c.lifetime}, #{c.occurrence})"
-                violations.append(
-                    {"invariant": NAME, "message": f"after a kill at {where}: {d.line()}", "scenario": path, "source": "dsh-route"}
-                )
-    doc = {
-        "meta": meta("dsh-route", seconds=round(time.perf_counter() - started, 3), skipped=skipped),
-        "checked": checked,
-        "violations": violations,
-        "dsh_route": rows,
-    }
+                violations.append(Violation(NAME, f"after a kill at {where}: {d.line()}", path, "dsh-route"))
+    doc = ResultsDocument(
+        meta=meta("dsh-route", seconds=round(time.perf_counter() - started, 3), skipped=skipped),
+        checked=checked,
+        violations=tuple(violations),
+        dsh_route=tuple(rows),
+    )
     written = write(doc, os.path.join(results_dir, f"dsh-route{tag}.json"))
     print(
         f"DSH route explored over {len(rows)} starter scenario(s) ({skipped} it cannot express): "
-        f"{sum(r['states'] for r in rows)} kill states, {sum(r['kills_compared'] for r in rows)} compared with dsh-sim, "
+        f"{sum(r.states or 0 for r in rows)} kill states, {sum(r.kills_compared or 0 for r in rows)} compared with dsh-sim, "
         f"{len(violations)} unexplained, {time.perf_counter() - started:.1f}s",
         flush=True,
     )

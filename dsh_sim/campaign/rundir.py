@@ -33,7 +33,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import attrs
 import cattrs
@@ -42,7 +41,8 @@ from dsh_sim.campaign import tasks as tasks_mod
 from dsh_sim.campaign.tasks import Campaign
 from dsh_sim.campaign.work import FoundFile
 from dsh_sim.errors import InputError
-from dsh_sim.evidence.results import shape_problem
+from dsh_sim.evidence.document import DocumentError, ResultsDocument, read_document
+from dsh_sim.evidence.results import write
 from dsh_sim.inputs import read_json
 from dsh_sim.outputs import ensure_output_dir, fsync_directory, write_new, write_replacing
 
@@ -171,26 +171,24 @@ class RunDir:
     def read_status(self) -> Status | None:
         return read_status(self.path)
 
-    def finished(self, campaign: Campaign) -> dict[str, dict[str, Any]]:
+    def finished(self, campaign: Campaign) -> dict[str, ResultsDocument]:
         """The results document of every task already done (its file complete and valid)."""
-        done: dict[str, dict[str, Any]] = {}
+        done: dict[str, ResultsDocument] = {}
         for task in campaign.tasks:
             path = self.result_path(task.id)
             if not os.path.isfile(path):
                 continue
-            with contextlib.suppress(InputError):
-                doc = read_json(path, "results document")
-                if shape_problem(doc) is None and doc["meta"].get("task") == task.id and doc["meta"].get("run") == self.id:
+            with contextlib.suppress(InputError, DocumentError):
+                doc = read_document(read_json(path, "results document"))
+                if doc.meta is not None and doc.meta.task == task.id and doc.meta.run == self.id:
                     done[task.id] = doc
         return done
 
     def result_path(self, task_id: str) -> str:
         return os.path.join(self.results, f"{task_id}.json")
 
-    def write_result(self, task_id: str, doc: dict[str, Any]) -> str:
-        path = self.result_path(task_id)
-        write_replacing(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        return path
+    def write_result(self, task_id: str, doc: ResultsDocument) -> str:
+        return write(doc, self.result_path(task_id))
 
 
 def save_found(files: Iterable[FoundFile], found_dir: str) -> list[str]:

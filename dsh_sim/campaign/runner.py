@@ -28,6 +28,7 @@ from dsh_sim.campaign.rundir import DSH_RESULTS, RunDir, Status, ended, new_stat
 from dsh_sim.campaign.summary import totals
 from dsh_sim.campaign.tasks import Campaign, Options
 from dsh_sim.campaign.work import TaskResult
+from dsh_sim.evidence.document import Meta, ResultsDocument
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -90,9 +91,9 @@ class _Session:
 
     def persist(self, result: TaskResult) -> None:
         save_found(result.found, self.found_dir)
-        doc = dict(result.document)
-        doc["meta"] = {**doc["meta"], "run": self.run.id, "task": result.task, "worker": result.worker}
-        self.run.write_result(result.task, doc)
+        doc = result.document
+        meta = attrs.evolve(doc.meta or Meta(), run=self.run.id, task=result.task, worker=result.worker)
+        self.run.write_result(result.task, attrs.evolve(doc, meta=meta))
 
     def emit(self, event: Event) -> None:
         if isinstance(event, Finished):
@@ -107,7 +108,7 @@ class _Session:
         self.display.update(event)
 
 
-def _start(request: Request, workers: int) -> tuple[RunDir, Campaign, dict[str, dict[str, Any]]]:
+def _start(request: Request, workers: int) -> tuple[RunDir, Campaign, dict[str, ResultsDocument]]:
     if request.resume is not None:
         run = RunDir.resume(request.out, request.resume)
         campaign = run.read_campaign()
@@ -135,13 +136,13 @@ def run(request: Request) -> Outcome:
             run_dir.release()
 
 
-def _execute(request: Request, run: RunDir, campaign: Campaign, done: dict[str, dict[str, Any]], executor: Any) -> Outcome:
+def _execute(request: Request, run: RunDir, campaign: Campaign, done: dict[str, ResultsDocument], executor: Any) -> Outcome:
     todo = [task for task in campaign.tasks if task.id not in done]
     executor.bind(run.id)
     session = _Session(run, campaign, new_status(run, executor.description, len(campaign.tasks), request.argv, done), request.found_dir)
     run.write_status(session.status)
     run.start_heartbeat()
-    violations_before = sum(len(doc.get("violations", [])) for doc in done.values())
+    violations_before = sum(len(doc.violations or ()) for doc in done.values())
     session.board = Board(todo, executor.workers, len(done), violations_before)
     try:
         with display.make(session.board, request.json_mode) as shown:
@@ -226,7 +227,7 @@ def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session
     return Outcome(run.id, run.path, state, code, tuple(lines), dict(report.paths))
 
 
-def _dsh_phase(campaign: Campaign, run: RunDir, json_mode: bool, board: Board | None) -> list[dict[str, Any]]:
+def _dsh_phase(campaign: Campaign, run: RunDir, json_mode: bool, board: Board | None) -> list[ResultsDocument]:
     """The published DSH (its writer explored, a sample of our recoveries read by it), when it
     is installed: on the submitting machine, after the campaign's tasks — it needs Node and the
     installed packages there.  Its documents go to the run directory and join the report."""

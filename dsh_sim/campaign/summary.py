@@ -7,70 +7,100 @@ process — and with the same values, when the seeds and example counts are the 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+
+import attrs
 
 from dsh_sim.campaign.tasks import Campaign
+from dsh_sim.evidence.document import Meta, ResultsDocument
 
 
-def _by_kind(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
+@attrs.frozen
+class CampaignCounts:
+    """The campaign's totals as numbers (what the summary lines say)."""
+
+    replayed: int = 0  # scenarios replayed
+    replay_failures: int = 0
+    moved_unjudged: int = 0  # traces that moved while every oracle held
+    determinism_rechecks: int = 0  # scenarios re-run in two fresh processes
+    determinism_differences: int = 0
+    explore_shards: int = 0
+    explored_scenarios: int = 0
+    crash_states: int = 0
+    explore_violations: int = 0
+    fuzz_shards: int = 0
+    fuzz_examples: dict[str, int] = attrs.field(factory=dict)  # machine -> examples
+    fuzz_steps: int = 0
+    fuzz_violations: int = 0
+    mutants: int = 0
+    mutants_killed: int = 0
+
+
+def _by_kind(docs: list[ResultsDocument]) -> dict[str, list[ResultsDocument]]:
+    out: dict[str, list[ResultsDocument]] = {}
     for doc in docs:
-        out.setdefault(doc["meta"].get("kind", "?"), []).append(doc)
+        out.setdefault(doc.kind or "?", []).append(doc)
     return out
 
 
-def counts(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The campaign's totals as numbers (what the summary lines and ``--json`` say)."""
+def _sum(docs: list[ResultsDocument], field: Callable[[Meta], int | None]) -> int:
+    """The sum of one integer meta field over ``docs`` (absent: 0)."""
+    return sum(field(d.meta) or 0 for d in docs if d.meta is not None)
+
+
+def counts(docs: list[ResultsDocument]) -> CampaignCounts:
+    """The campaign's totals, from the results documents of its tasks."""
     kinds = _by_kind(docs)
     replay, explore, fuzz, mutants = (kinds.get(k, []) for k in ("replay", "explore", "fuzz", "mutants"))
     examples: dict[str, int] = {}
     for doc in fuzz:
-        machine = doc["meta"].get("machine", "?")
-        examples[machine] = examples.get(machine, 0) + doc["meta"].get("examples", 0)
-    kills = [row for doc in mutants for row in doc.get("kill_matrix", [])]
-    return {
-        "replayed": sum(d["meta"].get("scenarios", 0) for d in replay),
-        "replay_failures": sum(len(d.get("violations", [])) for d in replay),
-        "moved_unjudged": sum(len(d.get("moved_unjudged", [])) for d in replay),
-        "determinism_rechecks": sum(1 for d in replay for e in d.get("determinism", []) if "fresh" in str(e.get("how", ""))),
-        "determinism_differences": sum(1 for d in replay for e in d.get("determinism", []) if not e.get("same")),
-        "explore_shards": len(explore),
-        "explored_scenarios": sum(d["meta"].get("scenarios", 0) for d in explore),
-        "crash_states": sum(d["meta"].get("states", 0) for d in explore),
-        "explore_violations": sum(len(d.get("violations", [])) for d in explore),
-        "fuzz_shards": len(fuzz),
-        "fuzz_examples": examples,
-        "fuzz_steps": sum(d["meta"].get("steps", 0) for d in fuzz),
-        "fuzz_violations": sum(len(d.get("violations", [])) for d in fuzz),
-        "mutants": len(kills),
-        "mutants_killed": sum(1 for row in kills if row.get("killed")),
-    }
+        machine = (doc.meta.machine if doc.meta else None) or "?"
+        examples[machine] = examples.get(machine, 0) + ((doc.meta.examples if doc.meta else None) or 0)
+    kills = [row for doc in mutants for row in doc.kill_matrix or ()]
+    rechecks = [e for d in replay for e in d.determinism or ()]
+    return CampaignCounts(
+        replayed=_sum(replay, lambda m: m.scenarios),
+        replay_failures=sum(len(d.violations or ()) for d in replay),
+        moved_unjudged=sum(len(d.moved_unjudged or ()) for d in replay),
+        determinism_rechecks=sum(1 for e in rechecks if "fresh" in (e.how or "")),
+        determinism_differences=sum(1 for e in rechecks if not e.same),
+        explore_shards=len(explore),
+        explored_scenarios=_sum(explore, lambda m: m.scenarios),
+        crash_states=_sum(explore, lambda m: m.states),
+        explore_violations=sum(len(d.violations or ()) for d in explore),
+        fuzz_shards=len(fuzz),
+        fuzz_examples=examples,
+        fuzz_steps=_sum(fuzz, lambda m: m.steps),
+        fuzz_violations=sum(len(d.violations or ()) for d in fuzz),
+        mutants=len(kills),
+        mutants_killed=sum(1 for row in kills if row.killed),
+    )
 
 
-def totals(docs: list[dict[str, Any]], campaign: Campaign) -> list[str]:
+def totals(docs: list[ResultsDocument], campaign: Campaign) -> list[str]:
     c = counts(docs)
     lines = [f"total over {len(docs)}/{len(campaign.tasks)} task(s):"]
-    if c["replayed"]:
+    if c.replayed:
         lines.append(
-            f"  replayed {c['replayed']} scenario(s), {c['replayed'] - c['replay_failures']} hold; "
-            f"determinism re-checked for {c['determinism_rechecks']}, {c['determinism_differences']} difference(s)"
+            f"  replayed {c.replayed} scenario(s), {c.replayed - c.replay_failures} hold; "
+            f"determinism re-checked for {c.determinism_rechecks}, {c.determinism_differences} difference(s)"
         )
-        if c["moved_unjudged"]:
+        if c.moved_unjudged:
             lines.append(
-                f"  {c['moved_unjudged']} scenario(s) moved their trace while every oracle held: a change no model judged "
+                f"  {c.moved_unjudged} scenario(s) moved their trace while every oracle held: a change no model judged "
                 "(see each FAIL above for where the trace parted; a gap in the models, not a pass)"
             )
-    if c["explore_shards"]:
+    if c.explore_shards:
         lines.append(
-            f"  explored {c['explored_scenarios']} scenario(s) in {c['explore_shards']} shard(s): "
-            f"{c['crash_states']} crash states, {c['explore_violations']} violation(s)"
+            f"  explored {c.explored_scenarios} scenario(s) in {c.explore_shards} shard(s): "
+            f"{c.crash_states} crash states, {c.explore_violations} violation(s)"
         )
-    if c["fuzz_shards"]:
-        per = ", ".join(f"{machine} {n}" for machine, n in sorted(c["fuzz_examples"].items()))
+    if c.fuzz_shards:
+        per = ", ".join(f"{machine} {n}" for machine, n in sorted(c.fuzz_examples.items()))
         lines.append(
-            f"  fuzzed {sum(c['fuzz_examples'].values())} examples ({per}) in {c['fuzz_shards']} shard(s), "
-            f"{c['fuzz_steps']} steps, {c['fuzz_violations']} violation(s)"
+            f"  fuzzed {sum(c.fuzz_examples.values())} examples ({per}) in {c.fuzz_shards} shard(s), "
+            f"{c.fuzz_steps} steps, {c.fuzz_violations} violation(s)"
         )
-    if c["mutants"]:
-        lines.append(f"  self-test: the corpus kills {c['mutants_killed']}/{c['mutants']} durability mutants")
+    if c.mutants:
+        lines.append(f"  self-test: the corpus kills {c.mutants_killed}/{c.mutants} durability mutants")
     return lines

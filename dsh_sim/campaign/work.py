@@ -28,6 +28,7 @@ from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import judge, run_scenario
 from dsh_sim.drivers.selftest import KillResult, by_corpus, summary
 from dsh_sim.engine.logs import capture_runtime_logs
+from dsh_sim.evidence.document import Determinism, PointCounts, ResultsDocument, Violation
 from dsh_sim.evidence.results import explore_document, merge_documents, meta
 from dsh_sim.evidence.tally import CaseTally
 from dsh_sim.mutants.catalogue import CATALOGUE
@@ -56,7 +57,7 @@ class FoundFile:
 class TaskResult:
     task: str
     kind: str
-    document: dict[str, Any]
+    document: ResultsDocument
     found: tuple[FoundFile, ...] = ()
     lines: tuple[str, ...] = ()
     worker: str = "local"
@@ -64,7 +65,7 @@ class TaskResult:
 
     @property
     def violations(self) -> int:
-        return len(self.document.get("violations", []))
+        return len(self.document.violations or ())
 
 
 class _Sink:
@@ -80,7 +81,7 @@ class _Sink:
         return os.path.join(self.found_dir, name)
 
 
-def replay_document(rows: list[dict[str, Any]], seconds: float, task: str) -> dict[str, Any]:
+def replay_document(rows: list[dict[str, Any]], seconds: float, task: str) -> ResultsDocument:
     tally = CaseTally()
     for row in rows:
         # scenarios that expect a violation or switch on a mutant are self-tests of the harness,
@@ -94,35 +95,22 @@ def replay_document(rows: list[dict[str, Any]], seconds: float, task: str) -> di
             checked[name] = checked.get(name, 0) + n
         for name, n in row["points"].items():
             points[name] = points.get(name, 0) + n
-    return {
-        "meta": meta("replay", scenarios=len(rows), seconds=round(seconds, 3), task=task),
-        "case_tally": tally.to_json(),
-        "checked": checked,
-        "points": {name: {"hits": n} for name, n in points.items()},
-        "violations": [
-            {
-                "invariant": r["invariant"] or "expectation",
-                "message": "; ".join(r["problems"]),
-                "scenario": r["scenario"],
-                "source": "replay",
-            }
-            for r in rows
-            if not r["ok"]
-        ],
+    return ResultsDocument(
+        meta=meta("replay", scenarios=len(rows), seconds=round(seconds, 3), task=task),
+        case_tally=tally,
+        checked=checked,
+        points={name: PointCounts(hits=n) for name, n in points.items()},
+        violations=tuple(
+            Violation(r["invariant"] or "expectation", "; ".join(r["problems"]), r["scenario"], "replay") for r in rows if not r["ok"]
+        ),
         # traces that moved while every oracle held: a change no model judged (a gap, not a pass)
-        "moved_unjudged": [r["scenario"] for r in rows if r.get("moved_unjudged")],
-        "determinism": [
-            {
-                "scenario": r["scenario"],
-                "digest_a": r["recorded_digest"],
-                "digest_b": r["digest"],
-                "same": r["recorded_digest"] == r["digest"],
-                "how": "recorded vs this process",
-            }
+        moved_unjudged=tuple(r["scenario"] for r in rows if r.get("moved_unjudged")),
+        determinism=tuple(
+            Determinism(r["scenario"], r["recorded_digest"] == r["digest"], r["recorded_digest"], r["digest"], "recorded vs this process")
             for r in rows
             if r["recorded_digest"]
-        ],
-    }
+        ),
+    )
 
 
 def recorded_move(label: str, scenario: Any, digest: str) -> Any:
@@ -137,7 +125,7 @@ def recorded_move(label: str, scenario: Any, digest: str) -> Any:
     return traces.first_move(recorded, sim.trace.records)
 
 
-def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:
+def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[ResultsDocument, list[str]]:
     from dsh_sim.operations.replay import ReplayResult
 
     scenarios = parsed({label: corpus[label] for label in task.scenarios})
@@ -157,22 +145,23 @@ def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink
         ctx.progress(index + 1, len(scenarios) + len(task.recheck), label)
     doc = replay_document(rows, time.perf_counter() - started, task.id)
     lines.insert(0, f"replayed {len(rows)} scenario(s): {sum(r['ok'] for r in rows)} hold")
+    violations, determinism = list(doc.violations or ()), list(doc.determinism or ())
     if task.readers:
         ctx.checkpoint()
         whole = list(parsed(corpus).values())  # the reader and sweep scenarios may sit in other shards
-        doc["violations"] += _reader_differential(whole, lines, ctx)
+        violations += _reader_differential(whole, lines, ctx)
         ctx.checkpoint()
-        doc["violations"] += _failure_sweep(whole, lines, sink, ctx)
+        violations += _failure_sweep(whole, lines, sink, ctx)
     for index, label in enumerate(task.recheck):
         ctx.checkpoint()
         check = recheck.check(label, corpus[label])
-        doc["determinism"].append(check.entry())
+        determinism.append(check.entry())
         lines.append(f"determinism: {label} {'same' if check.same else 'DIFFERENT'} in two fresh processes")
         ctx.progress(len(rows) + index + 1, len(rows) + len(task.recheck), f"re-check {label}")
-    return doc, lines
+    return attrs.evolve(doc, violations=tuple(violations), determinism=tuple(determinism)), lines
 
 
-def _reader_differential(corpus: list[Scenario], lines: list[str], ctx: Context) -> list[dict[str, Any]]:
+def _reader_differential(corpus: list[Scenario], lines: list[str], ctx: Context) -> list[Violation]:
     """Every runtime read entry point against the spec's reader, over the logs of the corpus's
     reader scenarios (those present) cut at every byte, damaged and bloated; a mismatch is a
     ``reader_differential`` violation of the replay shard."""
@@ -189,13 +178,13 @@ def _reader_differential(corpus: list[Scenario], lines: list[str], ctx: Context)
         f"reader differential: {run.cases} cases, {run.checks} checks, {len(run.mismatches)} mismatch(es), {time.perf_counter() - started:.1f}s"
     )
     lines.extend(f"  FAIL readers: {m}" for m in run.mismatches[:20])
-    return [{"invariant": "reader_differential", "message": m, "scenario": "readers", "source": "readers"} for m in run.mismatches]
+    return [Violation("reader_differential", m, "readers", "readers") for m in run.mismatches]
 
 
-def _failure_sweep(corpus: list[Scenario], lines: list[str], sink: _Sink, ctx: Context) -> list[dict[str, Any]]:
+def _failure_sweep(corpus: list[Scenario], lines: list[str], sink: _Sink, ctx: Context) -> list[Violation]:
     """An I/O error and a cancellation at every position of every durability sequence the
     corpus's sweep scenarios (those present) run; each violation is saved as a scenario."""
-    out: list[dict[str, Any]] = []
+    out: list[Violation] = []
     for scenario in (s for s in corpus if s.name in faultsweep.SWEEP_SET):
 
         def between(runs: int, total: int, name: str = scenario.name) -> None:
@@ -209,11 +198,11 @@ def _failure_sweep(corpus: list[Scenario], lines: list[str], sink: _Sink, ctx: C
         for found in result.violations:
             message = f"{found.action} at {found.position.describe()}: {found.violation.describe()}"
             lines.append(f"  FAIL sweep {scenario.name}: {message}")
-            out.append({"invariant": found.violation.invariant, "message": message, "scenario": scenario.name, "source": "sweep"})
+            out.append(Violation(found.violation.invariant, message, scenario.name, "sweep"))
     return out
 
 
-def _explore(task: ExploreShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:
+def _explore(task: ExploreShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[ResultsDocument, list[str]]:
     scenarios = parsed({label: corpus[label] for label in task.scenarios})
     cache: dict[str, Any] = {}  # shared by the shard's scenarios only: the result never depends on placement
     docs, lines = [], []
@@ -248,7 +237,7 @@ def _explore(task: ExploreShard, corpus: dict[str, str], ctx: Context, sink: _Si
     return merge_documents(docs, shard_meta), lines
 
 
-def _fuzz(task: FuzzShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:
+def _fuzz(task: FuzzShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[ResultsDocument, list[str]]:
     def progress(run: Any) -> None:
         limit = f"{run.seconds:.0f}s" if task.examples is not None else f"{run.seconds:.0f}/{task.budget:.0f}s"
         ctx.progress(
@@ -273,7 +262,7 @@ def _fuzz(task: FuzzShard, corpus: dict[str, str], ctx: Context, sink: _Sink) ->
     return run.document(meta("fuzz", task=task.id, budget=task.budget, examples_limit=task.examples)), [line]
 
 
-def _mutant(task: MutantKill, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[dict[str, Any], list[str]]:
+def _mutant(task: MutantKill, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[ResultsDocument, list[str]]:
     ctx.checkpoint()
     scenarios = parsed({label: corpus[label] for label in task.corpus})
     started = time.perf_counter()
@@ -287,15 +276,15 @@ def _mutant(task: MutantKill, corpus: dict[str, str], ctx: Context, sink: _Sink)
         },
     )
     stats = summary([kill])
-    doc = {
-        "meta": meta("mutants", methods=["corpus"], seconds=round(time.perf_counter() - started, 3), task=task.id, **stats),
-        "kill_matrix": [kill.row()],
-    }
+    doc = ResultsDocument(
+        meta=meta("mutants", methods=["corpus"], seconds=round(time.perf_counter() - started, 3), task=task.id, **stats),
+        kill_matrix=(kill.kill_row(),),
+    )
     ctx.progress(1, 1, task.mutant)
     return doc, ([] if kill.killed else [f"  MUTANT SURVIVED {task.mutant}"])
 
 
-RUNNERS: dict[type, Callable[[Any, dict[str, str], Context, _Sink], tuple[dict[str, Any], list[str]]]] = {
+RUNNERS: dict[type, Callable[[Any, dict[str, str], Context, _Sink], tuple[ResultsDocument, list[str]]]] = {
     ReplayShard: _replay,
     ExploreShard: _explore,
     FuzzShard: _fuzz,

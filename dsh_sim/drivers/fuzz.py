@@ -48,6 +48,7 @@ from dsh_sim.drivers.minimize import minimize, set_hypothesis_shrink_budget
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.collector import CollectorPolicy, ExampleCollector
 from dsh_sim.engine.config import SimConfig
+from dsh_sim.evidence.document import Meta, PointCounts, ResultsDocument, Violation
 from dsh_sim.evidence.invariants import recovery
 from dsh_sim.evidence.oracles import event_records, reference, spec_log, whole_records
 from dsh_sim.evidence.tally import CaseTally
@@ -102,30 +103,30 @@ class FuzzRun:
         """Crash recoveries checked so far."""
         return self.tally.cases
 
-    def document(self, meta: dict[str, Any]) -> dict[str, Any]:
-        violations = []
+    def document(self, meta: Meta) -> ResultsDocument:
+        """The run's results document under ``meta`` (what ran it: the command or the campaign task)."""
+        violations: tuple[Violation, ...] = ()
         if self.found is not None:
-            violations.append(
-                {"invariant": self.found.invariant, "message": self.found.message, "scenario": self.found.path, "source": "fuzz"}
-            )
-        return {
-            "meta": {
-                **meta,
-                "kind": "fuzz",
-                "machine": self.machine,
-                "seed": self.seed,
-                "examples": self.examples,
-                "discarded_examples": self.discarded,
-                "shrink_replays": self.shrink_replays,
-                "steps": self.steps,
-                "max_rules_per_example": self.rules_per_example,
-                "seconds": round(self.seconds, 3),
-            },
-            "case_tally": self.tally.to_json(),
-            "checked": self.checked,
-            "points": {name: {"hits": n} for name, n in self.points.items()},
-            "violations": violations,
-        }
+            violations = (Violation(self.found.invariant, self.found.message, self.found.path, "fuzz"),)
+        run_meta = attrs.evolve(
+            meta,
+            kind="fuzz",
+            machine=self.machine,
+            seed=self.seed,
+            examples=self.examples,
+            discarded_examples=self.discarded,
+            shrink_replays=self.shrink_replays,
+            steps=self.steps,
+            max_rules_per_example=self.rules_per_example,
+            seconds=round(self.seconds, 3),
+        )
+        return ResultsDocument(
+            meta=run_meta,
+            case_tally=self.tally,
+            checked=self.checked,
+            points={name: PointCounts(hits=n) for name, n in self.points.items()},
+            violations=violations,
+        )
 
 
 def _machine_class(machine: str, config: SimConfig, run: FuzzRun) -> type[SimulationMachine]:

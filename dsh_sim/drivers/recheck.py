@@ -22,6 +22,7 @@ import attrs
 from dsh_sim.children import ChildKilled, die_with_parent, run_child
 from dsh_sim.engine.trace import first_divergence
 from dsh_sim.errors import InputError
+from dsh_sim.evidence.document import Determinism
 
 HASH_SEEDS = ("1", "2")
 
@@ -42,15 +43,10 @@ class DeterminismCheck:
     def same(self) -> bool:
         return self.digest_a == self.digest_b and self.session_a == self.session_b
 
-    def entry(self) -> dict[str, Any]:
+    def entry(self) -> Determinism:
         """The ``determinism`` entry of a results document."""
-        return {
-            "scenario": self.scenario,
-            "digest_a": self.digest_a,
-            "digest_b": self.digest_b,
-            "same": self.same,
-            "how": f"two fresh processes, PYTHONHASHSEED {' and '.join(HASH_SEEDS)}",
-        }
+        how = f"two fresh processes, PYTHONHASHSEED {' and '.join(HASH_SEEDS)}"
+        return Determinism(self.scenario, self.same, self.digest_a, self.digest_b, how)
 
 
 def _replay_in_child(label: str, text: str, hashseed: str) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:

@@ -25,6 +25,8 @@ import attrs
 from dsh_sim.drivers.explore import StateResult, explore
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import run_scenario
+from dsh_sim.evidence.document import KillRow, unstructure
+from dsh_sim.evidence.document import MethodResult as MethodRecord
 from dsh_sim.evidence.invariants import Violation
 from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.scenario.files import discover, load, save
@@ -71,21 +73,29 @@ class KillResult:
         kills = [(name, m) for name, m in self.methods.items() if m.killed]
         return min(kills, key=lambda kv: kv[1].seconds) if kills else None
 
-    def row(self) -> dict[str, Any]:
+    def kill_row(self) -> KillRow:
+        """The mutant's row of the kill matrix (a results document's ``kill_matrix``)."""
         fastest = self.fastest
         fuzz_result = self.methods.get("fuzz")
-        return {
-            "mutant": self.mutant,
-            "description": self.description,
-            "killed": self.killed,
-            "method": fastest[0] if fastest else None,
-            "time_to_kill": round(fastest[1].seconds, 3) if fastest else None,
-            "invariant": fastest[1].invariant if fastest else None,
-            "examples": fastest[1].examples if fastest else None,
-            "scenario": fastest[1].example if fastest else None,
-            "scenario_steps": fuzz_result.scenario_steps if fuzz_result and fuzz_result.killed else None,
-            "by_method": {name: attrs.asdict(m) for name, m in self.methods.items()},
-        }
+        return KillRow(
+            mutant=self.mutant,
+            description=self.description,
+            killed=self.killed,
+            method=fastest[0] if fastest else None,
+            time_to_kill=round(fastest[1].seconds, 3) if fastest else None,
+            invariant=fastest[1].invariant if fastest else None,
+            examples=fastest[1].examples if fastest else None,
+            scenario=fastest[1].example if fastest else None,
+            scenario_steps=fuzz_result.scenario_steps if fuzz_result and fuzz_result.killed else None,
+            by_method={
+                name: MethodRecord(m.killed, m.seconds, m.invariant, m.example, m.examples, m.scenario_steps)
+                for name, m in self.methods.items()
+            },
+        )
+
+    def row(self) -> dict[str, Any]:
+        """:meth:`kill_row` as JSON."""
+        return unstructure(self.kill_row())
 
 
 def passing_corpus(corpus_dir: str) -> list[Scenario]:

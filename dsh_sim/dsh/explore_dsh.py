@@ -37,6 +37,8 @@ from dsh_sim.dsh.install import Installation
 from dsh_sim.dsh.normalize import canonical, closer_verdicts, ours
 from dsh_sim.dsh.shapes import Log
 from dsh_sim.dsh.simfs_server import SimFsServer
+from dsh_sim.evidence.document import DshExploreRow, ResultsDocument, Violation, unstructure
+from dsh_sim.evidence.document import DshViolation as DshViolationRecord
 
 ROOT = "/sim/dsh-root"
 SUFFIX = {"none": "session.jsonl", "zstd": "session.jsonl.zstd"}
@@ -76,19 +78,25 @@ class DshExploreResult:
     checked: dict[str, int] = attrs.field(factory=dict)  # invariant -> checks, over the distinct recoveries
     points_by_op: dict[str, int] = attrs.field(factory=dict)  # filesystem operation -> crash points before it
 
+    def row(self, scenario: str | None = None) -> DshExploreRow:
+        """The row of a results document's ``dsh_explore`` (``scenario``: whose shape this is)."""
+        return DshExploreRow(
+            shape=self.shape,
+            compression=self.compression,
+            scenario=scenario,
+            crash_points=self.points,
+            states=self.states,
+            recoveries_run=self.recoveries,
+            per_op=self.per_op,
+            points_by_op=self.points_by_op,
+            checked=self.checked,
+            violations=tuple(DshViolationRecord(v.invariant, v.point, v.crash, v.detail) for v in self.violations),
+            seconds=round(self.seconds, 3),
+        )
+
     def document(self) -> dict[str, Any]:
-        return {
-            "shape": self.shape,
-            "compression": self.compression,
-            "crash_points": self.points,
-            "states": self.states,
-            "recoveries_run": self.recoveries,
-            "per_op": self.per_op,
-            "points_by_op": self.points_by_op,
-            "checked": self.checked,
-            "violations": [attrs.asdict(v) for v in self.violations],
-            "seconds": round(self.seconds, 3),
-        }
+        """:meth:`row` as JSON (without the scenario)."""
+        return unstructure(self.row())
 
 
 def log_path(log: Log, compression: str) -> str:
@@ -287,28 +295,25 @@ def summarize(results: Sequence[DshExploreResult]) -> dict[str, Any]:
     }
 
 
-def results_document(results: Sequence[tuple[str, DshExploreResult]]) -> dict[str, Any]:
+def results_document(results: Sequence[tuple[str, DshExploreResult]]) -> ResultsDocument:
     """A results document (``dsh-sim report`` merges it): the shapes explored under
     ``dsh_explore`` (the report's DSH section), every DSH violation as a violation of the run.
     ``results`` pairs each result with the scenario whose shape it explored."""
     from dsh_sim.evidence.results import meta
 
-    return {
-        "meta": meta(
+    return ResultsDocument(
+        meta=meta(
             "explore-dsh",
             shapes=len(results),
             states=sum(r.states for _, r in results),
             seconds=round(sum(r.seconds for _, r in results), 3),
         ),
-        "dsh_explore": [{**r.document(), "scenario": path} for path, r in results],
-        "violations": [
-            {
-                "invariant": v.invariant,
-                "message": f"the DSH writer ({r.shape}, {r.compression}) at point {v.point} ({v.crash}): {v.detail}",
-                "scenario": path,
-                "source": "explore-dsh",
-            }
+        dsh_explore=tuple(r.row(path) for path, r in results),
+        violations=tuple(
+            Violation(
+                v.invariant, f"the DSH writer ({r.shape}, {r.compression}) at point {v.point} ({v.crash}): {v.detail}", path, "explore-dsh"
+            )
             for path, r in results
             for v in r.violations
-        ],
-    }
+        ),
+    )

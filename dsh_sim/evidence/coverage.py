@@ -10,11 +10,22 @@ and :data:`REQUIREMENTS` are the "sometimes" cells that must be hit at least onc
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dsh_sim.engine.points import POINTS
 from dsh_sim.engine.vocabulary import BARRIERS, BOUNDARIES, INNER_BARRIERS, TORN_CLASSES
+from dsh_sim.evidence.document import (
+    Determinism,
+    DshExploreRow,
+    DshRouteRow,
+    KillRow,
+    PointCounts,
+    ResultsDocument,
+    Violation,
+    as_documents,
+    unstructure,
+)
 from dsh_sim.evidence.oracles.event_records import of_kinds
 from dsh_sim.evidence.tally import CaseTally, phase_group
 
@@ -100,50 +111,51 @@ def case_from_recovery(
     )
 
 
-def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Merge result documents (fuzz / explore / replay / mutants) into one coverage view."""
+def aggregate(results: Iterable[ResultsDocument | Mapping[str, Any]]) -> dict[str, Any]:
+    """Merge result documents (fuzz / explore / replay / mutants) into one coverage view: the
+    JSON the report renders and writes as coverage.json.  A document may be given as JSON."""
     tally = CaseTally()
-    points: dict[str, dict[str, int]] = {}
+    points: dict[str, PointCounts] = {}
     checked: dict[str, int] = {}
-    violations: list[dict[str, Any]] = []
+    violations: list[Violation] = []
     runs: list[dict[str, Any]] = []
-    determinism: list[dict[str, Any]] = []
-    kill_matrix: list[dict[str, Any]] = []
+    determinism: list[Determinism] = []
+    kill_matrix: list[KillRow] = []
     cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
     sampled: dict[str, int] = {}
     cases_by_source: dict[str, int] = {}
-    dsh_explore: list[dict[str, Any]] = []  # the DSH writer explored on SimFS (dsh-sim explore --runtime dsh)
+    dsh_explore: list[DshExploreRow] = []  # the DSH writer explored on SimFS (dsh-sim explore --runtime dsh)
     dsh_against: list[dict[str, Any]] = []  # recoveries compared with the DSH reader (--against dsh)
-    dsh_route: list[dict[str, Any]] = []  # the DSH route explored (dsh-sim run's route part)
+    dsh_route: list[DshRouteRow] = []  # the DSH route explored (dsh-sim run's route part)
     dsh_skipped: str | None = None  # why a run's DSH phase did not run
-    for doc in results:
-        if doc.get("meta"):
-            runs.append(doc["meta"])
-        for name, n in doc.get("sampled", {}).items():
+    for doc in as_documents(results):
+        meta = unstructure(doc.meta) if doc.meta is not None else {}
+        if meta:
+            runs.append(meta)
+        for name, n in (doc.sampled or {}).items():
             sampled[name] = sampled.get(name, 0) + n
-        for matrix, rows in doc.get("cells", {}).items():
+        for matrix, rows in (doc.cells or {}).items():
             for row, cols in rows.items():
                 for col, counts in cols.items():
                     slot = cells.setdefault(matrix, {}).setdefault(row, {}).setdefault(col, {"possible": 0, "explored": 0})
                     slot["possible"] += counts.get("possible", 0)
                     slot["explored"] += counts.get("explored", 0)
-        for name, n in doc.get("checked", {}).items():
+        for name, n in (doc.checked or {}).items():
             checked[name] = checked.get(name, 0) + n
-        for name, counts in doc.get("points", {}).items():
-            slot = points.setdefault(name, {"possible": 0, "explored": 0, "hits": 0})
-            for key in slot:
-                slot[key] += counts.get(key, 0)
-        violations.extend(doc.get("violations", []))
-        determinism.extend(doc.get("determinism", []))
-        kill_matrix.extend(doc.get("kill_matrix", []))
-        source = str(doc.get("meta", {}).get("kind", "other"))
-        dsh_explore.extend(doc.get("dsh_explore", []))
-        dsh_route.extend(doc.get("dsh_route", []))
-        if doc.get("dsh_skipped"):
-            dsh_skipped = str(doc["dsh_skipped"])
-        if doc.get("dsh_against"):
-            dsh_against.append({"source": source, "scenario": doc.get("meta", {}).get("scenario"), **doc["dsh_against"]})
-        cases = CaseTally.of_document(doc)
+        for name, point in (doc.points or {}).items():
+            points[name] = points.get(name, _NO_POINT).plus(point)
+        violations.extend(doc.violations or ())
+        determinism.extend(doc.determinism or ())
+        kill_matrix.extend(doc.kill_matrix or ())
+        source = str(meta.get("kind", "other"))
+        dsh_explore.extend(doc.dsh_explore or ())
+        dsh_route.extend(doc.dsh_route or ())
+        if doc.dsh_skipped:
+            dsh_skipped = doc.dsh_skipped
+        against = unstructure(doc.dsh_against) if doc.dsh_against is not None else {}
+        if against:
+            dsh_against.append({"source": source, "scenario": meta.get("scenario"), **against})
+        cases = doc.tally()
         if cases.cases:
             cases_by_source[source] = cases_by_source.get(source, 0) + cases.cases
         tally.merge(cases)
@@ -154,20 +166,27 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "barrier_matrix": tally.barrier,
         "confusion": tally.confusion,
         "torn_classes": tally.torn,
-        "points": points,
+        "points": {name: unstructure(counts) for name, counts in points.items()},
         "checked": checked,
-        "violations": violations,
+        "violations": [unstructure(v) for v in violations],
         "runs": runs,
-        "determinism": determinism,
-        "kill_matrix": kill_matrix,
+        "determinism": [unstructure(d) for d in determinism],
+        "kill_matrix": [unstructure(k) for k in kill_matrix],
         "cell_states": cells,  # explore: explored/possible crash states per matrix cell
         "sampled": sampled,  # explore: points where states were sampled above the bound
     }
     if dsh_explore or dsh_against or dsh_route:  # only runs that had DSH (dsh-sim dsh setup) carry the section
-        view["dsh"] = {"explore": dsh_explore, "against": dsh_against, "route": dsh_route}
+        view["dsh"] = {
+            "explore": [unstructure(r) for r in dsh_explore],
+            "against": dsh_against,
+            "route": [unstructure(r) for r in dsh_route],
+        }
     elif dsh_skipped is not None:  # the run had a DSH phase and skipped it: the section says why
         view["dsh"] = {"explore": [], "against": [], "route": [], "skipped": dsh_skipped}
     return view
+
+
+_NO_POINT = PointCounts(0, 0, 0)  # the view lists possible, explored and hits of every point
 
 
 # "Sometimes" cells: each must be hit at least once across the merged results, or the report

@@ -6,6 +6,10 @@ counted (``case_tally``, :mod:`dsh_sim.evidence.tally`; older documents list ``c
 ``violations`` (each with the scenario that replays it), ``determinism`` re-checks and,
 for self-tests, the mutant ``kill_matrix``.  Runs split across processes or machines merge
 by simply reading all their documents (:func:`dsh_sim.evidence.coverage.aggregate`).
+
+In memory a document is a :class:`~dsh_sim.evidence.document.ResultsDocument`: producers
+build one, :func:`write` writes its JSON and :func:`read` reads and checks it, both through
+the one conversion of :mod:`dsh_sim.evidence.document`.
 """
 
 from __future__ import annotations
@@ -19,44 +23,57 @@ from collections.abc import Iterable
 from typing import Any
 
 from dsh_sim import __version__
+from dsh_sim.evidence.document import (
+    RESULTS_FORMAT,
+    Counts,
+    Determinism,
+    DocumentError,
+    Grid,
+    Meta,
+    PointCounts,
+    ResultsDocument,
+    Violation,
+    read_document,
+    structure_as,
+    unstructure,
+)
 from dsh_sim.evidence.tally import CaseTally
-from dsh_sim.evidence.tally import shape_problem as tally_problem
 from dsh_sim.outputs import write_replacing
 
-RESULTS_FORMAT = "dsh-sim-results"
+__all__ = ["RESULTS_FORMAT", "explore_document", "merge_documents", "meta", "read", "unique", "write", "write_json"]
 
 
-def meta(kind: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "format": RESULTS_FORMAT,
-        "kind": kind,
-        "dsh_sim": __version__,
-        "python": sys.version.split()[0],
-        "argv": sys.argv[1:],
-        "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        **extra,
-    }
+def meta(kind: str, **extra: Any) -> Meta:
+    """The meta of a new document: what runs, in which versions, since when, and ``extra``."""
+    return structure_as(
+        {
+            "format": RESULTS_FORMAT,
+            "kind": kind,
+            "dsh_sim": __version__,
+            "python": sys.version.split()[0],
+            "argv": sys.argv[1:],
+            "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            **extra,
+        },
+        Meta,
+    )
 
 
-def explore_document(result: Any, scenario_path: str, seconds: float) -> dict[str, Any]:
-    points: dict[str, dict[str, int]] = {}
+def explore_document(result: Any, scenario_path: str, seconds: float) -> ResultsDocument:
+    points: dict[str, PointCounts] = {}
     for name, n in result.possible.items():
-        points.setdefault(name, {"possible": 0, "explored": 0, "hits": 0})["possible"] += n
+        points[name] = points.get(name, _NO_POINT).plus(PointCounts(possible=n))
     for name, n in result.explored.items():
-        points.setdefault(name, {"possible": 0, "explored": 0, "hits": 0})["explored"] += n
-    violations = [
-        {"invariant": v.invariant, "message": v.describe(), "scenario": state.repro, "source": "explore"} for state, v in result.violations
-    ]
-    violations += [
-        {"invariant": v.invariant, "message": v.describe(), "scenario": scenario_path, "source": "explore-record"}
-        for v in result.record_violations
-    ]
+        points[name] = points.get(name, _NO_POINT).plus(PointCounts(explored=n))
+    violations = [Violation(v.invariant, v.describe(), state.repro, "explore") for state, v in result.violations]
+    violations += [Violation(v.invariant, v.describe(), scenario_path, "explore-record") for v in result.record_violations]
     if result.not_applicable:  # the steps after it were never explored: a gap, reported as replay reports it
         message = f"NOT EXPLORED past {result.not_applicable} (the steps after it never ran)"
-        violations.append({"invariant": "expectation", "message": message, "scenario": scenario_path, "source": "explore-record"})
-    checked: dict[str, int] = {}
-    return {
-        "meta": meta(
+        violations.append(Violation("expectation", message, scenario_path, "explore-record"))
+    tally = CaseTally()
+    tally.add_all(result.cases)
+    return ResultsDocument(
+        meta=meta(
             "explore",
             scenario=scenario_path,
             seconds=round(seconds, 3),
@@ -64,115 +81,87 @@ def explore_document(result: Any, scenario_path: str, seconds: float) -> dict[st
             crash_points=len(result.points),
             sampled=result.sampled,
         ),
-        "case_tally": _tally(result.cases),
-        "checked": checked,
-        "points": points,
-        "cells": result.cells,
-        "sampled": dict(result.sampled),
-        "violations": violations,
-    }
+        case_tally=tally,
+        checked={},
+        points=points,
+        cells=result.cells,
+        sampled=dict(result.sampled),
+        violations=tuple(violations),
+    )
 
 
-def merge_documents(docs: Iterable[dict[str, Any]], meta_: dict[str, Any]) -> dict[str, Any]:
+# every count of a point present (explore writes possible, explored and hits, all zero at first)
+_NO_POINT = PointCounts(0, 0, 0)
+
+
+def _add(into: Counts, counts: Counts) -> None:
+    for name, n in counts.items():
+        into[name] = into.get(name, 0) + n
+
+
+def merge_documents(docs: Iterable[ResultsDocument], meta_: Meta) -> ResultsDocument:
     """One results document adding up ``docs`` (the explore documents of a campaign shard),
     under ``meta_``: counts summed, lists concatenated; what the report reads is unchanged."""
     tally = CaseTally()
-    out: dict[str, Any] = {"meta": meta_, "checked": {}, "points": {}, "cells": {}, "sampled": {}, "violations": [], "determinism": []}
-
-    def add(into: dict[str, Any], counts: dict[str, Any]) -> None:
-        for key, value in counts.items():
-            if isinstance(value, dict):
-                add(into.setdefault(key, {}), value)
-            else:
-                into[key] = into.get(key, 0) + value
-
+    checked: Counts = {}
+    sampled: Counts = {}
+    points: dict[str, PointCounts] = {}
+    cells: dict[str, Grid] = {}
+    violations: list[Violation] = []
+    determinism: list[Determinism] = []
     for doc in docs:
-        tally.merge(CaseTally.of_document(doc))
-        for key in ("checked", "points", "cells", "sampled"):
-            add(out[key], doc.get(key, {}))
-        out["violations"] += doc.get("violations", [])
-        out["determinism"] += doc.get("determinism", [])
-    out["case_tally"] = tally.to_json()
-    return out
+        tally.merge(doc.tally())
+        _add(checked, doc.checked or {})
+        _add(sampled, doc.sampled or {})
+        for name, point in (doc.points or {}).items():
+            points[name] = points[name].plus(point) if name in points else point
+        for matrix, rows in (doc.cells or {}).items():
+            grid = cells.setdefault(matrix, {})
+            for row, cols in rows.items():
+                line = grid.setdefault(row, {})
+                for col, counts in cols.items():
+                    _add(line.setdefault(col, {}), counts)
+        violations += doc.violations or ()
+        determinism += doc.determinism or ()
+    return ResultsDocument(
+        meta=meta_,
+        case_tally=tally,
+        checked=checked,
+        points=points,
+        cells=cells,
+        sampled=sampled,
+        violations=tuple(violations),
+        determinism=tuple(determinism),
+    )
 
 
-def unique(docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def unique(docs: Iterable[ResultsDocument]) -> list[ResultsDocument]:
     """Documents without repeats: a task of a campaign run (``meta.run`` and ``meta.task``)
     counts once however often its run is named in ``--from``."""
     seen: set[tuple[str, str]] = set()
     out = []
     for doc in docs:
-        run, task = doc.get("meta", {}).get("run"), doc.get("meta", {}).get("task")
-        if isinstance(run, str) and isinstance(task, str):
-            if (run, task) in seen:
+        if doc.meta is not None and doc.meta.run is not None and doc.meta.task is not None:
+            if (doc.meta.run, doc.meta.task) in seen:
                 continue
-            seen.add((run, task))
+            seen.add((doc.meta.run, doc.meta.task))
         out.append(doc)
     return out
 
 
-def _tally(cases: Any) -> dict[str, Any]:
-    tally = CaseTally()
-    tally.add_all(cases)
-    return tally.to_json()
-
-
-def write(doc: dict[str, Any], path: str) -> str:
-    """Write a results document (replacing it; never through a symbolic link)."""
-    write_replacing(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+def write_json(obj: Any, path: str) -> str:
+    """Write a JSON document as results documents are written (replacing it; never through a
+    symbolic link)."""
+    write_replacing(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
     return path
 
 
-def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
-    return isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, (int, float)))
+def write(doc: ResultsDocument, path: str) -> str:
+    """Write a results document (replacing it; never through a symbolic link)."""
+    return write_json(unstructure(doc), path)
 
 
-def _counts(value: Any) -> bool:
-    return isinstance(value, dict) and all(isinstance(k, str) and _is(n, int) for k, n in value.items())
-
-
-def shape_problem(doc: Any) -> str | None:
-    """What makes ``doc`` unusable as a results document (``None``: the report can read it)."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("meta"), dict) or doc["meta"].get("format") != RESULTS_FORMAT:
-        return f"not a dsh-sim results document (meta.format != {RESULTS_FORMAT!r})"
-    for key in ("cases", "violations", "determinism", "kill_matrix"):
-        if not isinstance(doc.get(key, []), list) or not all(isinstance(item, dict) for item in doc.get(key, [])):
-            return f"{key!r} must be a list of objects"
-    for case in doc.get("cases", []):
-        calls = case.get("calls")
-        if not all(isinstance(case.get(k), str) for k in ("kind", "phase", "barrier")) or not isinstance(calls, list):
-            return "a case needs kind, phase, barrier (strings) and calls (a list)"
-        for call in calls:
-            if not isinstance(call, dict) or not isinstance(call.get("boundary"), str) or not isinstance(call.get("outcome"), str):
-                return "a call of a case needs boundary and outcome (strings)"
-    for key in ("dsh_explore", "dsh_route"):
-        if not isinstance(doc.get(key, []), list) or not all(isinstance(s, dict) for s in doc.get(key, [])):
-            return f"{key!r} must be a list of objects"
-    if not isinstance(doc.get("dsh_against", {}), dict) or not _counts(
-        {k: v for k, v in doc.get("dsh_against", {}).items() if k != "explained"}
-    ):
-        return "'dsh_against' must map names to integers"
-    if "case_tally" in doc and (problem := tally_problem(doc["case_tally"])) is not None:
-        return problem
-    if not all(isinstance(v.get("invariant"), str) for v in doc.get("violations", [])):
-        return "a violation needs an invariant (string)"
-    if not all(isinstance(k.get("mutant"), str) for k in doc.get("kill_matrix", [])):
-        return "a kill-matrix row needs a mutant (string)"
-    if not _counts(doc.get("checked", {})) or not _counts(doc.get("sampled", {})):
-        return "'checked' and 'sampled' must map names to integers"
-    points = doc.get("points", {})
-    if not isinstance(points, dict) or not all(_counts(v) for v in points.values()):
-        return "'points' must map names to objects of integer counts"
-    cells = doc.get("cells", {})
-    if not isinstance(cells, dict) or not all(
-        isinstance(rows, dict) and all(isinstance(cols, dict) and all(_counts(c) for c in cols.values()) for cols in rows.values())
-        for rows in cells.values()
-    ):
-        return "'cells' must map matrix → row → column → integer counts"
-    return None
-
-
-def read(paths: Iterable[str]) -> list[dict[str, Any]]:
+def read(paths: Iterable[str]) -> list[ResultsDocument]:
     """Load result documents; a directory means every ``*.json`` in it.  A file that is not
     a readable, well-formed results document is a :class:`ValueError` naming it."""
     from dsh_sim.errors import InputError
@@ -185,11 +174,9 @@ def read(paths: Iterable[str]) -> list[dict[str, Any]]:
         files = sorted(glob.glob(os.path.join(path, "*.json"))) if os.path.isdir(path) else [path]
         for file in files:
             try:
-                doc = read_json(file, "results document")
+                docs.append(read_document(read_json(file, "results document")))
             except InputError as err:
                 raise ValueError(str(err)) from None
-            problem = shape_problem(doc)
-            if problem is not None:
-                raise ValueError(f"{file}: {problem}")
-            docs.append(doc)
+            except DocumentError as err:
+                raise ValueError(f"{file}: {err}") from None
     return docs

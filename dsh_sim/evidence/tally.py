@@ -8,8 +8,8 @@ so memory grew with the run's length.  A :class:`CaseTally` keeps exactly those 
 size depends on the vocabulary (boundaries, barriers, outcomes), never on how long a run
 lasts, and tallies of shards add up to the tally of the whole.
 
-Result documents carry it as ``case_tally``; :func:`dsh_sim.evidence.coverage.aggregate`
-reads both that and the older ``cases`` list, so documents written before still merge.
+Result documents carry it as ``case_tally``; :meth:`dsh_sim.evidence.document.ResultsDocument.tally`
+adds to it the older ``cases`` list, so documents written before still merge.
 """
 
 from __future__ import annotations
@@ -54,17 +54,23 @@ class CaseTally:
 
     def add(self, case: Mapping[str, Any]) -> None:
         """Count one case (the dictionary :func:`build_case` makes)."""
+        calls = [(call["boundary"], call["outcome"], bool(call["applied"])) for call in case["calls"]]
+        self.count(case["kind"], case["phase"], case["barrier"], case.get("torn_class"), calls)
+
+    def count(self, kind: str, phase: str, barrier: str, torn_class: str | None, calls: Iterable[tuple[str, str, bool]]) -> None:
+        """Count one case: its crash, and each call in flight as (boundary, outcome, applied)."""
         self.cases += 1
-        col = phase_group(case["kind"], case["phase"])
-        if case.get("torn_class"):
-            self.torn[case["torn_class"]] = self.torn.get(case["torn_class"], 0) + 1
-        outcomes = [c["outcome"] for c in case["calls"]] or ["no call"]
-        for call in case["calls"]:
-            _bump(self.boundary, call["boundary"], col, call["outcome"])
-            if call["outcome"] in self.confusion:
-                self.confusion[call["outcome"]]["applied" if call["applied"] else "not applied"] += 1
+        col = phase_group(kind, phase)
+        if torn_class:
+            self.torn[torn_class] = self.torn.get(torn_class, 0) + 1
+        listed = list(calls)
+        outcomes = [outcome for _, outcome, _ in listed] or ["no call"]
+        for boundary, outcome, applied in listed:
+            _bump(self.boundary, boundary, col, outcome)
+            if outcome in self.confusion:
+                self.confusion[outcome]["applied" if applied else "not applied"] += 1
         for outcome in sorted(set(outcomes)):
-            _bump(self.barrier, case["barrier"], col, outcome)
+            _bump(self.barrier, barrier, col, outcome)
 
     def add_all(self, cases: Iterable[Mapping[str, Any]]) -> None:
         for case in cases:
@@ -97,31 +103,3 @@ class CaseTally:
             )
         )
         return tally
-
-    @classmethod
-    def of_document(cls, doc: Mapping[str, Any]) -> CaseTally:
-        """The cases of a results document: its ``case_tally`` plus any listed ``cases``."""
-        tally = cls.from_json(doc.get("case_tally") or {})
-        tally.add_all(doc.get("cases", []))
-        return tally
-
-
-def shape_problem(obj: Any) -> str | None:
-    """Why ``obj`` is not a ``case_tally`` a report can merge (``None``: it is)."""
-
-    def counts(value: Any) -> bool:
-        return isinstance(value, dict) and all(isinstance(k, str) and type(n) is int for k, n in value.items())
-
-    def table(value: Any) -> bool:
-        return isinstance(value, dict) and all(
-            isinstance(cols, dict) and all(counts(cell) for cell in cols.values()) for cols in value.values()
-        )
-
-    if not isinstance(obj, dict) or type(obj.get("cases", 0)) is not int:
-        return "'case_tally' must be an object with an integer 'cases'"
-    if not (table(obj.get("boundary", {})) and table(obj.get("barrier", {}))):
-        return "'case_tally' boundary and barrier must map row → column → integer counts"
-    confusion = obj.get("confusion", {})
-    if not isinstance(confusion, dict) or not all(counts(v) for v in confusion.values()) or not counts(obj.get("torn", {})):
-        return "'case_tally' confusion and torn must hold integer counts"
-    return None

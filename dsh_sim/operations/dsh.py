@@ -20,6 +20,7 @@ from dsh_sim.dsh.explore_dsh import DshExploreResult
 from dsh_sim.dsh.install import DSH_VERSION, Installation, InstallError, default_home, installation, setup
 from dsh_sim.dsh.node import NodeMissing
 from dsh_sim.errors import InputError
+from dsh_sim.evidence.document import ResultsDocument
 from dsh_sim.operations.scenarios import expand, load
 from dsh_sim.outputs import check_output_dir, check_output_file
 
@@ -193,7 +194,7 @@ class DshExploration:
 
     explored: tuple[tuple[str, DshExploreResult], ...]  # (scenario file, result)
     skipped: tuple[str, ...]  # scenario files with no prompt steps
-    document: dict[str, Any]
+    document: ResultsDocument
     findings: str  # the findings report written
 
     @property

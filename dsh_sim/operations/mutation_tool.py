@@ -17,7 +17,8 @@ from typing import Any
 import attrs
 
 from dsh_sim.errors import InputError
-from dsh_sim.evidence.results import meta, write
+from dsh_sim.evidence.document import unstructure
+from dsh_sim.evidence.results import meta, write_json
 from dsh_sim.outputs import check_output_file, write_replacing
 
 __all__ = ["MutationToolFailed", "MutationToolRun", "mutation_tool"]
@@ -126,8 +127,8 @@ def mutation_tool(
         "sample": len(sampled) if sampled is not None else None,
         "generated": len(tool.all_mutants(work)),
     }
-    doc = tool_report.document(found, triaged, meta("mutants-tool", **extra))
-    write(doc, out)
+    doc = tool_report.document(found, triaged, unstructure(meta("mutants-tool", **extra)))
+    write_json(doc, out)
     text = tool_report.markdown(doc)
     md = str(Path(out).with_suffix(".md"))
     write_replacing(md, text)

@@ -7,7 +7,7 @@ matrix is the harness judging itself, written as one more document.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -16,6 +16,7 @@ from dsh_sim.drivers.selftest import KillResult, run_mutants, summary
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.errors import InputError
 from dsh_sim.evidence.coverage import aggregate
+from dsh_sim.evidence.document import DocumentError, ResultsDocument, as_documents
 from dsh_sim.evidence.results import meta, write
 from dsh_sim.evidence.results import read as read_results_files
 from dsh_sim.mutants.catalogue import CATALOGUE
@@ -25,7 +26,7 @@ from dsh_sim.outputs import check_output_dir, check_output_file
 __all__ = ["KillMatrix", "KillResult", "Report", "mutant_catalogue", "mutants", "read_results", "report"]
 
 
-def read_results(inputs: Sequence[str]) -> list[dict[str, Any]]:
+def read_results(inputs: Sequence[str]) -> list[ResultsDocument]:
     """The result documents under ``inputs`` (files, or directories of ``*.json``)."""
     try:
         return read_results_files(inputs)
@@ -45,12 +46,19 @@ class Report:
     failed: bool
 
 
-def report(inputs: Sequence[str] | Sequence[dict[str, Any]], out: str = "reports") -> Report:
-    """Merge result documents (or the files holding them) into coverage.json/.md/.html."""
+def report(inputs: Sequence[str] | Sequence[ResultsDocument | Mapping[str, Any]], out: str = "reports") -> Report:
+    """Merge result documents (or the files holding them; a document may be given as its JSON)
+    into coverage.json/.md/.html."""
     from dsh_sim.report import write_coverage
     from dsh_sim.report.verdict import verdict
 
-    docs = [d for d in inputs if isinstance(d, dict)] if inputs and isinstance(inputs[0], dict) else read_results([str(p) for p in inputs])
+    given = [d for d in inputs if isinstance(d, (ResultsDocument, Mapping))]
+    try:
+        docs = (
+            as_documents(given) if inputs and isinstance(inputs[0], (ResultsDocument, Mapping)) else read_results([str(p) for p in inputs])
+        )
+    except DocumentError as err:
+        raise InputError(f"a results document given: {err}") from None
     if not docs:
         raise InputError(
             f"{', '.join(map(str, inputs)) or out}: no result documents; run dsh-sim run, fuzz --results or explore --results first"
@@ -59,7 +67,7 @@ def report(inputs: Sequence[str] | Sequence[dict[str, Any]], out: str = "reports
     try:
         document, paths = write_coverage(aggregate(docs), out)
     except (KeyError, TypeError, ValueError, AttributeError) as err:  # a field of an unexpected shape in some document
-        named = ", ".join(str(p) for p in inputs if not isinstance(p, dict)) or "the result documents"
+        named = ", ".join(str(p) for p in inputs if not isinstance(p, (ResultsDocument, Mapping))) or "the result documents"
         raise InputError(f"{named}: a results document holds a field of the wrong shape ({type(err).__name__}: {err})") from None
     unmet = tuple(r for r in document["requirements"] if not r["met"])
     lines, failed = verdict(document, list(unmet), paths)
@@ -78,7 +86,7 @@ class KillMatrix:
 
     results: tuple[KillResult, ...]
     stats: dict[str, Any]
-    document: dict[str, Any]
+    document: ResultsDocument
 
     @property
     def survivors(self) -> list[str]:
@@ -104,7 +112,7 @@ def mutants(
     with capture_runtime_logs():
         found = run_mutants(list(only) or None, corpus_dir=corpus_dir, fuzz_budget=budget, methods=methods, progress=progress)
     stats = summary(found)
-    doc = {"meta": meta("mutants", budget=budget, **stats), "kill_matrix": [r.row() for r in found]}
+    doc = ResultsDocument(meta=meta("mutants", budget=budget, **stats), kill_matrix=tuple(r.kill_row() for r in found))
     if results:
         write(doc, results)
     return KillMatrix(tuple(found), stats, doc)

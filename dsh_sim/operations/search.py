@@ -20,6 +20,7 @@ from dsh_sim.dsh import against
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.errors import InputError, one_of
+from dsh_sim.evidence.document import DshAgainst, ResultsDocument, structure_as
 from dsh_sim.evidence.results import explore_document, meta, write
 from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.operations import dsh as dsh_operations
@@ -69,7 +70,7 @@ class Explored:
 
     path: str
     result: ExploreResult
-    document: dict[str, Any]
+    document: ResultsDocument
     against: dict[str, Any] | None = None
 
     def row(self) -> dict[str, Any]:
@@ -155,7 +156,8 @@ def explore_files(
             document = explore_document(result, path, result.seconds)
             counts = None
             if oracle is not None:
-                counts = document["dsh_against"] = against.delta(before, oracle.summary())
+                counts = against.delta(before, oracle.summary())
+                document = attrs.evolve(document, dsh_against=structure_as(counts, DshAgainst))
             explored.append(Explored(path, result, document, counts))
             if progress is not None:
                 progress(explored[-1])
@@ -222,7 +224,7 @@ def fuzz(
         doc = run.document(meta("fuzz", config=to_json(config), mutants=list(mutants)))
         oracle = against.active()
         if oracle is not None:
-            doc["dsh_against"] = oracle.summary()
+            doc = attrs.evolve(doc, dsh_against=structure_as(oracle.summary(), DshAgainst))
         write(doc, results)
     return run
 

@@ -136,8 +136,8 @@ def test_a_step_that_cannot_run_stops_the_recording_and_is_reported(tmp_path, ca
     assert "NOT EXPLORED past step 4" in capsys.readouterr().out
     # and the results document says so too: a report or campaign that reads it sees the gap
     document = explore_document(result, str(path), result.seconds)
-    gaps = [v for v in document["violations"] if v["source"] == "explore-record"]
-    assert [v["invariant"] for v in gaps] == ["expectation"] and "NOT EXPLORED past step 4" in gaps[0]["message"]
+    gaps = [v for v in document.violations or () if v.source == "explore-record"]
+    assert [v.invariant for v in gaps] == ["expectation"] and "NOT EXPLORED past step 4" in (gaps[0].message or "")
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ import pytest
 
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.engine.logs import capture_runtime_logs
+from dsh_sim.evidence.document import Meta
 
 
 @pytest.mark.parametrize(("machine", "examples"), [("durability", 12), ("storage", 30)])
@@ -18,5 +19,5 @@ def test_a_clean_run_of_n_examples_runs_exactly_n(machine: str, examples: int, t
     assert run.found is None
     assert run.examples == examples  # (was 14, and 28 for storage: 30 executions counted)
     assert run.discarded == 2 and run.shrink_replays == 0  # (seed 7 overruns twice in each)
-    document = run.document({})["meta"]
-    assert (document["examples"], document["discarded_examples"]) == (examples, 2)
+    meta = run.document(Meta()).meta
+    assert meta is not None and (meta.examples, meta.discarded_examples, meta.shrink_replays) == (examples, 2, 0)

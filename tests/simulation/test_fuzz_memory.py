@@ -18,8 +18,9 @@ from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.evidence.coverage import aggregate
+from dsh_sim.evidence.document import Meta, read_document, structure
 from dsh_sim.evidence.oracles.whole_records import readable_records
-from dsh_sim.evidence.results import explore_document, merge_documents, shape_problem
+from dsh_sim.evidence.results import explore_document, merge_documents
 from dsh_sim.evidence.tally import CaseTally
 from dsh_sim.scenario.files import load
 from runtime.persistence import log_format
@@ -58,9 +59,9 @@ def test_fuzz_counts_cases_instead_of_keeping_them(tmp_path) -> None:  # type: i
     assert not any(
         isinstance(v, list) and v and isinstance(v[0], dict) for v in attrs.asdict(run, recurse=False).values()
     )  # no list of cases
-    doc = run.document({"kind": "fuzz"})
+    doc = run.document(Meta(format="dsh-sim-results", kind="fuzz")).to_json()
     assert "cases" not in doc and doc["case_tally"]["cases"] == run.recoveries
-    assert shape_problem({**doc, "meta": {**doc["meta"], "format": "dsh-sim-results"}}) is None
+    assert read_document(doc).to_json() == doc
 
 
 @pytest.mark.slow
@@ -88,7 +89,8 @@ def test_a_tally_counts_what_the_list_of_cases_counted() -> None:
     doc = explore_document(explored, "s.json", 1.0)
     keys = ("cases", "cases_by_source", "boundary_matrix", "barrier_matrix", "confusion", "torn_classes")
     assert {k: aggregate([doc])[k] for k in keys} == {k: listed[k] for k in keys}
-    assert aggregate([merge_documents([doc, doc], {"kind": "explore"})])["cases"] == 2 * len(cases)
+    assert aggregate([merge_documents([doc, doc], Meta(kind="explore"))])["cases"] == 2 * len(cases)
+    assert structure({"meta": {"kind": "explore"}, "cases": cases}).tally() == tally
     assert CaseTally.from_json(tally.to_json()).to_json() == tally.to_json()
 
 

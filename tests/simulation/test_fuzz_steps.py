@@ -15,6 +15,7 @@ from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.errors import InputError
+from dsh_sim.evidence.document import Meta
 
 
 def _longest_example(tmp_path, steps: int | None) -> tuple[int, int]:  # type: ignore[no-untyped-def]
@@ -42,7 +43,7 @@ def _longest_example(tmp_path, steps: int | None) -> tuple[int, int]:  # type: i
             run = fuzz("durability", seed=4, examples=12, budget=1e9, out_dir=str(tmp_path), steps=steps)
     finally:
         fuzz_driver._machine_class = original
-    assert run.document({})["meta"]["max_rules_per_example"] == run.rules_per_example
+    assert run.document(Meta()).to_json()["meta"]["max_rules_per_example"] == run.rules_per_example
     return run.rules_per_example, longest
 
 

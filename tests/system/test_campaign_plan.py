@@ -132,9 +132,9 @@ def test_a_reader_mismatch_is_a_violation_of_the_replay_shard(texts: dict[str, s
     labels = [label for label in texts if os.path.basename(label)[:-5] in readers.READER_SCENARIOS]
     task = ReplayShard("replay-0", tuple(labels), readers=True)
     result = work.run_task(task, texts, _Ctx(), str(tmp_path))
-    assert [v["invariant"] for v in result.document["violations"]] == ["reader_differential"]
+    assert [v.invariant for v in result.document.violations or ()] == ["reader_differential"]
     clean = work.run_task(attrs.evolve(task, readers=False), texts, _Ctx(), str(tmp_path))
-    assert clean.document["violations"] == []
+    assert clean.document.violations == ()
 
 
 @pytest.mark.slow
@@ -161,7 +161,7 @@ def test_the_failure_sweep_of_the_first_replay_shard_is_clean_and_reports_violat
     sink = work._Sink(str(tmp_path))
     with applied([leaks_temp]):
         found = work._failure_sweep(corpus, [], sink, QuietContext())
-    assert found and {v["source"] for v in found} == {"sweep"}
+    assert found and {v.source for v in found} == {"sweep"}
     assert sink.files
 
 

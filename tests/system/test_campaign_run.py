@@ -21,6 +21,7 @@ from dsh_sim.campaign.events import Finished, Progress, Started
 from dsh_sim.campaign.tasks import ExploreShard, FuzzShard
 from dsh_sim.campaign.work import TaskResult
 from dsh_sim.cli.main import main
+from dsh_sim.evidence.document import ResultsDocument, Violation
 from dsh_sim.evidence.results import read
 from tests.support.campaign import TINY, comparable, runs, small_corpus, status
 
@@ -142,7 +143,9 @@ def test_progress_lines_show_phase_counts_violations_and_eta() -> None:
     line = status_line(board)
     assert "explore+fuzz" in line and "0/2 tasks" in line and "0 violation(s)" in line and "ETA ~" in line
     assert "w1: fuzz-durability-0 120 examples" in line and "w2: explore-0 1/2 b.json: point 3/40" in line
-    result = TaskResult("explore-0", "explore", {"violations": [{"invariant": "x"}]}, lines=("explored b.json: 40/40 states",), worker="w2")
+    result = TaskResult(
+        "explore-0", "explore", ResultsDocument(violations=(Violation("x"),)), lines=("explored b.json: 40/40 states",), worker="w2"
+    )
     board.apply(Finished(result))
     shown.update(Finished(result))
     assert "explored b.json: 40/40 states" in stream.getvalue()

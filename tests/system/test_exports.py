@@ -49,6 +49,7 @@ PUBLIC = {
     "ReaderRun",
     "Repair",
     "ReplayResult",
+    "ResultsDocument",
     "RouteDeterminism",
     "RouteExploration",
     "RouteExplorations",

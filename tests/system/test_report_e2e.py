@@ -6,6 +6,7 @@ import os
 import re
 
 from dsh_sim import api
+from dsh_sim.evidence.document import unstructure
 from dsh_sim.evidence.results import meta
 from tests.support.paths import ROOT
 
@@ -27,7 +28,7 @@ def unsafe_cell_class(html: str) -> str:
 
 def document(path: str) -> dict:
     row = api.replay(path).row()
-    return {"meta": meta("replay"), "cases": row["cases"], "checked": row["checked"], "violations": []}
+    return {"meta": unstructure(meta("replay")), "cases": row["cases"], "checked": row["checked"], "violations": []}
 
 
 def test_a_runtime_without_the_checkpoint_policy_turns_the_unsafe_cell_red(tmp_path):

@@ -10,12 +10,14 @@ import textwrap
 from pathlib import Path
 from unittest import mock
 
+import attrs
 import pytest
 
 from dsh_sim import outputs
 from dsh_sim.campaign.rundir import RunDir, list_runs, new_status, resolve_inputs
 from dsh_sim.campaign.tasks import Campaign, FuzzShard, Options
 from dsh_sim.errors import InputError
+from dsh_sim.evidence.document import Meta, ResultsDocument
 from dsh_sim.evidence.results import meta, unique
 
 
@@ -24,8 +26,8 @@ def _campaign() -> Campaign:
     return Campaign(options, (FuzzShard("fuzz-durability-0", "durability", 5, 1.0, 1),), {})
 
 
-def _doc(run: str, task: str) -> dict[str, object]:
-    return {"meta": {**meta("fuzz"), "run": run, "task": task}, "violations": [], "checked": {"x": 1}}
+def _doc(run: str, task: str) -> ResultsDocument:
+    return ResultsDocument(meta=attrs.evolve(meta("fuzz"), run=run, task=task), violations=(), checked={"x": 1})
 
 
 def test_two_runs_in_one_directory_get_their_own_directories(tmp_path: Path) -> None:
@@ -90,7 +92,12 @@ def test_from_names_runs_by_id_and_a_task_counts_once(tmp_path: Path) -> None:
     assert resolve_inputs([run.path], str(tmp_path)) == by_id
     with pytest.raises(InputError, match="no such run"):
         resolve_inputs(["20990101-000000-beef"], str(tmp_path))
-    docs = [_doc(run.id, "fuzz-durability-0"), _doc(run.id, "fuzz-durability-0"), _doc("other", "fuzz-durability-0"), {"meta": {}}]
+    docs = [
+        _doc(run.id, "fuzz-durability-0"),
+        _doc(run.id, "fuzz-durability-0"),
+        _doc("other", "fuzz-durability-0"),
+        ResultsDocument(meta=Meta()),
+    ]
     assert len(unique(docs)) == 3
 
 

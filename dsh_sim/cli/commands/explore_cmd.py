@@ -87,5 +87,5 @@ def _dsh_writer(args: Any) -> int:
 
     explored = api.dsh_explore(args.files, crash=args.crash, bound=args.bound, results=args.results, progress=show)
     if args.json:
-        emit_json(explored.document)
+        emit_json(explored.document.to_json())
     return EXIT_VIOLATION if explored.failed else EXIT_OK

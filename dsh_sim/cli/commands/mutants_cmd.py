@@ -81,7 +81,7 @@ def main(args: Any) -> int:
     )
     stats = matrix.stats
     if args.json:
-        emit_json(matrix.document)
+        emit_json(matrix.document.to_json())
     else:
         print(f"{stats['killed']}/{stats['mutants']} mutants killed; median time-to-kill {stats['median_time_to_kill']}s")
         for survivor in stats["survivors"]:

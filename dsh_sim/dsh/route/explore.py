@@ -32,6 +32,7 @@ from dsh_sim.dsh.bridge import BridgeError
 from dsh_sim.dsh.explore_dsh import crash_states_of
 from dsh_sim.dsh.install import Installation
 from dsh_sim.dsh.simfs_server import SimFsServer
+from dsh_sim.evidence.document import DshRouteRow
 
 from .differential import StateComparison, compare_kill
 from .host import EffectCheck
@@ -82,25 +83,25 @@ class RouteExploreResult:
     def unmatched(self) -> int:
         return sum(not c.matched for c in self.compared)
 
-    def row(self, path: str) -> dict[str, Any]:
+    def row(self, path: str) -> DshRouteRow:
         """The report's row: route coverage, verdicts against the ledger, the comparison."""
-        return {
-            "scenario": path,
-            "name": self.scenario,
-            "crash_points": self.points,
-            "states": self.states,
-            "recoveries": self.recoveries,
-            "points_hit": len(self.per_point),
-            "verdicts": self.verdicts,
-            "confusion": self.confusion,
-            "kills_compared": sum(c.matched for c in self.compared),
-            "kills_differing": sum(bool(c.differences) for c in self.compared),
-            "kills_unexplained": sum(bool(c.unexplained) for c in self.compared),
-            "not_announced_by_dsh_sim": self.unmatched,
-            "explained": dict(Counter(v.finding for v in self.violations if v.finding)),
-            "unexplained": sum(v.finding is None for v in self.violations),
-            "seconds": round(self.seconds, 3),
-        }
+        return DshRouteRow(
+            scenario=path,
+            name=self.scenario,
+            crash_points=self.points,
+            states=self.states,
+            recoveries=self.recoveries,
+            points_hit=len(self.per_point),
+            verdicts=self.verdicts,
+            confusion=self.confusion,
+            kills_compared=sum(c.matched for c in self.compared),
+            kills_differing=sum(bool(c.differences) for c in self.compared),
+            kills_unexplained=sum(bool(c.unexplained) for c in self.compared),
+            not_announced_by_dsh_sim=self.unmatched,
+            explained=dict(Counter(v.finding for v in self.violations if v.finding)),
+            unexplained=sum(v.finding is None for v in self.violations),
+            seconds=round(self.seconds, 3),
+        )
 
     def document(self) -> dict[str, Any]:
         return {
