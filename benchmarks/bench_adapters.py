@@ -8,8 +8,8 @@ tools ``write_file`` and ``read_file`` — runs ``--turns`` turns, each of three
 * simulated ports: ``ProcessView`` over an in-memory SimFS ``Disk``, ``SimClock`` over a
   ``MockClock`` (the trio clock of the run), ``SimIds`` from a seeded RNG — the adapters a
   simulation gives the runtime, without the simulator's process harness around them;
-* production ports: ``production_ports()`` (``OsFileSystem``, every call a
-  ``trio.to_thread`` hop, real ``fsync``; wall clock; random ids) on a real temp directory
+* production ports: ``production_ports()`` (``OsFileSystem``, every call one worker-thread
+  hop, ``run_in_thread``, real ``fsync``; wall clock; random ids) on a real temp directory
   (``--dir`` to pick the filesystem, e.g. ``/dev/shm`` to take the disk out).
 
 Figure: wall milliseconds per turn (median over turns, then over ``--rounds`` rounds) both

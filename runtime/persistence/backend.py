@@ -61,7 +61,7 @@ from runtime.persistence.log_format import (
     LogUnknownEventType,
     LogVersionUnsupported,
     decode_log,
-    encode_generation,
+    encode_header,
     header_of,
 )
 from runtime.persistence.migration import (
@@ -388,8 +388,10 @@ class JsonlBackend:
                 header.id, f'corrupt session log "{located.log}": header id "{header.id}" and cwd identify "{expected}"'
             )
 
-    async def _materialize(self, handle: WriteHandle, batch: Sequence[Event]) -> None:
-        """First publication (spec §3.6): durable dirs, lock, temp + fsync, link, dir fsync."""
+    async def _materialize(self, handle: WriteHandle, batch: bytes) -> None:
+        """First publication (spec §3.6): durable dirs, lock, temp + fsync, link, dir fsync.
+
+        ``batch`` is the first batch already encoded (:func:`encode_batch`; empty: header only)."""
         paths = handle.paths
         with context.durability_op(context.FIRST_PUBLICATION):
             await ensure_dir_durable(self.fs, paths.session_dir, self.root)
@@ -400,7 +402,7 @@ class JsonlBackend:
                 raise SessionAlreadyExistsError(
                     f'refusing to materialize "{handle.session_id}": a log already exists on disk (load/resume it instead)'
                 )
-            data = encode_generation(handle.header, batch, self.compression)
+            data = encode_header(handle.header, self.compression) + batch  # encode_generation, the batch encoded once
             temp = paths.temp_for(self.ids.token_hex(6))
             try:
                 await publish_new_file(self.fs, paths.log, temp, data)

@@ -4,12 +4,18 @@ A write handle is exclusive (one per id in a process, ``flock`` across processes
 mutation runs on the handle's chain, in order.  Before its first batch a handle opened over
 a torn tail durably truncates the torn bytes and re-appends the records recovered from them
 as their own batch; committed bytes are never rewritten.
+
+Appends that wait for the chain together are committed together (group commit): the append
+that takes the chain writes its batch and every batch waiting behind it, in order, with one
+write + fsync (one thread hop in production); each of them returns only after that fsync, or,
+when it fails, every one fails and none is acknowledged.  A batch alone is written exactly as
+before: the same bytes, the same port operations, the same named points.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 import trio
 
@@ -33,7 +39,7 @@ from runtime.persistence.lease import release_lock
 from runtime.persistence.log_format import TornTail, encode_batch
 from runtime.ports.fs import FileSystem
 from runtime.ports.probe import Probe
-from runtime.session.events import EnvelopeError, Event, checked_copy
+from runtime.session.events import EnvelopeError, Event, checked_as_is
 from runtime.session.lossless import is_safe_integer
 
 
@@ -46,7 +52,7 @@ class HandleOwner(Protocol):
 
     async def _read_events(self, session_id: str, paths: SessionPaths | None) -> Sequence[Event]: ...
 
-    async def _materialize(self, handle: WriteHandle, batch: Sequence[Event]) -> None: ...
+    async def _materialize(self, handle: WriteHandle, batch: bytes) -> None: ...
 
     def _release(self, handle: WriteHandle) -> None: ...
 
@@ -59,17 +65,18 @@ def _check_range(offset: int, length: int | None) -> None:
 
 
 def _admit(event: Event) -> Event:
-    """A private, validated copy of an event to store.
+    """A validated event to store, encoded by the caller before anything else runs.
 
     Non-lossless data is a ``TypeError`` (``losslessly JSON-serializable``); any other
     envelope defect is a ``ValueError``.  Storing only what :meth:`Event.from_record` reads
-    back means an append can never make its own log unreadable, and the copy means the
-    caller cannot change a batch while it waits for the chain.
+    back means an append can never make its own log unreadable.  No deep copy: the append
+    encodes the batch right after admitting it, before it waits for the chain, and those
+    bytes are the private copy — the caller cannot change a batch while it waits.
     """
     if not isinstance(event, Event):
         raise TypeError(f"append expects Event objects, got {type(event).__name__}")
     try:
-        return checked_copy(event)
+        return checked_as_is(event)
     except EnvelopeError as err:
         raise ValueError(f"cannot append an invalid event: {err}") from None
 
@@ -123,6 +130,34 @@ class ReadHandle:
         await self.close()
 
 
+class _Waiting:
+    """One appended batch from its admission to its outcome.
+
+    ``taken``: a group commit holds it (its bytes are being written, or it was failed with
+    the group it continues); ``outcome``: ``None`` while unsettled, ``True`` once durable,
+    else the error it fails with; ``wake``: set when a caller cancelled while its batch was
+    being written waits for the outcome."""
+
+    __slots__ = ("batch", "data", "end", "outcome", "taken", "wake")
+
+    def __init__(self, batch: list[Event], data: bytes) -> None:
+        self.batch = batch
+        self.data = data
+        self.end = batch[-1].seq + 1
+        self.taken = False
+        self.outcome: Literal[True] | BaseException | None = None
+        self.wake: trio.Event | None = None
+
+    @property
+    def first(self) -> int:
+        return self.batch[0].seq
+
+    def settle(self, outcome: Literal[True] | BaseException | None, *, taken: bool = True) -> None:
+        self.taken, self.outcome = taken, outcome
+        if self.wake is not None:
+            self.wake.set()
+
+
 class WriteHandle:
     access = "write"
 
@@ -150,12 +185,24 @@ class WriteHandle:
         self._lock_fd = lock_fd
         self._append_fd: int | None = None  # kept open across batches (see _append_bytes)
         self._chain = trio.Lock()
+        self._waiting: list[_Waiting] = []  # appended batches no group commit has taken yet, in order
+        self._committing: Sequence[_Waiting] = ()  # the group being written
         self._closed = False
         self._observed = 0
 
     @property
     def next_seq(self) -> int:
-        """The seq the next appended event must carry (stored + recovered events)."""
+        """The seq after the stored (and recovered) events: what the next append carries when
+        none is waiting (one appended while others wait continues the last of them)."""
+        return self._next_seq
+
+    def _tail_seq(self) -> int:
+        """Where the next appended batch must start: after every batch waiting or being
+        written (each continues the one before it), else after the stored log."""
+        if self._waiting:
+            return self._waiting[-1].end
+        if self._committing:
+            return self._committing[-1].end
         return self._next_seq
 
     @property
@@ -175,25 +222,90 @@ class WriteHandle:
         return await _read_window(self, offset, length)
 
     async def append(self, events: Sequence[Event]) -> None:
-        """Durably append one batch (one zstd frame); returns only after fsync."""
+        """Durably append one batch (one zstd frame); returns only after its fsync.
+
+        A batch appended while others wait for the chain continues the last of them and is
+        committed with them (group commit, see the module's docstring)."""
         self._check_open("append")
         batch = [_admit(event) for event in events]
         if not batch:
             return
+        next_seq = self._tail_seq()
         for index, event in enumerate(batch):
-            if event.seq != self._next_seq + index:
-                raise SessionSeqMismatchError(self.session_id, self._next_seq + index, index, event.seq)
-        async with self._chain:
-            self._check_open("append")
-            if batch[0].seq != self._next_seq:
-                raise SessionSeqMismatchError(self.session_id, self._next_seq, 0, batch[0].seq)
+            if event.seq != next_seq + index:
+                raise SessionSeqMismatchError(self.session_id, next_seq + index, index, event.seq)
+        # Encoded once, here, before the batch waits for the chain (no checkpoint since it was
+        # admitted): these bytes are the batch's private copy.  Then one write + fsync on the
+        # kept descriptor; the lock and the descriptor were proven once (open, first batch),
+        # so nothing is re-checked per batch.
+        waiting = _Waiting(batch, encode_batch(batch, self._backend.compression))
+        self._waiting.append(waiting)  # in the chain's order: no checkpoint before it queues there
+        try:
+            async with self._chain:
+                if not waiting.taken:  # no group took it: it leads one
+                    await self._commit_group(waiting)
+        except BaseException:
+            if waiting.taken and waiting.outcome is None:
+                # cancelled while a group writes its batch: a write that started is waited for
+                waiting.wake = trio.Event()
+                with trio.CancelScope(shield=True):
+                    await waiting.wake.wait()
+            if not waiting.taken and waiting in self._waiting:  # never written: nothing of it reaches the log
+                self._waiting.remove(waiting)
+            raise
+        if waiting.outcome is not True:
+            assert waiting.outcome is not None
+            raise waiting.outcome
+
+    async def _commit_group(self, leader: _Waiting) -> None:
+        """On the chain: write ``leader``'s batch and every waiting batch that continues it in
+        one durable append (or the first publication), settle each, acknowledge each in order."""
+        self._check_open("append")
+        if leader.first != self._next_seq:
+            raise SessionSeqMismatchError(self.session_id, self._next_seq, 0, leader.first)
+        # The chain is FIFO and every append queues here before it waits there, so the leader
+        # is first in line — but for a cancelled append that has not yet left the line.
+        waiting = self._waiting
+        start = waiting.index(leader)
+        end = start + 1
+        while end < len(waiting) and waiting[end].first == waiting[end - 1].end:
+            end += 1
+        group = waiting[start:end]
+        del waiting[start:end]
+        for member in group:
+            member.taken = True
+        self._committing = group
+        data = leader.data if len(group) == 1 else b"".join([member.data for member in group])
+        try:
             if not self.materialized:
-                await self._backend._materialize(self, batch)
+                await self._backend._materialize(self, data)
             else:
                 await self._settle_tail()
-                await self._append_bytes(encode_batch(batch, self._backend.compression))
-            self._next_seq += len(batch)
-            await self._acknowledged(batch)
+                await self._append_bytes(data)
+        except Exception as err:
+            # Not durable: every batch of the group fails, and every batch waiting behind it
+            # too (each continues one that is not in the log).  None is acknowledged.
+            doomed = [*group, *waiting[start:]]
+            del waiting[start:]
+            for member in doomed:
+                member.settle(err)
+            raise
+        except BaseException:
+            # Cancelled before the group was written: the leader leaves the line, its batch not
+            # in the log, and every batch behind it (each continues it) fails as unwritable.
+            leader.settle(None, taken=False)
+            doomed = [*group[1:], *waiting[start:]]
+            del waiting[start:]
+            for member in doomed:
+                member.settle(SessionSeqMismatchError(self.session_id, self._next_seq, 0, member.first))
+            raise
+        finally:
+            self._committing = ()
+        self._next_seq = group[-1].end
+        for member in group:
+            member.settle(True)
+        for member in group:
+            await self._acknowledged(member.batch)
 
     async def _acknowledged(self, batch: Sequence[Event]) -> None:
         """Announce that ``batch`` is durable: the runtime's acknowledgement, observable."""
@@ -211,7 +323,7 @@ class WriteHandle:
         async with self._chain:
             self._check_open("flush")
             if not self.materialized:
-                await self._backend._materialize(self, [])
+                await self._backend._materialize(self, b"")
                 await self._acknowledged([])
 
     async def _settle_tail(self) -> None:

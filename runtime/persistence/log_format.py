@@ -36,7 +36,7 @@ from runtime.persistence.zstd_frames import (
     scan_frames,
 )
 from runtime.session.events import EnvelopeError, Event
-from runtime.session.lossless import dumps
+from runtime.session.lossless import dumps, dumps_lines
 from runtime.session.vocabulary import KNOWN_EVENT_TYPES
 
 COMPRESSIONS = ("zstd", "none")
@@ -85,7 +85,8 @@ def header_line(header: SessionHeader) -> bytes:
 
 
 def event_lines(events: Sequence[Event]) -> bytes:
-    return "".join(dumps(event.to_record()) + "\n" for event in events).encode()
+    """Events admitted by a write handle or built by a decoder (never a cycle in their data)."""
+    return dumps_lines([event.to_record() for event in events]).encode()
 
 
 def encode_header(header: SessionHeader, compression: str) -> bytes:

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from runtime.session.lossless import check_parsed, is_safe_integer, lossless_copy
+from runtime.session.lossless import check_lossless, check_parsed, is_safe_integer, lossless_copy
 from runtime.session.vocabulary import SURFACE_EVENT_TYPES
 
 # 'append' or {"op": "replace", "startSeq": a, "endSeq": b}
@@ -150,6 +150,29 @@ def checked_copy(event: Event) -> Event:
     return owned(copy)
 
 
+def checked_as_is(event: Event) -> Event:
+    """:func:`checked_copy`'s checks and refusals, without its deep copy of ``data``.
+
+    For a writer that encodes the event right after this, with no checkpoint between (the
+    write handle's append): the encoded bytes are then the private copy, so nothing the
+    caller changes later reaches the log, and a deep copy would only be thrown away.  Returns
+    the event itself — or, when its ``source_event_seqs`` is not a tuple (the one field the
+    copy normalizes), :func:`checked_copy`'s copy.
+    """
+    if is_owned(event):
+        _check_envelope(event)
+        return event
+    sources = event.source_event_seqs
+    if sources is not None and type(sources) is not tuple:
+        return checked_copy(event)
+    check_lossless(event.data)
+    op = event.surface_op
+    if op is not None and op != "append":
+        check_lossless(op, "surfaceOp")
+    _check_envelope(event)
+    return event
+
+
 def _check_envelope(copy: Event) -> None:
     """What :meth:`Event.from_record` checks besides the losslessness of ``data``."""
     kind, seq, sources = copy.type, copy.seq, copy.source_event_seqs
@@ -172,10 +195,9 @@ def _check_envelope(copy: Event) -> None:
 
 def validate_surface(event: Event) -> None:
     """Surface metadata rules of the v3 generation (spec §1.3, §10.1)."""
-    where = f"{event.type} at seq {event.seq}"
     if event.type not in SURFACE_EVENT_TYPES:
         if event.surface_op is not None or event.source_event_seqs is not None:
-            raise EnvelopeError(f"{where} is log-only and must not carry surface metadata")
+            raise EnvelopeError(f"{_where(event)} is log-only and must not carry surface metadata")
         return
     op = event.surface_op
     if op is None:
@@ -188,17 +210,23 @@ def validate_surface(event: Event) -> None:
         and is_safe_integer(op["endSeq"])
         and 0 <= op["startSeq"] <= op["endSeq"] < event.seq
     ):
-        raise EnvelopeError(f"{where} has an invalid surfaceOp {op!r}")
+        raise EnvelopeError(f"{_where(event)} has an invalid surfaceOp {op!r}")
     if event.type == "assistant/message" and event.source_event_seqs is not None:
-        raise EnvelopeError(f"{where}: assistant/message embeds its stream and must not carry sourceEventSeqs")
+        raise EnvelopeError(f"{_where(event)}: assistant/message embeds its stream and must not carry sourceEventSeqs")
     if event.source_event_seqs is not None and not event.source_event_seqs:
         # §1.3: only an assistant message (of an empty stream) may carry an empty array, and a v3 one carries none
-        raise EnvelopeError(f"{where}: sourceEventSeqs must not be empty")
+        raise EnvelopeError(f"{_where(event)}: sourceEventSeqs must not be empty")
     if event.type == "tool/result" and type(event.data) is dict and event.data.get("error") is not None:
         message = event.data.get("message")
         blocks = message.get("content") if type(message) is dict else None
         if not (type(blocks) is list and blocks and type(blocks[0]) is dict and blocks[0].get("isError") is True):
             raise EnvelopeError(f"tool/result at seq {event.seq} carries error metadata for a non-error tool result")
+
+
+def _where(event: Event) -> str:
+    """Where a refused event is, for the refusal (built only when one is raised: every stored
+    and every appended event passes here)."""
+    return f"{event.type} at seq {event.seq}"
 
 
 def encode_seq_ranges(seqs: Iterable[int]) -> list[Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterable
 from typing import Any, TypeGuard
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -27,6 +28,24 @@ def lossless_copy(value: Any, where: str = "data") -> Any:
     """
     try:
         return _copy(value, None, set())
+    except _Refused as err:
+        raise _fail(where + "".join(map(_step_text, reversed(err.steps))), err.why) from None
+
+
+def check_lossless(value: Any, where: str = "data") -> None:
+    """Refuse exactly what :func:`lossless_copy` refuses (the same ``TypeError``), without copying.
+
+    For a value that is encoded right after the check, with no checkpoint between: the
+    encoded bytes are then the private copy, and a deep copy would only be thrown away.
+    Unlike :func:`check_parsed` it looks for everything an in-memory value can hold (cycles,
+    tuples, non-string keys, other types).
+    """
+    try:
+        kind = type(value)
+        if kind is dict or kind is list:
+            _walk_container(value, kind, set())
+        else:
+            _check_leaf(value, kind)
     except _Refused as err:
         raise _fail(where + "".join(map(_step_text, reversed(err.steps))), err.why) from None
 
@@ -181,6 +200,43 @@ def _copy_container(value: Any, kind: type, active: set[int]) -> Any:
         active.discard(ident)
 
 
+def _walk_container(value: Any, kind: type, active: set[int]) -> None:
+    """:func:`_copy_container`'s checks, in the same order, building nothing."""
+    ident = id(value)
+    if ident in active:
+        raise _Refused("a cycle")
+    active.add(ident)
+    try:
+        if kind is list:
+            for index, item in enumerate(value):
+                sub = type(item)
+                try:
+                    if sub is dict or sub is list:
+                        _walk_container(item, sub, active)
+                    else:
+                        _check_leaf(item, sub)
+                except _Refused as err:
+                    err.steps.append(index)
+                    raise
+            return
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Refused(f"non-string key {key!r}")
+            if not key.isascii():
+                _check_text(key)
+            sub = type(item)
+            try:
+                if sub is dict or sub is list:
+                    _walk_container(item, sub, active)
+                else:
+                    _check_leaf(item, sub)
+            except _Refused as err:
+                err.steps.append(key)
+                raise
+    finally:
+        active.discard(ident)
+
+
 def _check_text(text: str) -> None:
     try:
         text.encode("utf-8")
@@ -194,3 +250,28 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 def dumps(value: Any) -> str:
     """The one JSON encoding used for every stored record: compact, UTF-8, key order kept."""
     return _ENCODER.encode(value)
+
+
+def _acyclic_encoder() -> Callable[[Any, int], Any] | None:
+    """:data:`_ENCODER`'s C encoder, built once and without its cycle check (``markers``)."""
+    try:
+        from _json import make_encoder
+    except ImportError:  # pragma: no cover - an interpreter without CPython's accelerator
+        return None
+    return make_encoder(None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+
+
+_ACYCLIC = _acyclic_encoder()
+
+
+def dumps_lines(values: Iterable[Any]) -> str:
+    """Every value as :func:`dumps` encodes it, each followed by a newline: a batch's lines.
+
+    Only for values already known to be acyclic: every one passed :func:`check_lossless` /
+    :func:`lossless_copy` or came from a decoder.  Then the cycle check of :func:`dumps` finds
+    nothing, and building the C encoder for every value costs more than encoding the value.
+    """
+    encode = _ACYCLIC
+    if encode is None:  # pragma: no cover
+        return "".join([dumps(value) + "\n" for value in values])
+    return "".join(["".join(encode(value, 0)) + "\n" for value in values])

@@ -10,11 +10,12 @@ import pytest
 from runtime.session.events import (
     EnvelopeError,
     Event,
+    checked_as_is,
     checked_copy,
     decode_seq_ranges,
     encode_seq_ranges,
 )
-from runtime.session.lossless import MAX_SAFE_INTEGER, dumps, lossless_copy
+from runtime.session.lossless import MAX_SAFE_INTEGER, check_lossless, dumps, dumps_lines, lossless_copy
 from runtime.session.session import Session, SessionSeedError
 
 
@@ -280,3 +281,51 @@ def test_an_owned_event_still_has_its_envelope_checked() -> None:
 def test_checked_copy_refuses(event: Event, error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         checked_copy(event)
+    with pytest.raises(error, match=match):  # the write handle's check, without the copy
+        checked_as_is(event)
+
+
+def _refusal(check: Any, value: Any, *where: str) -> str | None:
+    try:
+        check(value, *where)
+    except TypeError as err:
+        return str(err)
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(NON_LOSSLESS))
+def test_the_walk_without_a_copy_refuses_exactly_what_the_copy_refuses(name: str) -> None:
+    value = {"turn": 1, "deep": [{"x": NON_LOSSLESS[name]}]}
+    assert _refusal(check_lossless, value) is not None
+    assert _refusal(check_lossless, value) == _refusal(lossless_copy, value)
+    assert _refusal(check_lossless, NON_LOSSLESS[name], "surfaceOp") == _refusal(lossless_copy, NON_LOSSLESS[name], "surfaceOp")
+
+
+def test_the_walk_without_a_copy_accepts_what_the_copy_accepts() -> None:
+    shared = [1]
+    value = {"i": MAX_SAFE_INTEGER, "f": 1.5, "z": 0.0, "s": "é😀", "l": [None, True, False], "d": {}, "twice": [shared, shared]}
+    check_lossless(value)  # a list reached twice is no cycle
+    assert lossless_copy(value) == value
+    for scalar in (None, True, 0, "x", 2.5):
+        check_lossless(scalar)
+
+
+def test_checked_as_is_admits_the_callers_event_itself_and_stores_what_the_copy_would() -> None:
+    made = Event("tool/result", 5, 9, {"turn": 1, "nested": [1, {"a": "b"}]}, surface_op="append", source_event_seqs=(1, 2, 3))
+    assert checked_as_is(made) is made  # no copy: the encoded bytes are the private copy
+    assert dumps(made.to_record()) == dumps(checked_copy(made).to_record())
+    listed = Event("tool/result", 5, 9, {}, surface_op="append", source_event_seqs=[1, 2, 3])  # type: ignore[arg-type]
+    normalized = checked_as_is(listed)  # the one field the copy normalizes: a copy, as checked_copy makes
+    assert normalized is not listed and normalized.source_event_seqs == (1, 2, 3)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [],
+        [{"a": 1}],
+        [{"type": "x", "seq": 0, "data": {"s": 'é😀\n"', "l": [1.5, -2, None, True, {}], "e": []}}, [1, [2, [3]]], "text", 7, None],
+    ],
+)
+def test_a_batchs_lines_are_dumps_of_every_value(values: list[Any]) -> None:
+    assert dumps_lines(values) == "".join(dumps(value) + "\n" for value in values)

@@ -14,6 +14,7 @@ import attrs
 import pytest
 
 from dsh_sim.adapters.simfs.frames import damage_detectable, layouts
+from dsh_sim.drivers.machines import typed
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.engine.config import SimConfig
 from dsh_sim.errors import FieldError
@@ -40,6 +41,14 @@ FAILED_BATCH_TO_THE_BACK = Edit(
     "            self._pending[:0] = batch\n",
     "            self._pending.extend(batch)\n",
 )
+
+
+def failing_in_flight(scenario: Scenario) -> Scenario:
+    """``scenario`` with the window write that a flush meets failing its fsync (an ``arm``
+    step before the advance that expires the window, as in ``APPEND_DURING_FAILURE``)."""
+    at = next(i for i, step in enumerate(scenario.steps) if step.op == "advance")
+    arm = typed.arm({"point": "fs.fsync", "action": "fsync_fail", "hit": 1, "lifetime": 1})
+    return attrs.evolve(scenario, steps=(*scenario.steps[:at], arm, *scenario.steps[at:]))
 
 
 def instant(scenario: Scenario) -> Scenario:
@@ -78,15 +87,19 @@ def test_a_slow_fsync_keeps_the_window_write_in_flight_when_the_barrier_arrives(
 
 
 @pytest.mark.parametrize(
-    ("path", "edit", "caught"),
+    ("path", "variant", "edit", "caught"),
     [
-        (FLUSH_MEETS_WRITE, FLUSH_SKIPS_WRITE_IN_FLIGHT, "eventually_durable"),
-        (APPEND_DURING_FAILURE, FAILED_BATCH_TO_THE_BACK, "eventually_durable"),
+        (FLUSH_MEETS_WRITE, failing_in_flight, FLUSH_SKIPS_WRITE_IN_FLIGHT, "eventually_durable"),
+        (APPEND_DURING_FAILURE, None, FAILED_BATCH_TO_THE_BACK, "eventually_durable"),
     ],
     ids=["flush-skips-the-write-in-flight", "failed-batch-goes-behind-newer-events"],
 )
-def test_a_write_behind_bug_is_caught_on_the_slow_disk_and_invisible_on_the_instant_one(path, edit, caught):
-    scenario = load(path)
+def test_a_write_behind_bug_is_caught_on_the_slow_disk_and_invisible_on_the_instant_one(path, variant, edit, caught):
+    """Each bug passes on the instant disk and is caught on the slow one.  A flush that does not
+    wait for the write in flight appends beside it, and the write handle commits the two in
+    order (the second continues the first: group commit); so that bug shows where the write
+    in flight fails: the barrier's batch fails with it, and what the retry writes goes wrong."""
+    scenario = load(path) if variant is None else variant(load(path))
     assert violations(scenario) == set()
     assert caught in violations(scenario, edit)
     assert violations(instant(scenario), edit) == set()  # why latency is needed at all

@@ -239,8 +239,9 @@ def test_explicit_power_cut_round_trips_through_json():
 
 
 def test_a_cancelled_close_leaves_the_descriptor_open_like_the_real_adapter(tmp_path):
-    """close in a cancelled scope raises Cancelled before it closes (trio.to_thread.run_sync
-    checks cancellation first), in SimFS as in the real adapter; only a shielded close closes."""
+    """close in a cancelled scope raises Cancelled before it closes (the adapter's run_in_thread
+    checks cancellation first, as trio.to_thread.run_sync does), in SimFS as in the real adapter;
+    only a shielded close closes."""
     from runtime.adapters.os_fs import OsFileSystem
 
     disk, view = fresh()

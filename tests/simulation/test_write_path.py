@@ -203,8 +203,8 @@ def test_an_ancestor_a_killed_run_created_is_fsynced_by_the_next_run():
         Edit(
             "runtime.persistence.handles",
             "WriteHandle.append",
-            'returns only after fsync."""\n        self._check_open("append")',
-            'returns only after fsync."""\n        self._check_open(None)',
+            'see the module\'s docstring)."""\n        self._check_open("append")',
+            'see the module\'s docstring)."""\n        self._check_open(None)',
         ),
         Edit(
             "runtime.persistence.handles",
@@ -227,7 +227,7 @@ def test_a_closed_handle_refuses_with_the_spec_error(edit):
 @pytest.mark.parametrize(
     "edit",
     [
-        Edit("runtime.persistence.handles", "WriteHandle.flush", "                await self._backend._materialize(self, [])\n", ""),
+        Edit("runtime.persistence.handles", "WriteHandle.flush", '                await self._backend._materialize(self, b"")\n', ""),
         Edit("runtime.persistence.handles", "WriteHandle.__init__", "        self._observed = 0\n", "        self._observed = 1\n"),
     ],
     ids=["empty flush publishes nothing", "a fresh handle has seen an event"],

@@ -419,9 +419,10 @@ class ProcessView:
         self._done("flock", path, "replaced" if recreate else "removed")
 
     async def close(self, fd: int) -> None:
-        """Like the real adapter's close off the event loop (``trio.to_thread.run_sync``): a
-        cancelled caller gets ``Cancelled`` *before* anything happens — the descriptor stays
-        open, which is why the runtime shields its closes — and a close that started finishes."""
+        """Like the real adapter's close off the event loop (``run_in_thread``, which keeps
+        ``trio.to_thread.run_sync``'s rules): a cancelled caller gets ``Cancelled`` *before*
+        anything happens — the descriptor stays open, which is why the runtime shields its
+        closes — and a close that started finishes."""
         if not self.alive:
             raise self._refuse("close", str(fd))
         await self._checkpoint()
