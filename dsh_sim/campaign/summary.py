@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from dsh_sim.campaign.tasks import Campaign
+from dsh_sim.evidence.results import determinism_counts, determinism_text
 
 
 def _by_kind(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -32,8 +33,9 @@ def counts(docs: list[dict[str, Any]]) -> dict[str, Any]:
         "replayed": sum(d["meta"].get("scenarios", 0) for d in replay),
         "replay_failures": sum(len(d.get("violations", [])) for d in replay),
         "moved_unjudged": sum(len(d.get("moved_unjudged", [])) for d in replay),
-        "determinism_rechecks": sum(1 for d in replay for e in d.get("determinism", []) if "fresh" in str(e.get("how", ""))),
-        "determinism_differences": sum(1 for d in replay for e in d.get("determinism", []) if not e.get("same")),
+        "determinism": (det := determinism_counts(e for d in replay for e in d.get("determinism", []))),
+        "determinism_rechecks": det["fresh"],
+        "determinism_differences": det["differences"],
         "explore_shards": len(explore),
         "explored_scenarios": sum(d["meta"].get("scenarios", 0) for d in explore),
         "crash_states": sum(d["meta"].get("states", 0) for d in explore),
@@ -53,7 +55,7 @@ def totals(docs: list[dict[str, Any]], campaign: Campaign) -> list[str]:
     if c["replayed"]:
         lines.append(
             f"  replayed {c['replayed']} scenario(s), {c['replayed'] - c['replay_failures']} hold; "
-            f"determinism re-checked for {c['determinism_rechecks']}, {c['determinism_differences']} difference(s)"
+            f"determinism: {determinism_text(c['determinism'])}"
         )
         if c["moved_unjudged"]:
             lines.append(

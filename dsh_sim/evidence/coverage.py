@@ -116,9 +116,20 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     dsh_against: list[dict[str, Any]] = []  # recoveries compared with the DSH reader (--against dsh)
     dsh_route: list[dict[str, Any]] = []  # the DSH route explored (dsh-sim run's route part)
     dsh_skipped: str | None = None  # why a run's DSH phase did not run
+    campaigns: list[dict[str, Any]] = []  # each campaign run's own document: seed, command line, time per phase
+    readers: list[dict[str, Any]] = []  # the reader differential's counts (a replay shard's)
+    sweep: list[dict[str, Any]] = []  # the failure-path sweep's counts, one row per scenario swept
     for doc in results:
+        if doc.get("meta", {}).get("kind") == "campaign" and isinstance(doc.get("campaign"), dict):
+            campaigns.append(doc["campaign"])  # not a run of its own: the record of the tasks' run
+            skipped = doc["campaign"].get("skipped", {}).get("dsh")
+            dsh_skipped = dsh_skipped or (str(skipped) if skipped else None)
+            continue
         if doc.get("meta"):
             runs.append(doc["meta"])
+        if isinstance(doc.get("readers"), dict):
+            readers.append(dict(doc["readers"]))
+        sweep.extend(dict(row) for row in doc.get("sweep", []))
         for name, n in doc.get("sampled", {}).items():
             sampled[name] = sampled.get(name, 0) + n
         for matrix, rows in doc.get("cells", {}).items():
@@ -162,6 +173,10 @@ def aggregate(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "kill_matrix": kill_matrix,
         "cell_states": cells,  # explore: explored/possible crash states per matrix cell
         "sampled": sampled,  # explore: points where states were sampled above the bound
+        "result_documents": len(runs),  # every document but the campaigns' own
+        "campaigns": campaigns,
+        "readers": readers,
+        "sweep": sweep,
     }
     if dsh_explore or dsh_against or dsh_route:  # only runs that had DSH (dsh-sim dsh setup) carry the section
         view["dsh"] = {"explore": dsh_explore, "against": dsh_against, "route": dsh_route}

@@ -38,6 +38,38 @@ def meta(kind: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+FRESH = "fresh"  # in a determinism entry's ``how``: re-run in fresh interpreters (recheck), not a recorded digest
+
+
+def determinism_counts(entries: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Determinism entries split the way the run's summary line and the report say them:
+    recorded digests replayed (and how many reproduced), scenarios re-checked in two fresh
+    processes (and how many were the same), and the differences in all."""
+    recorded = recorded_same = fresh = fresh_same = 0
+    for entry in entries:
+        same = bool(entry.get("same"))
+        if FRESH in str(entry.get("how", "")):
+            fresh, fresh_same = fresh + 1, fresh_same + same
+        else:
+            recorded, recorded_same = recorded + 1, recorded_same + same
+    return {
+        "recorded": recorded,
+        "recorded_same": recorded_same,
+        "fresh": fresh,
+        "fresh_same": fresh_same,
+        "differences": recorded - recorded_same + fresh - fresh_same,
+    }
+
+
+def determinism_text(counts: dict[str, int]) -> str:
+    """The one wording of :func:`determinism_counts` (the terminal and the report use it both)."""
+    return (
+        f"{counts['recorded_same']}/{counts['recorded']} recorded digest(s) reproduced, "
+        f"{counts['fresh_same']}/{counts['fresh']} re-checked in two fresh processes the same, "
+        f"{counts['differences']} difference(s)"
+    )
+
+
 def explore_document(result: Any, scenario_path: str, seconds: float) -> dict[str, Any]:
     points: dict[str, dict[str, int]] = {}
     for name, n in result.possible.items():
@@ -145,13 +177,15 @@ def shape_problem(doc: Any) -> str | None:
         for call in calls:
             if not isinstance(call, dict) or not isinstance(call.get("boundary"), str) or not isinstance(call.get("outcome"), str):
                 return "a call of a case needs boundary and outcome (strings)"
-    for key in ("dsh_explore", "dsh_route"):
+    for key in ("dsh_explore", "dsh_route", "sweep"):
         if not isinstance(doc.get(key, []), list) or not all(isinstance(s, dict) for s in doc.get(key, [])):
             return f"{key!r} must be a list of objects"
     if not isinstance(doc.get("dsh_against", {}), dict) or not _counts(
         {k: v for k, v in doc.get("dsh_against", {}).items() if k != "explained"}
     ):
         return "'dsh_against' must map names to integers"
+    if not isinstance(doc.get("readers", {}), dict) or not isinstance(doc.get("campaign", {}), dict):
+        return "'readers' and 'campaign' must be objects"
     if "case_tally" in doc and (problem := tally_problem(doc["case_tally"])) is not None:
         return problem
     if not all(isinstance(v.get("invariant"), str) for v in doc.get("violations", [])):
