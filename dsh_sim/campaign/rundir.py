@@ -187,6 +187,10 @@ class RunDir:
     def result_path(self, task_id: str) -> str:
         return os.path.join(self.results, f"{task_id}.json")
 
+    def write_document(self, name: str, doc: ResultsDocument) -> str:
+        """A results document of the run itself (not of a task), beside its status."""
+        return write(doc, os.path.join(self.path, name))
+
     def write_result(self, task_id: str, doc: ResultsDocument) -> str:
         return write(doc, self.result_path(task_id))
 
@@ -336,6 +340,7 @@ def list_runs(out: str) -> list[str]:
 
 
 DSH_RESULTS = "dsh"  # a run's DSH-phase result documents (dsh_sim.campaign.runner._dsh_phase)
+RUN_DOCUMENT = "run.json"  # the run's own results document (dsh_sim.campaign.timing)
 
 
 def resolve_inputs(items: Sequence[str], out: str) -> list[str]:
@@ -354,6 +359,8 @@ def resolve_inputs(items: Sequence[str], out: str) -> list[str]:
         else:
             run = find(out, item)
         resolved.append(os.path.join(run, "results"))
+        if os.path.isfile(os.path.join(run, RUN_DOCUMENT)):  # the run's own: seed, command line, time per phase
+            resolved.append(os.path.join(run, RUN_DOCUMENT))
         if os.path.isdir(os.path.join(run, DSH_RESULTS)):  # the DSH phase's documents, when it ran
             resolved.append(os.path.join(run, DSH_RESULTS))
     return list(dict.fromkeys(resolved))  # a run named twice counts once

@@ -19,14 +19,14 @@ from typing import Any
 
 import attrs
 
-from dsh_sim.campaign import display, stop
+from dsh_sim.campaign import display, stop, timing
 from dsh_sim.campaign.board import Board, fmt_seconds
 from dsh_sim.campaign.events import ClusterLost, Event, Failed, Finished
 from dsh_sim.campaign.inprocess import InProcess
 from dsh_sim.campaign.plan import plan, skipped_self_tests
 from dsh_sim.campaign.rundir import DSH_RESULTS, RunDir, Status, ended, new_status, publish_latest, resolve_inputs, save_found
 from dsh_sim.campaign.summary import totals
-from dsh_sim.campaign.tasks import Campaign, Options
+from dsh_sim.campaign.tasks import Campaign, Options, kind_of
 from dsh_sim.campaign.work import TaskResult
 from dsh_sim.evidence.document import Meta, ResultsDocument
 
@@ -84,18 +84,39 @@ def _executor(request: Request) -> Any:
 class _Session:
     """The bookkeeping of one execution: the board, the status file, the persisted results."""
 
-    def __init__(self, run: RunDir, campaign: Campaign, status: Status, found_dir: str) -> None:
-        self.run, self.campaign, self.status, self.found_dir = run, campaign, status, found_dir
+    def __init__(self, run: RunDir, campaign: Campaign, status: Status, found_dir: str, argv: Sequence[str]) -> None:
+        self.run, self.campaign, self.status, self.found_dir, self.argv = run, campaign, status, found_dir, tuple(argv)
         self.display: display.Display | None = None
         self.board: Board | None = None
+        self.clock = timing.Clock({task.id: kind_of(task) for task in campaign.tasks})
+        self.skipped = timing.skipped_phases(campaign)
 
     def persist(self, result: TaskResult) -> None:
         save_found(result.found, self.found_dir)
         doc = result.document
-        meta = attrs.evolve(doc.meta or Meta(), run=self.run.id, task=result.task, worker=result.worker)
+        # the command is the submitter's (a Dask worker's own command line says nothing of the run)
+        old = doc.meta or Meta()
+        meta = attrs.evolve(
+            old,
+            argv=tuple(self.argv),
+            worker_argv=old.argv,
+            run=self.run.id,
+            task=result.task,
+            worker=result.worker,
+            cpu_seconds=round(result.cpu_seconds, 3),
+        )
         self.run.write_result(result.task, attrs.evolve(doc, meta=meta))
 
+    def write_timing(self, state: str) -> ResultsDocument:
+        """The run's campaign document (seed, command, time per phase), this execution added to
+        the ones before; written into the run directory and returned."""
+        execution = self.clock.execution(self.argv, self.status.executor, state)
+        doc = timing.document(self.run.id, self.campaign, execution, timing.read_before(self.run.path), self.skipped)
+        self.run.write_document(timing.FILE, doc)
+        return doc
+
     def emit(self, event: Event) -> None:
+        self.clock.see(event)
         if isinstance(event, Finished):
             self.persist(event.result)  # before anything says it is done
             self.status = attrs.evolve(self.status, done=(*self.status.done, event.result.task))
@@ -139,7 +160,9 @@ def run(request: Request) -> Outcome:
 def _execute(request: Request, run: RunDir, campaign: Campaign, done: dict[str, ResultsDocument], executor: Any) -> Outcome:
     todo = [task for task in campaign.tasks if task.id not in done]
     executor.bind(run.id)
-    session = _Session(run, campaign, new_status(run, executor.description, len(campaign.tasks), request.argv, done), request.found_dir)
+    session = _Session(
+        run, campaign, new_status(run, executor.description, len(campaign.tasks), request.argv, done), request.found_dir, request.argv
+    )
     run.write_status(session.status)
     run.start_heartbeat()
     violations_before = sum(len(doc.violations or ()) for doc in done.values())
@@ -169,6 +192,8 @@ def _execute(request: Request, run: RunDir, campaign: Campaign, done: dict[str, 
 def _stopped(run: RunDir, session: _Session, why: str, code: int, how: str = "stopped by") -> Outcome:
     """The run ends incomplete, in one line saying why and how to finish it."""
     status = ended(session.status, "incomplete", stopped_by=why)
+    with contextlib.suppress(OSError):  # (what ran so far: a resume adds its own execution to it)
+        session.write_timing("incomplete")
     run.write_status(status)
     line = (
         f"dsh-sim: {how} {why}: run {run.id} is incomplete ({len(status.done)}/{status.total} tasks done, "
@@ -201,15 +226,23 @@ def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session
     docs = list(run.finished(campaign).values())
     complete = len(docs) == len(campaign.tasks)
     extra = read_results(resolve_inputs(request.inputs, request.out)) if request.inputs else []
-    extra += _dsh_phase(campaign, run, request.json_mode, session.board) if complete and "dsh" not in campaign.options.skip else []
-    report = merge_report(unique(docs + extra), run.path)
+    if complete and "dsh" not in campaign.options.skip:
+        with session.clock.phase("dsh"):
+            dsh_docs = _dsh_phase(campaign, run, request.json_mode, session.board)
+        extra += dsh_docs
+        skipped = [d for d in dsh_docs if d.kind == "dsh-skipped"]
+        if skipped:
+            session.skipped["dsh"] = str(skipped[0].dsh_skipped or "skipped")
+    elif not complete:
+        session.skipped["dsh"] = "not run: the run's tasks did not all finish"
+    state = "complete" if complete else "failed"
+    record = session.write_timing(state)
+    report = merge_report(unique([record, *docs, *extra]), run.path)
     # only a complete run becomes the latest report: a failed one's report is its own (a run that
     # lost tasks once replaced the latest with a report of the few it kept)
     latest = publish_latest(run, request.out) if complete else None
-    state = "complete" if complete else "failed"
     run.write_status(ended(session.status, state))
-    elapsed = session.board.elapsed() if session.board else 0.0
-    lines = [*totals(docs, campaign), f"run {run.id} {state} in {fmt_seconds(elapsed)}: {run.path}"]
+    lines = [*totals(docs, campaign), f"run {run.id} {state} in {_took(record.campaign or {})}: {run.path}"]
     if not complete:
         lines += [f"  TASK FAILED {task}: {error}" for task, error in session.status.failed.items()]
     lines += list(report.lines)
@@ -225,6 +258,14 @@ def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session
         for line in lines:
             print(line, flush=True)
     return Outcome(run.id, run.path, state, code, tuple(lines), dict(report.paths))
+
+
+def _took(record: dict[str, Any]) -> str:
+    """The run's wall time as its report says it (and this execution's, when it was resumed)."""
+    executions = record["executions"]
+    if len(executions) == 1:
+        return fmt_seconds(record["wall_seconds"])
+    return f"{fmt_seconds(executions[-1]['wall_seconds'])} ({fmt_seconds(record['wall_seconds'])} over its {len(executions)} executions)"
 
 
 def _dsh_phase(campaign: Campaign, run: RunDir, json_mode: bool, board: Board | None) -> list[ResultsDocument]:

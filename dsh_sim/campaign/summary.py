@@ -13,6 +13,7 @@ import attrs
 
 from dsh_sim.campaign.tasks import Campaign
 from dsh_sim.evidence.document import Meta, ResultsDocument
+from dsh_sim.evidence.results import DeterminismCounts, determinism_counts, determinism_text
 
 
 @attrs.frozen
@@ -22,6 +23,7 @@ class CampaignCounts:
     replayed: int = 0  # scenarios replayed
     replay_failures: int = 0
     moved_unjudged: int = 0  # traces that moved while every oracle held
+    determinism: DeterminismCounts = attrs.field(factory=DeterminismCounts)  # recorded digests and fresh re-checks
     determinism_rechecks: int = 0  # scenarios re-run in two fresh processes
     determinism_differences: int = 0
     explore_shards: int = 0
@@ -62,8 +64,9 @@ def counts(docs: list[ResultsDocument]) -> CampaignCounts:
         replayed=_sum(replay, lambda m: m.scenarios),
         replay_failures=sum(len(d.violations or ()) for d in replay),
         moved_unjudged=sum(len(d.moved_unjudged or ()) for d in replay),
-        determinism_rechecks=sum(1 for e in rechecks if "fresh" in (e.how or "")),
-        determinism_differences=sum(1 for e in rechecks if not e.same),
+        determinism=(det := determinism_counts(rechecks)),
+        determinism_rechecks=det.fresh,
+        determinism_differences=det.differences,
         explore_shards=len(explore),
         explored_scenarios=_sum(explore, lambda m: m.scenarios),
         crash_states=_sum(explore, lambda m: m.states),
@@ -82,8 +85,7 @@ def totals(docs: list[ResultsDocument], campaign: Campaign) -> list[str]:
     lines = [f"total over {len(docs)}/{len(campaign.tasks)} task(s):"]
     if c.replayed:
         lines.append(
-            f"  replayed {c.replayed} scenario(s), {c.replayed - c.replay_failures} hold; "
-            f"determinism re-checked for {c.determinism_rechecks}, {c.determinism_differences} difference(s)"
+            f"  replayed {c.replayed} scenario(s), {c.replayed - c.replay_failures} hold; determinism: {determinism_text(c.determinism)}"
         )
         if c.moved_unjudged:
             lines.append(

@@ -14,6 +14,7 @@ supplies one (a callback in this process, Dask events on a cluster).
 from __future__ import annotations
 
 import os
+import resource
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -28,7 +29,7 @@ from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.drivers.replay import judge, run_scenario
 from dsh_sim.drivers.selftest import KillResult, by_corpus, summary
 from dsh_sim.engine.logs import capture_runtime_logs
-from dsh_sim.evidence.document import Determinism, PointCounts, ResultsDocument, Violation
+from dsh_sim.evidence.document import Determinism, PointCounts, ReaderCounts, ResultsDocument, SweepRow, Violation
 from dsh_sim.evidence.results import explore_document, merge_documents, meta
 from dsh_sim.evidence.tally import CaseTally
 from dsh_sim.mutants.catalogue import CATALOGUE
@@ -61,7 +62,8 @@ class TaskResult:
     found: tuple[FoundFile, ...] = ()
     lines: tuple[str, ...] = ()
     worker: str = "local"
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall, where it ran
+    cpu_seconds: float = 0.0  # CPU of the process that ran it (user + system), and of the children it waited for
 
     @property
     def violations(self) -> int:
@@ -149,9 +151,12 @@ def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink
     if task.readers:
         ctx.checkpoint()
         whole = list(parsed(corpus).values())  # the reader and sweep scenarios may sit in other shards
-        violations += _reader_differential(whole, lines, ctx)
+        reader_counts, found = _reader_differential(whole, lines, ctx)
+        violations += found
         ctx.checkpoint()
-        violations += _failure_sweep(whole, lines, sink, ctx)
+        sweep_rows, found = _failure_sweep(whole, lines, sink, ctx)
+        violations += found
+        doc = attrs.evolve(doc, readers=reader_counts, sweep=tuple(sweep_rows))
     for index, label in enumerate(task.recheck):
         ctx.checkpoint()
         check = recheck.check(label, corpus[label])
@@ -161,10 +166,11 @@ def _replay(task: ReplayShard, corpus: dict[str, str], ctx: Context, sink: _Sink
     return attrs.evolve(doc, violations=tuple(violations), determinism=tuple(determinism)), lines
 
 
-def _reader_differential(corpus: list[Scenario], lines: list[str], ctx: Context) -> list[Violation]:
+def _reader_differential(corpus: list[Scenario], lines: list[str], ctx: Context) -> tuple[ReaderCounts, list[Violation]]:
     """Every runtime read entry point against the spec's reader, over the logs of the corpus's
     reader scenarios (those present) cut at every byte, damaged and bloated; a mismatch is a
-    ``reader_differential`` violation of the replay shard."""
+    ``reader_differential`` violation of the replay shard.  Returns its counts (the shard
+    document's ``readers``, the report's section) and its violations."""
     scenarios = [s for s in corpus if s.name in readers.READER_SCENARIOS]
     started = time.perf_counter()
     plan = readers.FULL_PLAN
@@ -174,17 +180,26 @@ def _reader_differential(corpus: list[Scenario], lines: list[str], ctx: Context)
         ctx.progress(cases, None, f"reader differential: {cases} cases")
 
     run = readers.differential(readers.default_sources(plan.seed), readers.corpus_originals(scenarios), plan, between=between)
-    lines.append(
-        f"reader differential: {run.cases} cases, {run.checks} checks, {len(run.mismatches)} mismatch(es), {time.perf_counter() - started:.1f}s"
-    )
+    seconds = time.perf_counter() - started
+    lines.append(f"reader differential: {run.cases} cases, {run.checks} checks, {len(run.mismatches)} mismatch(es), {seconds:.1f}s")
     lines.extend(f"  FAIL readers: {m}" for m in run.mismatches[:20])
-    return [Violation("reader_differential", m, "readers", "readers") for m in run.mismatches]
+    counts = ReaderCounts(
+        scenarios=tuple(sorted(s.name for s in scenarios)),
+        cases=run.cases,
+        checks=run.checks,
+        mismatches=len(run.mismatches),
+        seconds=round(seconds, 3),
+    )
+    return counts, [Violation("reader_differential", m, "readers", "readers") for m in run.mismatches]
 
 
-def _failure_sweep(corpus: list[Scenario], lines: list[str], sink: _Sink, ctx: Context) -> list[Violation]:
+def _failure_sweep(corpus: list[Scenario], lines: list[str], sink: _Sink, ctx: Context) -> tuple[list[SweepRow], list[Violation]]:
     """An I/O error and a cancellation at every position of every durability sequence the
-    corpus's sweep scenarios (those present) run; each violation is saved as a scenario."""
+    corpus's sweep scenarios (those present) run; each violation is saved as a scenario.
+    Returns one row of counts per scenario swept (the shard document's ``sweep``) and the
+    violations."""
     out: list[Violation] = []
+    rows: list[SweepRow] = []
     for scenario in (s for s in corpus if s.name in faultsweep.SWEEP_SET):
 
         def between(runs: int, total: int, name: str = scenario.name) -> None:
@@ -195,11 +210,22 @@ def _failure_sweep(corpus: list[Scenario], lines: list[str], sink: _Sink, ctx: C
         lines.append(
             f"failure-path sweep {scenario.name}: {result.runs_text()}, {len(result.violations)} violation(s), {result.seconds:.1f}s"
         )
+        rows.append(
+            SweepRow(
+                scenario=scenario.name,
+                positions=len(result.positions),
+                runs=result.runs,
+                bridged=result.bridged,
+                not_applicable=result.not_applicable,
+                violations=len(result.violations),
+                seconds=round(result.seconds, 3),
+            )
+        )
         for found in result.violations:
             message = f"{found.action} at {found.position.describe()}: {found.violation.describe()}"
             lines.append(f"  FAIL sweep {scenario.name}: {message}")
             out.append(Violation(found.violation.invariant, message, scenario.name, "sweep"))
-    return out
+    return rows, out
 
 
 def _explore(task: ExploreShard, corpus: dict[str, str], ctx: Context, sink: _Sink) -> tuple[ResultsDocument, list[str]]:
@@ -294,11 +320,27 @@ RUNNERS: dict[type, Callable[[Any, dict[str, str], Context, _Sink], tuple[Result
 
 def run_task(task: Task, corpus: dict[str, str], ctx: Context, found_dir: str) -> TaskResult:
     """Run ``task`` here; found scenarios are cited under ``found_dir`` (the submitter's)."""
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_now()
     sink = _Sink(found_dir)
     with capture_runtime_logs():
         document, lines = RUNNERS[type(task)](task, corpus, ctx, sink)
-    return TaskResult(task.id, kind_of(task), document, tuple(sink.files.values()), tuple(lines), ctx.worker, time.perf_counter() - started)
+    return TaskResult(
+        task.id,
+        kind_of(task),
+        document,
+        tuple(sink.files.values()),
+        tuple(lines),
+        ctx.worker,
+        time.perf_counter() - started,
+        cpu_now() - cpu,
+    )
+
+
+def cpu_now() -> float:
+    """CPU seconds so far of this process and of the children it waited for (the determinism
+    re-check's interpreters, DSH's Node processes): a task's CPU is the difference."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 __all__ = ["Context", "FoundFile", "TaskResult", "replay_document", "run_task", "to_json"]

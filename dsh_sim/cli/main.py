@@ -377,6 +377,7 @@ def one_line(message: object) -> str:
 def main(argv: list[str] | None = None) -> int:
     _tolerant_streams()
     args = build_parser().parse_args(argv)
+    args.command_line = list(sys.argv[1:] if argv is None else argv)  # what was typed: a campaign records it
     try:
         return int(args.func(args) or 0)
     except CliError as err:

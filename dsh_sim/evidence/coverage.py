@@ -128,10 +128,21 @@ def aggregate(results: Iterable[ResultsDocument | Mapping[str, Any]]) -> dict[st
     dsh_against: list[dict[str, Any]] = []  # recoveries compared with the DSH reader (--against dsh)
     dsh_route: list[DshRouteRow] = []  # the DSH route explored (dsh-sim run's route part)
     dsh_skipped: str | None = None  # why a run's DSH phase did not run
+    campaigns: list[dict[str, Any]] = []  # each campaign run's own document: seed, command line, time per phase
+    readers: list[dict[str, Any]] = []  # the reader differential's counts (a replay shard's)
+    sweep: list[dict[str, Any]] = []  # the failure-path sweep's counts, one row per scenario swept
     for doc in as_documents(results):
+        if doc.kind == "campaign" and doc.campaign is not None:
+            campaigns.append(dict(doc.campaign))  # not a run of its own: the record of the tasks' run
+            skipped = doc.campaign.get("skipped", {}).get("dsh")
+            dsh_skipped = dsh_skipped or (str(skipped) if skipped else None)
+            continue
         meta = unstructure(doc.meta) if doc.meta is not None else {}
         if meta:
             runs.append(meta)
+        if doc.readers is not None:
+            readers.append(unstructure(doc.readers))
+        sweep.extend(unstructure(row) for row in doc.sweep or ())
         for name, n in (doc.sampled or {}).items():
             sampled[name] = sampled.get(name, 0) + n
         for matrix, rows in (doc.cells or {}).items():
@@ -174,6 +185,10 @@ def aggregate(results: Iterable[ResultsDocument | Mapping[str, Any]]) -> dict[st
         "kill_matrix": [unstructure(k) for k in kill_matrix],
         "cell_states": cells,  # explore: explored/possible crash states per matrix cell
         "sampled": sampled,  # explore: points where states were sampled above the bound
+        "result_documents": len(runs),  # every document but the campaigns' own
+        "campaigns": campaigns,
+        "readers": readers,
+        "sweep": sweep,
     }
     if dsh_explore or dsh_against or dsh_route:  # only runs that had DSH (dsh-sim dsh setup) carry the section
         view["dsh"] = {

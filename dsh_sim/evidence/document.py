@@ -37,6 +37,8 @@ from dsh_sim.evidence.records import (
     KillRow,
     MethodResult,
     PointCounts,
+    ReaderCounts,
+    SweepRow,
     Violation,
 )
 from dsh_sim.evidence.tally import CaseTally
@@ -62,6 +64,8 @@ class Meta:
     run: str | None = None  # a campaign task's run id, task id and worker
     task: str | None = None
     worker: str | None = None
+    worker_argv: tuple[str, ...] | None = None  # (a campaign task) the command line of the process it ran in
+    cpu_seconds: float | None = None  # (a campaign task) CPU of its process and the children it waited for
     scenario: str | None = None
     scenarios: int | None = None
     shapes: int | None = None
@@ -119,6 +123,9 @@ class ResultsDocument:
     dsh_route: tuple[DshRouteRow, ...] | None = None
     dsh_against: DshAgainst | None = None
     dsh_skipped: str | None = None
+    readers: ReaderCounts | None = None  # (a replay shard's) the reader differential
+    sweep: tuple[SweepRow, ...] | None = None  # (a replay shard's) the failure-path sweep, one row per scenario
+    campaign: dict[str, Any] | None = None  # (kind campaign) the run's own record: seed, command, time per phase
 
     @property
     def kind(self) -> str | None:
@@ -334,7 +341,9 @@ __all__ = [
     "Meta",
     "MethodResult",
     "PointCounts",
+    "ReaderCounts",
     "ResultsDocument",
+    "SweepRow",
     "Violation",
     "as_document",
     "as_documents",

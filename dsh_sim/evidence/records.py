@@ -168,6 +168,32 @@ class DshAgainst:
     explained: Counts | None = None  # known finding -> differences it explained
 
 
+@attrs.frozen(kw_only=True)
+class ReaderCounts:
+    """The reader differential of a replay shard: the corpus logs it read, its cases and checks,
+    the mismatches (each also a ``reader_differential`` violation) and its time."""
+
+    scenarios: tuple[str, ...] = ()
+    cases: int = 0
+    checks: int = 0
+    mismatches: int = 0
+    seconds: float = 0.0
+
+
+@attrs.frozen(kw_only=True)
+class SweepRow:
+    """The failure-path sweep of one scenario: positions, runs (and how many were bridged or
+    ended early), violations and time."""
+
+    scenario: str
+    positions: int = 0
+    runs: int = 0
+    bridged: int = 0
+    not_applicable: int = 0
+    violations: int = 0
+    seconds: float = 0.0
+
+
 __all__ = [
     "KEEP_NULL",
     "Case",
@@ -182,5 +208,7 @@ __all__ = [
     "KillRow",
     "MethodResult",
     "PointCounts",
+    "ReaderCounts",
+    "SweepRow",
     "Violation",
 ]

@@ -19,8 +19,10 @@ import glob
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+import attrs
 
 from dsh_sim import __version__
 from dsh_sim.evidence.document import (
@@ -40,7 +42,20 @@ from dsh_sim.evidence.document import (
 from dsh_sim.evidence.tally import CaseTally
 from dsh_sim.outputs import write_replacing
 
-__all__ = ["RESULTS_FORMAT", "explore_document", "merge_documents", "meta", "read", "unique", "write", "write_json"]
+__all__ = [
+    "FRESH",
+    "RESULTS_FORMAT",
+    "DeterminismCounts",
+    "determinism_counts",
+    "determinism_text",
+    "explore_document",
+    "merge_documents",
+    "meta",
+    "read",
+    "unique",
+    "write",
+    "write_json",
+]
 
 
 def meta(kind: str, **extra: Any) -> Meta:
@@ -56,6 +71,47 @@ def meta(kind: str, **extra: Any) -> Meta:
             **extra,
         },
         Meta,
+    )
+
+
+FRESH = "fresh"  # in a determinism entry's ``how``: re-run in fresh interpreters (recheck), not a recorded digest
+
+
+@attrs.frozen
+class DeterminismCounts:
+    """Determinism entries split the way the run's summary line and the report say them:
+    recorded digests replayed (and how many reproduced), scenarios re-checked in two fresh
+    processes (and how many were the same), and the differences in all."""
+
+    recorded: int = 0
+    recorded_same: int = 0
+    fresh: int = 0
+    fresh_same: int = 0
+
+    @property
+    def differences(self) -> int:
+        return self.recorded - self.recorded_same + self.fresh - self.fresh_same
+
+
+def determinism_counts(entries: Iterable[Determinism | Mapping[str, Any]]) -> DeterminismCounts:
+    """:class:`DeterminismCounts` of typed entries (a campaign's documents) or of the report's
+    view (their JSON)."""
+    recorded = recorded_same = fresh = fresh_same = 0
+    for entry in entries:
+        same, how = (entry.same, entry.how) if isinstance(entry, Determinism) else (bool(entry.get("same")), entry.get("how"))
+        if FRESH in str(how or ""):
+            fresh, fresh_same = fresh + 1, fresh_same + bool(same)
+        else:
+            recorded, recorded_same = recorded + 1, recorded_same + bool(same)
+    return DeterminismCounts(recorded, recorded_same, fresh, fresh_same)
+
+
+def determinism_text(counts: DeterminismCounts) -> str:
+    """The one wording of :func:`determinism_counts` (the terminal and the report use it both)."""
+    return (
+        f"{counts.recorded_same}/{counts.recorded} recorded digest(s) reproduced, "
+        f"{counts.fresh_same}/{counts.fresh} re-checked in two fresh processes the same, "
+        f"{counts.differences} difference(s)"
     )
 
 

@@ -144,7 +144,7 @@ def _intro(t: Mapping[str, int]) -> str:
 def _skipped(view: Mapping[str, Any]) -> str | None:
     why = view.get("dsh", {}).get("skipped")
     return (
-        f"Not run: the published DSH is {why}. No DSH writer or route was explored and no recovery was read by DSH; dsh_agrees checked nothing."
+        f"Skipped: {why}. No DSH writer or route was explored and no recovery was read by DSH: dsh_agrees and route_agrees were not run."
         if why
         else None
     )

@@ -96,3 +96,8 @@ def tr(cells: str, cls: str | None = None, **extra: Any) -> str:
 def section(id_: str, title: str, why: str, body: str) -> str:
     """A report section; ``why`` says in one line what the reader should look for."""
     return f'<section{attrs(id="sec-" + id_)}><h2>{esc(title)}</h2><p class="why">{esc(why)}</p>{body}</section>'
+
+
+def details(summary: str, body: str, id_: str | None = None) -> str:
+    """A long table folded under a one-line summary (closed by default: the headline first)."""
+    return f"<details{attrs(id=id_)}><summary>{esc(summary)}</summary>{body}</details>"

@@ -65,12 +65,14 @@ def _kills(kills: list[Mapping[str, Any]]) -> list[str]:
 
 def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> str:
     """The whole report as one Markdown document (deterministic: no timestamps)."""
-    out: list[str] = ["# dsh-sim crash coverage", ""]
-    for item in model.headline(view, model.summary(view, status)):
+    numbers = model.summary(view, status)
+    out: list[str] = ["# dsh-sim crash coverage", "", esc(model.subtitle(view, numbers)) + ".", ""]
+    for item in model.headline(view, numbers):
         flag = " **(!)**" if item["alarm"] else ""
         note = f" ({item['note']})" if item.get("note") else ""
         out.append(f"- **{item['label']}**: {item['value']}{flag}{note}")
     out.append("")
+    out += _campaign(view)
     legend = ", ".join(f"`{s}` = {o}" for o, s in model.SHORT.items())
     out += [
         f"Cells count tool calls (coverage matrix) or crashes (barrier matrix) per recovery outcome: {legend}. "
@@ -138,7 +140,15 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     out += ["## Invariants checked", ""]
     out += table(
         ["invariant", "checks", "violations", "description"],
-        [[i["name"], i["checks"], i["violations"], i["description"]] for i in model.invariant_rows(view)],
+        [
+            [
+                i["name"],
+                f"not run: {i['not_run']}" if i["not_run"] else i["checks"],
+                "—" if i["not_run"] else i["violations"],
+                i["description"],
+            ]
+            for i in model.invariant_rows(view)
+        ],
     )
 
     violations = view.get("violations", [])
@@ -154,23 +164,100 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     determinism = view.get("determinism", [])
     out += ["## Determinism re-checks", ""]
     if determinism:
-        out += table(
-            ["scenario", "how", "digest a", "digest b", "same"],
-            [
-                [d.get("scenario"), d.get("how", ""), d.get("digest_a"), d.get("digest_b"), "yes" if d.get("same") else "**NO**"]
-                for d in determinism
-            ],
+        out += [esc(model.determinism_words(view)) + ".", ""]
+        out += _folded(
+            f"every digest ({len(determinism)} rows)",
+            table(
+                ["scenario", "how", "digest a", "digest b", "same"],
+                [
+                    [d.get("scenario"), d.get("how", ""), d.get("digest_a"), d.get("digest_b"), "yes" if d.get("same") else "**NO**"]
+                    for d in determinism
+                ],
+            ),
         )
     else:
         out += ["None recorded.", ""]
+    out += _readers(view) + _sweep(view)
 
     out += ["## Kill matrix (mutants)", ""] + _kills(view.get("kill_matrix", []))
     out += dsh_report.markdown(view)
 
     runs = model.runs_of(view)
-    out += ["## Runs", ""]
+    out += ["## Runs (result documents)", ""]
+    out += [
+        f"{len(runs)} result document(s); their own seconds add up to {model.fmt_seconds(model.total_seconds(runs))} (the work each "
+        f"document timed, not the wall time of a run: see Campaign). Seeds: {model.fmt_value(model.seeds(runs)) or '—'}.",
+        "",
+    ]
     if runs:
-        keys = model.run_columns(runs)
-        out += table(keys, [[model.fmt_value(r.get(k)) for k in keys] for r in runs])
-    out += [f"Total time: {model.fmt_seconds(model.total_seconds(runs))}. Seeds: {model.fmt_value(model.seeds(runs)) or '—'}.", ""]
+        collapsed = model.collapsed_runs(runs)
+        keys = model.run_columns(collapsed)
+        out += _folded(f"per kind ({len(collapsed)} rows)", table(keys, [[model.fmt_value(r.get(k)) for k in keys] for r in collapsed]))
     return "\n".join(out)
+
+
+def _folded(summary: str, lines: list[str]) -> list[str]:
+    """A long table folded away (GitHub renders <details>; a terminal shows it all)."""
+    return [f"<details><summary>{esc(summary)}</summary>", "", *lines, "</details>", ""]
+
+
+def _campaign(view: Mapping[str, Any]) -> list[str]:
+    wall, cpu = model.time_spent(view)
+    camps = model.campaigns(view)
+    out = ["## Campaign", ""]
+    if not camps:
+        return out + [
+            f"No campaign record in these results: time spent {model.fmt_seconds(wall)} is the documents' own seconds added up.",
+            "",
+        ]
+    out += [f"Wall {model.fmt_seconds(wall)}, CPU {model.fmt_seconds(cpu)} in all.", ""]
+    for c in camps:
+        out += [
+            f"- run `{c.get('run')}` ({c.get('state')}, {esc(str(c.get('executor', '')))}): seed {c.get('seed')}, "
+            f"wall {model.fmt_seconds(c.get('wall_seconds'))}, CPU {model.fmt_seconds(c.get('cpu_seconds'))}",
+            f"  - command: `{c.get('command')}`",
+            f"  - resume: `{c.get('resume')}`",
+        ]
+    out += [""]
+    rows = [
+        [p["phase"], f"skipped: {p['skipped']}", "", ""]
+        if p["skipped"]
+        else [p["phase"], model.fmt_seconds(p["wall_seconds"]), model.fmt_seconds(p["cpu_seconds"]), p["tasks"]]
+        for p in model.phase_rows(view)
+    ]
+    return (
+        out
+        + ["Time per phase (wall: first task started to last task ended, as the submitter saw them):", ""]
+        + table(["phase", "wall", "CPU", "tasks"], rows)
+    )
+
+
+def _readers(view: Mapping[str, Any]) -> list[str]:
+    out = ["## Reader differential", ""]
+    rows = view.get("readers", [])
+    if not rows:
+        return out + ["Not run in these results.", ""]
+    return out + table(
+        ["cases", "checks", "mismatches", "time"],
+        [[r.get("cases", 0), r.get("checks", 0), r.get("mismatches", 0), model.fmt_seconds(r.get("seconds"))] for r in rows],
+    )
+
+
+def _sweep(view: Mapping[str, Any]) -> list[str]:
+    out = ["## Failure-path sweep", ""]
+    rows = view.get("sweep", [])
+    if not rows:
+        return out + ["Not run in these results.", ""]
+    runs, violations = sum(int(r.get("runs", 0)) for r in rows), sum(int(r.get("violations", 0)) for r in rows)
+    seconds = sum(float(r.get("seconds", 0)) for r in rows)
+    out += [f"{len(rows)} scenario(s) swept: {runs:,} runs, {violations} violation(s), {model.fmt_seconds(seconds)}.", ""]
+    return out + _folded(
+        f"per scenario ({len(rows)} rows)",
+        table(
+            ["scenario", "positions", "runs", "violations", "time"],
+            [
+                [r.get("scenario"), r.get("positions", 0), r.get("runs", 0), r.get("violations", 0), model.fmt_seconds(r.get("seconds"))]
+                for r in rows
+            ],
+        ),
+    )

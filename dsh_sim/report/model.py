@@ -17,6 +17,7 @@ from dsh_sim.engine.points import POINTS
 from dsh_sim.engine.vocabulary import BARRIERS, BOUNDARIES, OUTCOMES, PHASES, TORN_CLASSES
 from dsh_sim.evidence.coverage import REQUIREMENTS
 from dsh_sim.evidence.invariants import INVARIANTS
+from dsh_sim.evidence.results import DeterminismCounts, determinism_counts, determinism_text
 from dsh_sim.report import kills as kill_model
 from dsh_sim.report import states
 
@@ -166,15 +167,34 @@ def point_rows(view: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+DSH_INVARIANTS = ("dsh_agrees", "route_agrees")  # judged only by a DSH phase (DSH's reader, DSH's route)
+
+
+def dsh_not_run(view: Mapping[str, Any]) -> str | None:
+    """Why the DSH invariants judged nothing here (None: a DSH phase ran)."""
+    dsh = view.get("dsh")
+    if dsh is None:
+        return "no DSH phase in these results"
+    if dsh.get("skipped"):
+        return f"DSH phase skipped: {dsh['skipped']}"
+    return None
+
+
 def invariant_rows(view: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per invariant: checks and violations; ``not_run`` says why an invariant only a
+    phase that did not run can judge has no checks (0 checks, 0 violations is not a pass)."""
     checked = view.get("checked", {})
     failed: dict[str, int] = {}
     for v in view.get("violations", []):
         failed[v.get("invariant", "?")] = failed.get(v.get("invariant", "?"), 0) + 1
     names = _ordered(INVARIANTS, set(checked) | set(failed))
-    return [
-        {"name": n, "description": INVARIANTS.get(n, ""), "checks": int(checked.get(n, 0)), "violations": failed.get(n, 0)} for n in names
-    ]
+    absent = dsh_not_run(view)
+    rows = []
+    for n in names:
+        checks, violations = int(checked.get(n, 0)), failed.get(n, 0)
+        not_run = absent if n in DSH_INVARIANTS and not checks and not violations else None
+        rows.append({"name": n, "description": INVARIANTS.get(n, ""), "checks": checks, "violations": violations, "not_run": not_run})
+    return rows
 
 
 def torn_rows(view: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
@@ -265,6 +285,56 @@ def total_seconds(runs: list[Mapping[str, Any]]) -> float:
     return float(sum(r.get("seconds") or 0 for r in runs if isinstance(r.get("seconds"), (int, float))))
 
 
+def campaigns(view: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Each campaign run's own record (run id, seed, command line, time per phase)."""
+    return [c for c in view.get("campaigns", []) if isinstance(c, Mapping)]
+
+
+def time_spent(view: Mapping[str, Any]) -> tuple[float, float | None]:
+    """Wall and CPU seconds: the campaign runs' own (as their terminals said) when the results
+    hold them; else the documents' ``seconds`` summed (CPU unknown: None)."""
+    camps = campaigns(view)
+    if camps:
+        return float(sum(c.get("wall_seconds", 0) for c in camps)), float(sum(c.get("cpu_seconds", 0) for c in camps))
+    return total_seconds(runs_of(view)), None
+
+
+PHASE_ORDER = ("replay", "explore", "fuzz", "mutants", "dsh")
+
+
+def phase_rows(view: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per phase over the campaign runs: wall, CPU, tasks, or why it was skipped."""
+    rows: dict[str, dict[str, Any]] = {}
+    for c in campaigns(view):
+        for kind, p in c.get("phases", {}).items():
+            row = rows.setdefault(kind, {"phase": kind, "wall_seconds": 0.0, "cpu_seconds": 0.0, "tasks": 0, "skipped": None})
+            for key in ("wall_seconds", "cpu_seconds", "tasks"):
+                row[key] += p.get(key, 0)
+        for kind, why in c.get("skipped", {}).items():
+            if kind not in rows:
+                rows[kind] = {"phase": kind, "wall_seconds": None, "cpu_seconds": None, "tasks": 0, "skipped": str(why)}
+    return [rows[k] for k in _ordered(PHASE_ORDER, rows) if k in rows]
+
+
+def subtitle(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> str:
+    """What the report is made of: crash cases, result documents, and the campaign runs they
+    came from (a campaign's tasks are documents of one run, not runs)."""
+    docs = int(view.get("result_documents", len(runs_of(view))))
+    camp_ids = {c.get("run") for c in campaigns(view)}
+    run_ids = {r.get("run") for r in runs_of(view) if isinstance(r.get("run"), str)} | camp_ids
+    base = f"{numbers['cases']:,} crash cases from {docs} result document(s)"
+    return f"{base} of {len(run_ids)} campaign run(s)" if run_ids else base
+
+
+def determinism(view: Mapping[str, Any]) -> DeterminismCounts:
+    return determinism_counts(view.get("determinism", []))
+
+
+def determinism_words(view: Mapping[str, Any]) -> str:
+    """The same words as the run's summary line (campaign/summary.py)."""
+    return determinism_text(determinism(view))
+
+
 def headline(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The numbers at the top of the report; ``alarm`` marks the ones that must be zero.
 
@@ -314,12 +384,24 @@ def headline(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> list[dict[s
         items.append(
             {
                 "label": "determinism",
-                "value": f"{len(determinism) - diverged}/{len(determinism)} same",
+                "value": f"{diverged} DIFFER" if diverged else "all same",
                 "alarm": diverged > 0,
                 "key": "determinism",
+                "note": determinism_words(view),
             }
         )
-    items.append({"label": "time spent", "value": fmt_seconds(total_seconds(runs_of(view))), "alarm": False, "key": "seconds"})
+    wall, cpu = time_spent(view)
+    items.append(
+        {
+            "label": "time spent",
+            "value": fmt_seconds(wall),
+            "alarm": False,
+            "key": "seconds",
+            "note": f"wall time of the run (CPU {fmt_seconds(cpu)})"
+            if cpu is not None
+            else "the result documents' own seconds, added up (no campaign record: not the wall time of a run)",
+        }
+    )
     return items
 
 
@@ -340,5 +422,10 @@ def summary(view: Mapping[str, Any], status: Sequence[Mapping[str, Any]]) -> dic
         "mutants_killed": sum(1 for k in kills if k.get("killed")),
         "median_time_to_kill": kill_model.median_time_to_kill(kills),
         "determinism_diverged": sum(1 for d in view.get("determinism", []) if not d.get("same")),
-        "seconds": round(total_seconds(runs_of(view)), 3),
+        "seconds": round(time_spent(view)[0], 3),  # wall: the campaign runs' own when present
+        "cpu_seconds": None if (cpu := time_spent(view)[1]) is None else round(cpu, 3),
+        "determinism_recorded": (det := determinism(view)).recorded,
+        "determinism_rechecked": det.fresh,
+        "result_documents": int(view.get("result_documents", len(runs_of(view)))),
+        "campaign_runs": len(campaigns(view)),
     }

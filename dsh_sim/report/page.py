@@ -30,6 +30,7 @@ from dsh_sim.report.htmlkit import (
 
 NAV = (
     ("headline", "Headline"),
+    ("campaign", "Campaign"),
     ("confusion", "Verdicts vs truth"),
     ("coverage", "Coverage matrix"),
     ("barriers", "Barrier matrix"),
@@ -39,6 +40,8 @@ NAV = (
     ("invariants", "Invariants"),
     ("violations", "Violations"),
     ("determinism", "Determinism"),
+    ("readers", "Reader differential"),
+    ("sweep", "Failure-path sweep"),
     ("kills", "Kill matrix"),
     ("dsh", "DSH"),
     ("runs", "Runs"),
@@ -234,7 +237,7 @@ def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: i
     )
     nav = "".join(f'<a href="#sec-{k}">{esc(label)}</a>' for k, label in NAV if k != "dsh" or "dsh" in view)
     numbers = model.summary(view, status)
-    subtitle = f"{numbers['cases']} crash cases from {len(model.runs_of(view))} run(s) · schema {schema}"
+    subtitle = f"{model.subtitle(view, numbers)} · schema {schema}"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -244,6 +247,7 @@ def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: i
         f'<header class="top"><h1>dsh-sim crash coverage</h1><p>{esc(subtitle)}</p></header>',
         f'<nav class="toc">{nav}</nav><main>',
         headline(view, numbers),
+        sections.campaign(view),
         confusion(view),
         coverage,
         barriers,
@@ -253,6 +257,8 @@ def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: i
         sections.invariants(view),
         sections.violations(view),
         sections.determinism(view),
+        sections.readers(view),
+        sections.sweep(view),
         sections.kill_matrix(view),
         dsh_report.html(view),
         sections.runs(view),

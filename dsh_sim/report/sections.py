@@ -15,6 +15,7 @@ from dsh_sim.report import model, svg
 from dsh_sim.report.htmlkit import (
     attrs,
     code,
+    details,
     esc,
     ident,
     num,
@@ -85,7 +86,11 @@ def invariants(view: Mapping[str, Any]) -> str:
     rows = []
     for inv in model.invariant_rows(view):
         cls = "bad" if inv["violations"] else ("warn" if not inv["checks"] else None)
-        rows.append(tr(td(raw=ident(inv["name"])) + num(inv["checks"]) + num(inv["violations"]) + td(inv["description"]), cls=cls))
+        if inv["not_run"]:
+            counts = td(f"not run: {inv['not_run']}", cls="muted", colspan=2)
+        else:
+            counts = num(inv["checks"]) + num(inv["violations"])
+        rows.append(tr(td(raw=ident(inv["name"])) + counts + td(inv["description"]), cls=cls, data_invariant=inv["name"]))
     why = "How many times each invariant was evaluated; amber = never checked in these runs (it proved nothing), red = violated."
     return section(
         "invariants",
@@ -124,6 +129,7 @@ def determinism(view: Mapping[str, Any]) -> str:
     if not checks:
         body = '<p class="muted">No re-check recorded.</p>'
     else:
+        words = model.determinism_words(view)
         rows = []
         for d in checks:
             same = bool(d.get("same"))
@@ -141,8 +147,118 @@ def determinism(view: Mapping[str, Any]) -> str:
                     cls=None if same else "bad",
                 )
             )
-        body = table(["scenario", "how", "digest (run a)", "digest (run b)", "result"], rows, id_="determinism")
-    return section("determinism", "Determinism re-checks", "The same scenario run twice must produce the same trace digest.", body)
+        bad = sum(1 for d in checks if not d.get("same"))
+        listing = table(["scenario", "how", "digest (run a)", "digest (run b)", "result"], rows, id_="determinism")
+        body = f'<p id="determinism-summary">{esc(words)}.</p>' + details(
+            f"every digest ({len(checks)} rows{f', {bad} diverged' if bad else ''})", listing, id_="determinism-details"
+        )
+    why = "The same scenario run twice must produce the same trace digest: each replay against the digest recorded beside it, and a few again in two fresh interpreters."
+    return section("determinism", "Determinism re-checks", why, body)
+
+
+def campaign(view: Mapping[str, Any]) -> str:
+    """The campaign runs behind the numbers: run id, seed, the command that ran each and the
+    one that resumes it, and the time per phase (wall as the submitter saw it, CPU)."""
+    camps = model.campaigns(view)
+    wall, cpu = model.time_spent(view)
+    if not camps:
+        body = (
+            f'<p class="muted">No campaign record in these results (documents of dsh-sim replay, explore or fuzz runs): '
+            f"time spent {esc(model.fmt_seconds(wall))} is their own seconds added up. Seeds and commands: see Runs below.</p>"
+        )
+        return section("campaign", "Campaign", "Where these numbers came from.", body)
+    rows = [
+        tr(
+            td(raw=code(c.get("run", "?")))
+            + num(c.get("seed"))
+            + td(c.get("state", "?"))
+            + td(c.get("executor", ""))
+            + num(model.fmt_seconds(c.get("wall_seconds")))
+            + num(model.fmt_seconds(c.get("cpu_seconds")))
+            + td(raw=code(c.get("command", "")) + "<br>" + '<span class="muted">resume: </span>' + code(c.get("resume", ""))),
+            data_run=c.get("run", "?"),
+        )
+        for c in camps
+    ]
+    body = table(["run", "seed", "state", "executor", "wall", "CPU", "command"], rows, id_="campaigns", num_cols=(1, 4, 5))
+    phases = []
+    for p in model.phase_rows(view):
+        if p["skipped"]:
+            phases.append(tr(td(p["phase"]) + td(f"skipped: {p['skipped']}", cls="muted", colspan=3), cls="warn", data_phase=p["phase"]))
+        else:
+            phases.append(
+                tr(
+                    td(p["phase"]) + num(model.fmt_seconds(p["wall_seconds"])) + num(model.fmt_seconds(p["cpu_seconds"])) + num(p["tasks"]),
+                    data_phase=p["phase"],
+                )
+            )
+    body += "<h3>Time per phase</h3>" + table(["phase", "wall", "CPU", "tasks"], phases, id_="phases", num_cols=(1, 2, 3))
+    why = (
+        f"Wall {model.fmt_seconds(wall)}, CPU {model.fmt_seconds(cpu)} in all. A phase's wall runs from its first task's start to its last "
+        "task's end as the submitter saw them (phases overlap on several workers); its CPU is its tasks' processes and their children's."
+    )
+    return section("campaign", "Campaign: runs, seeds, commands, time", why, body)
+
+
+def readers(view: Mapping[str, Any]) -> str:
+    """The reader differential: every runtime read entry point against the spec's reader."""
+    rows_data = view.get("readers", [])
+    if not rows_data:
+        return section("readers", "Reader differential", _not_in(view, "the reader differential"), "")
+    rows = [
+        tr(
+            num(f"{r.get('cases', 0):,}") + num(f"{r.get('checks', 0):,}") + num(r.get("mismatches", 0), "bad" if r.get("mismatches") else "")
+            + num(model.fmt_seconds(r.get("seconds"))) + td(", ".join(r.get("scenarios", [])) or "—", cls="muted"),
+            cls="bad" if r.get("mismatches") else None,
+        )
+        for r in rows_data
+    ]  # fmt: skip
+    why = "Every runtime read entry point against the spec's reader, over the reader scenarios' logs cut at every byte, damaged and bloated. A mismatch is a violation."
+    return section(
+        "readers",
+        "Reader differential",
+        why,
+        table(["cases", "checks", "mismatches", "time", "logs of"], rows, id_="readers", num_cols=(0, 1, 2, 3)),
+    )
+
+
+def sweep(view: Mapping[str, Any]) -> str:
+    """The failure-path sweep: an I/O error and a cancellation at every durability position."""
+    rows_data = view.get("sweep", [])
+    if not rows_data:
+        return section("sweep", "Failure-path sweep", _not_in(view, "the failure-path sweep"), "")
+    totals = {k: sum(int(r.get(k, 0)) for r in rows_data) for k in ("positions", "runs", "violations")}
+    seconds = sum(float(r.get("seconds", 0)) for r in rows_data)
+    rows = [
+        tr(
+            td(raw=code(r.get("scenario", "?"))) + num(r.get("positions", 0)) + num(r.get("runs", 0)) + num(r.get("bridged", 0))
+            + num(r.get("not_applicable", 0)) + num(r.get("violations", 0), "bad" if r.get("violations") else "")
+            + num(model.fmt_seconds(r.get("seconds"))),
+            cls="bad" if r.get("violations") else None,
+        )
+        for r in rows_data
+    ]  # fmt: skip
+    listing = table(
+        ["scenario", "positions", "runs", "went on past the fault", "ended early", "violations", "time"],
+        rows,
+        id_="sweep",
+        num_cols=(1, 2, 3, 4, 5, 6),
+    )
+    head = (
+        f'<p id="sweep-summary">{len(rows_data)} scenario(s) swept: {totals["positions"]:,} positions, {totals["runs"]:,} runs, '
+        f"{totals['violations']} violation(s), {esc(model.fmt_seconds(seconds))}.</p>"
+    )
+    why = "An I/O error and a cancellation at every position of every durability sequence the sweep scenarios run; each violation is saved as a scenario."
+    return section(
+        "sweep", "Failure-path sweep", why, head + details(f"per scenario ({len(rows_data)} rows)", listing, id_="sweep-details")
+    )
+
+
+def _not_in(view: Mapping[str, Any], what: str) -> str:
+    skipped = {str(k): str(v) for c in model.campaigns(view) for k, v in c.get("skipped", {}).items()}
+    if "replay" in skipped:
+        return f"Not run: {what} is part of the replay phase, skipped ({skipped['replay']})."
+    return f"Not run in these results ({what} runs in dsh-sim run's replay phase)."
 
 
 def _method_cell(kill: Mapping[str, Any], method: str) -> str:
@@ -209,7 +325,12 @@ def runs(view: Mapping[str, Any]) -> str:
     ]
     total = model.fmt_seconds(model.total_seconds(data))
     seeds = model.fmt_value(model.seeds(data)) or "—"
-    body = f'<p>Total time <b>{esc(total)}</b> over {len(data)} run(s), one row per kind. Seeds: <span class="mono">{esc(seeds)}</span></p>'
+    body = (
+        f"<p>{len(data)} result document(s), one row per kind; their own seconds add up to <b>{esc(total)}</b> (the work "
+        f'each document timed, not the wall time of a run: see Campaign). Seeds: <span class="mono">{esc(seeds)}</span></p>'
+    )
     if collapsed:
-        body += table(keys, rows, id_="runs")
-    return section("runs", "Runs, seeds and time", "Everything needed to reproduce these numbers.", body)
+        body += details(f"per kind ({len(collapsed)} rows)", table(keys, rows, id_="runs"), id_="runs-details")
+    return section(
+        "runs", "Result documents, seeds and time", "The seed of every shard; with the Campaign block, what reproduces these numbers.", body
+    )

@@ -50,7 +50,7 @@ def status(run: Path) -> dict[str, Any]:
     return doc
 
 
-TIMING = ("runs", "seconds", "time_to_kill", "median_time_to_kill")
+TIMING = ("runs", "campaigns", "seconds", "cpu_seconds", "time_to_kill", "median_time_to_kill")
 
 
 def comparable(coverage: Path) -> dict[str, Any]:

@@ -149,8 +149,9 @@ def test_the_failure_sweep_of_the_first_replay_shard_is_clean_and_reports_violat
 
     lines: list[str] = []
     corpus = list(work.parsed(texts).values())
-    assert work._failure_sweep(corpus, lines, work._Sink(str(tmp_path)), QuietContext()) == []
-    assert len(lines) == len(faultsweep.SWEEP_SET)
+    rows, found = work._failure_sweep(corpus, lines, work._Sink(str(tmp_path)), QuietContext())
+    assert found == [] and len(lines) == len(faultsweep.SWEEP_SET)
+    assert sorted(r.scenario for r in rows) == sorted(faultsweep.SWEEP_SET) and all(r.runs and not r.violations for r in rows)
     monkeypatch.setattr(faultsweep, "SWEEP_SET", ("write-path-publication-then-appends",))
     leaks_temp = Edit(  # a failed publication no longer removes its temp file
         "runtime.persistence.durable",
@@ -160,8 +161,8 @@ def test_the_failure_sweep_of_the_first_replay_shard_is_clean_and_reports_violat
     )
     sink = work._Sink(str(tmp_path))
     with applied([leaks_temp]):
-        found = work._failure_sweep(corpus, [], sink, QuietContext())
-    assert found and {v.source for v in found} == {"sweep"}
+        rows, found = work._failure_sweep(corpus, [], sink, QuietContext())
+    assert found and {v.source for v in found} == {"sweep"} and rows[0].violations == len(found)
     assert sink.files
 
 

@@ -49,6 +49,14 @@ def test_a_run_writes_only_its_own_directory_and_runs_merge_by_id(corpus_dir: Pa
     assert (first / "coverage.html").is_file() and Path("reports/latest/coverage.json").is_file()
     assert Path("reports/latest").resolve() == first.resolve()  # the latest report is the run's own, by one link
     assert "total over 5/5 task(s)" in out and re.search(r"fuzzed \d+ examples \(durability \d+, storage \d+\) in 4 shard", out), out
+    # the run's own record: the command typed (every task document says it too), and the wall time the terminal says
+    record = json.loads((first / "run.json").read_text())["campaign"]
+    assert record["argv"] == ["run", "--scenarios", "scen", *TINY, "--skip", "explore"] and record["run"] == first.name
+    assert all(json.loads(p.read_text())["meta"]["argv"] == record["argv"] for p in (first / "results").iterdir())
+    took = re.search(rf"run {first.name} complete in (\d+)s", out)
+    assert took is not None and int(took.group(1)) == round(record["wall_seconds"]), out
+    md = (first / "coverage.md").read_text()
+    assert record["command"] in md and f"dsh-sim run --resume {first.name}" in md and "of 1 campaign run(s)" in md
     code, _, err = run_cli("run", "--scenarios", "scen", *TINY, "--skip", "explore")
     second = next(r for r in runs(Path("reports")) if r != first)
     one = comparable(first / "coverage.json")

@@ -136,8 +136,9 @@ def test_run_says_in_one_line_that_dsh_is_skipped(
     # report without it read as if DSH had nothing to report, dsh_agrees at 0 checks)
     view = aggregate(read_results(written))
     md, page = render_markdown(view, []), render_html(view, [], 1)
-    assert "## DSH (the published reference)" in md and "Not run: the published DSH is not installed" in md
-    assert 'id="sec-dsh"' in page and "dsh_agrees checked nothing" in page
+    assert "## DSH (the published reference)" in md and "Skipped: not installed" in md
+    assert 'id="sec-dsh"' in page and "dsh_agrees and route_agrees were not run" in page
+    assert "| dsh_agrees | not run: DSH phase skipped" in md  # not 0 checks, 0 violations, as if it held
 
 
 # -- with the real DSH ---------------------------------------------------------------------------

@@ -39,7 +39,7 @@ def main(args: Any) -> int:
         skip=args.skip,
         rechecks=args.rechecks,
         json=args.json,
-        argv=sys.argv[1:],
+        argv=getattr(args, "command_line", None) or sys.argv[1:],
         cluster_patience=args.cluster_patience,
     )
     return outcome.code
