@@ -84,7 +84,8 @@ class FuzzRun:
     # the examples Hypothesis counts (``max_examples``): up to the first violating one
     examples: int = 0
     discarded: int = 0  # executions Hypothesis discards and does not count (buffer overrun, an unmet assume)
-    shrink_replays: int = 0  # executions after the first violation: Hypothesis shrinking it
+    shrink_replays: int = 0  # executions after the first violation Hypothesis saw: shrinking it
+    shrinking: bool = False  # an example failed in Hypothesis' sight (not one it discarded): it shrinks now
     steps: int = 0
     rules_per_example: int = 0  # at most (Hypothesis' stateful_step_count)
     seconds: float = 0.0
@@ -143,12 +144,16 @@ def _machine_class(machine: str, config: SimConfig, run: FuzzRun) -> type[Simula
         checker = self.checker
         # an example Hypothesis discards ends with its StopTest (or UnsatisfiedAssumption) in flight
         discarded = isinstance(sys.exc_info()[1], StopTest | UnsatisfiedAssumption)
-        shrinking = run.first_failure is not None
+        shrinking = run.shrinking
         try:
             base.teardown(self)
         finally:
-            if getattr(self, "failure", None) and run.first_failure is None:
-                run.first_failure = time.perf_counter() - run.started
+            if getattr(self, "failure", None):
+                if run.first_failure is None:
+                    run.first_failure = time.perf_counter() - run.started
+                # a failure Hypothesis saw is shrunk next; one in an example it discards is not
+                # (the driver reports that one after the batch: SimulationMachine.unreported)
+                run.shrinking = run.shrinking or not discarded
             if sim is not None:
                 if shrinking:
                     run.shrink_replays += 1

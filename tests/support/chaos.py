@@ -1,4 +1,4 @@
-"""What the campaign chaos suites share: the campaign they run (four fuzz shards of a few
+"""What the campaign chaos suites share: the campaign they run (two fuzz shards of a few
 seconds each, the part of a campaign long enough to be struck mid-task), how they start and read
 it, and the totals of the same seeds run in process that every fault must end with."""
 
@@ -12,7 +12,7 @@ from typing import Any
 from tests.support.campaign import comparable, runs, small_corpus, status
 
 CAMPAIGN = [
-    *("--scenarios", "scen", "--examples", "12", "--fuzz-shards", "4", "--seed", "7", "--rechecks", "0"),
+    *("--scenarios", "scen", "--examples", "10", "--fuzz-shards", "2", "--seed", "7", "--rechecks", "0"),
     *("--skip", "replay", "--skip", "explore", "--skip", "mutants", "--skip", "dsh"),
 ]
 QUICK = ["--rechecks", "0", "--skip", "explore", "--skip", "mutants", "--skip", "dsh"]
