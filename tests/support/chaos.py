@@ -19,7 +19,10 @@ QUICK = ["--rechecks", "0", "--skip", "explore", "--skip", "mutants", "--skip", 
 # A stop answers within 2 s (measured by benchmarks/bench_stop.py); here a margin a loaded machine
 # cannot cross (the run still ends incomplete: the stop did not wait for its tasks).
 STOP_MARGIN = 10.0
-PATIENCE = ["--cluster-patience", "4"]  # (the default 20 s, shortened: how long a run waits for a lost cluster)
+# how long a run waits for a lost cluster (default 20 s): long where the cluster comes back (a
+# nanny restarting its worker may take seconds on a loaded machine), short where it never does
+PATIENCE = ["--cluster-patience", "120"]
+SHORT_PATIENCE = ["--cluster-patience", "4"]
 
 
 def with_corpus(base: Path) -> Path:

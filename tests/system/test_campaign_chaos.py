@@ -24,6 +24,7 @@ from tests.support.campaign import comparable, status
 from tests.support.chaos import (
     PATIENCE,
     QUICK,
+    SHORT_PATIENCE,
     STOP_MARGIN,
     command,
     complete,
@@ -83,7 +84,7 @@ def test_every_worker_killed_ends_incomplete_and_resume_on_new_workers_finishes(
     tmp_path: Path, cluster: ExternalCluster, single: dict[str, Any]
 ) -> None:
     root = with_corpus(tmp_path / "run")
-    proc = start(root, "--scheduler", cluster.address, *PATIENCE)
+    proc = start(root, "--scheduler", cluster.address, *SHORT_PATIENCE)
     _while_tasks_run(cluster)
     cluster.kill_all_workers()
     code, _, err = ended(proc)
@@ -97,7 +98,7 @@ def test_every_worker_killed_ends_incomplete_and_resume_on_new_workers_finishes(
 
 def test_a_restarted_scheduler_gets_the_tasks_submitted_again(tmp_path: Path, cluster: ExternalCluster, single: dict[str, Any]) -> None:
     root = with_corpus(tmp_path / "run")
-    proc = start(root, "--scheduler", cluster.address, "--cluster-patience", "60")
+    proc = start(root, "--scheduler", cluster.address, *PATIENCE)
     _while_tasks_run(cluster)
     cluster.restart_scheduler()  # (its workers do not come back by themselves: an operator starts new ones)
     cluster.add_worker()
