@@ -222,7 +222,7 @@ def _campaign(view: Mapping[str, Any]) -> list[str]:
     rows = [
         [p["phase"], f"skipped: {p['skipped']}", "", ""]
         if p["skipped"]
-        else [p["phase"], model.fmt_seconds(p["wall_seconds"]), model.fmt_seconds(p["cpu_seconds"]), p["tasks"]]
+        else [p["phase"], model.fmt_seconds(p["wall_seconds"]), model.fmt_seconds(p["cpu_seconds"]), model.phase_tasks(p)]
         for p in model.phase_rows(view)
     ]
     return (

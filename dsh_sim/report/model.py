@@ -326,6 +326,11 @@ def subtitle(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> str:
     return f"{base} of {len(run_ids)} campaign run(s)" if run_ids else base
 
 
+def phase_tasks(row: Mapping[str, Any]) -> str:
+    """A phase row's task count; the DSH phase is no task (the submitter runs it)."""
+    return "— (the submitter)" if row["phase"] == "dsh" else str(row["tasks"])
+
+
 def determinism(view: Mapping[str, Any]) -> DeterminismCounts:
     return determinism_counts(view.get("determinism", []))
 

@@ -188,7 +188,10 @@ def campaign(view: Mapping[str, Any]) -> str:
         else:
             phases.append(
                 tr(
-                    td(p["phase"]) + num(model.fmt_seconds(p["wall_seconds"])) + num(model.fmt_seconds(p["cpu_seconds"])) + num(p["tasks"]),
+                    td(p["phase"])
+                    + num(model.fmt_seconds(p["wall_seconds"]))
+                    + num(model.fmt_seconds(p["cpu_seconds"]))
+                    + num(model.phase_tasks(p)),
                     data_phase=p["phase"],
                 )
             )

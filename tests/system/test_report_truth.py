@@ -261,3 +261,11 @@ def test_the_page_reads_at_1400_px_without_sideways_cut_off(tmp_path: Path) -> N
     width, coverage_over, barrier_over = map(int, found.groups())
     assert width <= 1400, f"the page scrolls sideways: {width}px"
     assert coverage_over <= 0 and barrier_over <= 0, f"a matrix is cut off on the right: {coverage_over}px, {barrier_over}px"
+
+
+def test_the_dsh_phase_is_not_counted_as_tasks() -> None:
+    """(Its row said "0 tasks": the submitter runs the DSH phase itself.)"""
+    from dsh_sim.report import model
+
+    assert model.phase_tasks({"phase": "dsh", "tasks": 0}) == "— (the submitter)"
+    assert model.phase_tasks({"phase": "replay", "tasks": 8}) == "8"
