@@ -120,6 +120,18 @@ def fsync_directory(path: str) -> None:
         os.close(fd)
 
 
+def replace_staged(temp: str, path: str, directory: str) -> None:
+    """``temp`` (staged in ``directory``) becomes ``path`` by one rename, durably; on failure it
+    is removed, so nothing half-made is left."""
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    fsync_directory(directory)
+
+
 def _staged(directory: str, name: str, text: str | bytes) -> str:
     """A temp file in ``directory`` holding ``text`` (UTF-8) or bytes, fsynced; the caller gives it its name."""
     fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
@@ -163,11 +175,4 @@ def write_replacing(path: str, text: str | bytes) -> None:
     directory = ensure_output_dir(os.path.dirname(path) or ".")
     if os.path.islink(path):
         raise InputError(f"{path}: refusing to write output through a symbolic link")
-    temp = _staged(directory, os.path.basename(path), text)
-    try:
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    fsync_directory(directory)
+    replace_staged(_staged(directory, os.path.basename(path), text), path, directory)

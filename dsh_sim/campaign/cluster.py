@@ -187,7 +187,7 @@ class DaskCluster:
 
         info = self.client.scheduler_info(n_workers=-1)["workers"]
         self.workers = len(info)
-        where = scheduler or "the local cluster"
+        where = self.address
         threaded = [w.get("name", addr) for addr, w in info.items() if w.get("nthreads", 1) != 1]
         if threaded:
             self.close()

@@ -51,7 +51,7 @@ def echo(print_line: Callable[[str], None], event: Event | None) -> None:
 
 class PhaseLines:
     """Progress of what the submitter runs itself after the tasks (the DSH phase: minutes of
-        Node processes): a line at most every :data:`HEARTBEAT` seconds, and one when a new kind of
+    Node processes): a line at most every :data:`HEARTBEAT` seconds, and one when a new kind of
     work begins."""
 
     def __init__(self, board: Board | None, name: str) -> None:
@@ -65,7 +65,8 @@ class PhaseLines:
             return
         self._last, self._part = now, kind
         elapsed = f"[{fmt_seconds(self.board.elapsed())}] " if self.board is not None else ""
-        print(f"{elapsed}{self.name} | {part} {done}/{total}" if total else f"{elapsed}{self.name} | {part.rsplit(', ', 1)[0]}", flush=True)
+        where = f"{part} {done}/{total}" if total else part.rsplit(", ", 1)[0]  # (a part's start: no count yet)
+        print(f"{elapsed}{self.name} | {where}", flush=True)
 
 
 class PlainDisplay:

@@ -13,6 +13,7 @@ import random
 import sys
 from collections.abc import Sequence
 
+from dsh_sim.campaign.cluster import LOST_GRACE
 from dsh_sim.campaign.rundir import list_runs, resolve_inputs
 from dsh_sim.campaign.runner import Outcome, Request, read_texts
 from dsh_sim.campaign.runner import run as run_request
@@ -31,7 +32,6 @@ MUTANT_CORPUS = "scenarios/starter"  # what the mutant self-test replays
 DEFAULT_BUDGET = 60.0
 DEFAULT_FUZZ_SHARDS = 4
 DEFAULT_RECHECKS = 2
-DEFAULT_CLUSTER_PATIENCE = 20.0
 PARTS = ("replay", "explore", "fuzz", "mutants", "dsh")  # what --skip may leave out
 SCHEDULERS = ("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")
 
@@ -130,7 +130,7 @@ def run(
         json_mode=json,
         argv=tuple(argv),
         workers_on_resume=workers or 1,
-        cluster_patience=cluster_patience if cluster_patience is not None else DEFAULT_CLUSTER_PATIENCE,
+        cluster_patience=cluster_patience if cluster_patience is not None else LOST_GRACE,
     )
     return run_request(request)
 

@@ -44,7 +44,7 @@ from dsh_sim.errors import InputError
 from dsh_sim.evidence.document import DocumentError, ResultsDocument, read_document
 from dsh_sim.evidence.results import write
 from dsh_sim.inputs import read_json
-from dsh_sim.outputs import ensure_output_dir, fsync_directory, write_new, write_replacing
+from dsh_sim.outputs import ensure_output_dir, replace_staged, write_new, write_replacing
 
 RUNS = "runs"
 LATEST = "latest"
@@ -166,7 +166,7 @@ class RunDir:
     def _write_status(self, status: Status) -> None:
         if status.state == "running":
             status = attrs.evolve(status, heartbeat=round(time.time(), 1))
-        write_replacing(os.path.join(self.path, "status.json"), json.dumps(_status_converter.unstructure(status), indent=1) + "\n")
+        _store_status(self.path, status)
 
     def read_status(self) -> Status | None:
         return read_status(self.path)
@@ -217,12 +217,21 @@ def _lock(path: str) -> int | None:
     return fd
 
 
+def _stored_status(path: str) -> Status:
+    """``status.json`` of the run at ``path`` as written (raises what reading or structuring raises)."""
+    return _status_converter.structure(read_json(os.path.join(path, "status.json"), "status file"), Status)
+
+
+def _store_status(path: str, status: Status) -> None:
+    write_replacing(os.path.join(path, "status.json"), json.dumps(_status_converter.unstructure(status), indent=1) + "\n")
+
+
 def read_status(path: str) -> Status | None:
     """The status of the run at ``path``; one that says ``running`` whose process is gone reads
     as ``incomplete``, stopped by its process's death."""
     status: Status | None = None
     with contextlib.suppress(InputError, cattrs.BaseValidationError, TypeError, ValueError):
-        status = _status_converter.structure(read_json(os.path.join(path, "status.json"), "status file"), Status)
+        status = _stored_status(path)
     if status is not None and status.state == "running" and _dead(status, path):
         where = f"pid {status.pid} on {status.host}"
         return attrs.evolve(status, state="incomplete", stopped_by=f"its process died ({where})", heartbeat=None)
@@ -269,10 +278,8 @@ def mark_dead_runs(out: str) -> list[str]:
             if fd is None:
                 continue
             try:
-                current = _status_converter.structure(read_json(os.path.join(path, "status.json"), "status file"), Status)
-                if current.state == "running":
-                    died = attrs.evolve(status, finished=_now())
-                    write_replacing(os.path.join(path, "status.json"), json.dumps(_status_converter.unstructure(died), indent=1) + "\n")
+                if _stored_status(path).state == "running":
+                    _store_status(path, attrs.evolve(status, finished=_now()))
                     marked.append(run_id)
             except (InputError, cattrs.BaseValidationError, TypeError, ValueError):
                 pass
@@ -289,13 +296,7 @@ def publish_latest(run: RunDir, out: str) -> str:
         raise InputError(f"{latest}: exists and is not the link dsh-sim keeps to the latest run; move it away")
     temp = os.path.join(out, f".{LATEST}-{secrets.token_hex(4)}")
     os.symlink(os.path.relpath(run.path, out), temp)
-    try:
-        os.replace(temp, latest)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    fsync_directory(out)
+    replace_staged(temp, latest, out)
     return latest
 
 

@@ -21,6 +21,7 @@ import attrs
 
 from dsh_sim.campaign import display, stop, timing
 from dsh_sim.campaign.board import Board, fmt_seconds
+from dsh_sim.campaign.cluster import LOST_GRACE
 from dsh_sim.campaign.events import ClusterLost, Event, Failed, Finished
 from dsh_sim.campaign.inprocess import InProcess
 from dsh_sim.campaign.plan import plan, skipped_self_tests
@@ -46,7 +47,7 @@ class Request:
     json_mode: bool = False
     argv: tuple[str, ...] = ()
     workers_on_resume: int = 1  # --resume: how many embedded workers this time
-    cluster_patience: float = 20.0  # seconds without a worker or the scheduler before the run ends incomplete
+    cluster_patience: float = LOST_GRACE  # seconds without a worker or the scheduler before the run ends incomplete
 
 
 @attrs.frozen

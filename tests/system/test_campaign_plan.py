@@ -107,16 +107,6 @@ def test_the_first_replay_shard_alone_runs_the_reader_differential(texts: dict[s
     assert [t.readers for t in replays] == [True] + [False] * (len(replays) - 1)
 
 
-class _Ctx:
-    worker = "test"
-
-    def checkpoint(self) -> None:
-        pass
-
-    def progress(self, done: int, total: int | None, note: str) -> None:
-        pass
-
-
 def test_a_reader_mismatch_is_a_violation_of_the_replay_shard(texts: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     """The differential's verdict reaches the campaign's documents (a runtime reader that
     disagrees with the spec's makes ``dsh-sim run`` fail): here a mismatch is planted."""
@@ -131,9 +121,9 @@ def test_a_reader_mismatch_is_a_violation_of_the_replay_shard(texts: dict[str, s
     monkeypatch.setattr(faultsweep, "SWEEP_SET", ())  # the sweep has its own test below
     labels = [label for label in texts if os.path.basename(label)[:-5] in readers.READER_SCENARIOS]
     task = ReplayShard("replay-0", tuple(labels), readers=True)
-    result = work.run_task(task, texts, _Ctx(), str(tmp_path))
+    result = work.run_task(task, texts, QuietContext(), str(tmp_path))
     assert [v.invariant for v in result.document.violations or ()] == ["reader_differential"]
-    clean = work.run_task(attrs.evolve(task, readers=False), texts, _Ctx(), str(tmp_path))
+    clean = work.run_task(attrs.evolve(task, readers=False), texts, QuietContext(), str(tmp_path))
     assert clean.document.violations == ()
 
 

@@ -38,20 +38,11 @@ from dsh_sim.evidence.results import merge_documents, meta, read, write
 from dsh_sim.evidence.tally import CaseTally
 from dsh_sim.report import write_report
 from dsh_sim.report.sample import sample_results
+from tests.support.campaign import QuietContext
 from tests.support.paths import ROOT
 
 STARTER = os.path.join(ROOT, "scenarios", "starter")
 SCENARIO = os.path.join(STARTER, "boundary-2-3-pay.json")
-
-
-class _Ctx:
-    worker = "test"
-
-    def checkpoint(self) -> None:
-        pass
-
-    def progress(self, done: int, total: int | None, note: str) -> None:
-        pass
 
 
 def _dsh_documents(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, ResultsDocument]:
@@ -91,7 +82,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ResultsDocume
         "fuzz-shard": FuzzShard("fuzz-durability-0", "durability", 3, 60.0, examples=2),
         "mutant": MutantKill("mutant-persist.ack_before_fsync", "persist.ack_before_fsync", (SCENARIO,)),
     }
-    docs = {name: run_task(task, corpus, _Ctx(), found).document for name, task in tasks.items()}
+    docs = {name: run_task(task, corpus, QuietContext(), found).document for name, task in tasks.items()}
     explored = api.explore_files([SCENARIO], bound=1, found_dir=found, results=str(tmp / "explore.json"))
     docs["explore"] = explored.explored[0].document
     api.fuzz(examples=2, seed=4, found_dir=found, results=str(tmp / "fuzz.json"))
