@@ -81,7 +81,7 @@ def run(
     if scheduler is not None and workers is not None:
         raise InputError("--workers sizes the embedded cluster; with --scheduler the cluster's own workers run the campaign")
     if cluster_patience is not None and not 0 < cluster_patience <= 3600:
-        raise InputError(f"--cluster-patience {cluster_patience:g}: seconds between 0 and 3600")
+        raise InputError(f"--cluster-patience {cluster_patience:g}: must be more than 0 and at most 3600 seconds")
     if scheduler is not None and not scheduler.startswith(SCHEDULERS):
         raise InputError(f"--scheduler {scheduler}: not a Dask scheduler address (tcp://HOST:PORT)")
     if resume is not None:

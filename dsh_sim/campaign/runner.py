@@ -29,7 +29,7 @@ from dsh_sim.campaign.rundir import DSH_RESULTS, RunDir, Status, ended, new_stat
 from dsh_sim.campaign.summary import totals
 from dsh_sim.campaign.tasks import Campaign, Options, kind_of
 from dsh_sim.campaign.work import TaskResult
-from dsh_sim.evidence.document import Meta, ResultsDocument
+from dsh_sim.evidence.document import Meta, ResultsDocument, unstructure
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -134,6 +134,7 @@ def _start(request: Request, workers: int) -> tuple[RunDir, Campaign, dict[str, 
     if request.resume is not None:
         run = RunDir.resume(request.out, request.resume)
         campaign = run.read_campaign()
+        timing.read_before(run.path)  # a damaged run record is refused before anything runs
         return run, campaign, run.finished(campaign)
     assert request.options is not None
     campaign = plan(attrs.evolve(request.options, workers=workers), request.scenarios, request.mutant_corpus)
@@ -243,7 +244,10 @@ def _finish(request: Request, run: RunDir, campaign: Campaign, session: _Session
     # lost tasks once replaced the latest with a report of the few it kept)
     latest = publish_latest(run, request.out) if complete else None
     run.write_status(ended(session.status, state))
-    lines = [*totals(docs, campaign), f"run {run.id} {state} in {_took(record.campaign or {})}: {run.path}"]
+    lines = [
+        *totals(docs, campaign),
+        f"run {run.id} {state} in {_took(unstructure(record.campaign) if record.campaign is not None else {})}: {run.path}",
+    ]
     if not complete:
         lines += [f"  TASK FAILED {task}: {error}" for task, error in session.status.failed.items()]
     lines += list(report.lines)

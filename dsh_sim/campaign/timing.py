@@ -31,7 +31,7 @@ from dsh_sim.campaign.rundir import RUN_DOCUMENT
 from dsh_sim.campaign.tasks import Campaign
 from dsh_sim.campaign.work import cpu_now
 from dsh_sim.errors import InputError
-from dsh_sim.evidence.document import ResultsDocument
+from dsh_sim.evidence.document import CampaignRecord, DocumentError, ResultsDocument, read_document, structure_as
 from dsh_sim.evidence.results import meta
 
 FILE = RUN_DOCUMENT  # in the run directory, beside campaign.json (the plan) and status.json
@@ -137,18 +137,23 @@ def document(
         "skipped": dict(skipped),
         "executions": executions,
     }
-    return ResultsDocument(meta=meta(KIND, run=run_id, task=NAME, seed=campaign.options.seed, argv=list(first_argv)), campaign=body)
+    record = structure_as(body, CampaignRecord)
+    return ResultsDocument(meta=meta(KIND, run=run_id, task=NAME, seed=campaign.options.seed, argv=list(first_argv)), campaign=record)
 
 
 def read_before(run_dir: str) -> dict[str, Any] | None:
-    """This run's campaign document from its previous executions (None: first execution)."""
+    """This run's campaign document from its previous executions, as written (None: first
+    execution); one that is not a campaign record is refused in one line naming it."""
     from dsh_sim.inputs import read_json
 
     path = os.path.join(run_dir, FILE)
     if not os.path.isfile(path):
         return None
-    with contextlib.suppress(InputError):
-        doc = read_json(path, "campaign document")
-        if isinstance(doc, dict) and isinstance(doc.get("campaign"), dict):
-            return doc
-    return None
+    raw = read_json(path, "campaign record")
+    try:
+        doc = read_document(raw)
+    except DocumentError as err:
+        raise InputError(f"{path}: not a campaign record: {err}") from None
+    if doc.campaign is None:
+        raise InputError(f"{path}: not a campaign record: it has no 'campaign'")
+    return doc.to_json()

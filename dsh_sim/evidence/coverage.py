@@ -133,8 +133,8 @@ def aggregate(results: Iterable[ResultsDocument | Mapping[str, Any]]) -> dict[st
     sweep: list[dict[str, Any]] = []  # the failure-path sweep's counts, one row per scenario swept
     for doc in as_documents(results):
         if doc.kind == "campaign" and doc.campaign is not None:
-            campaigns.append(dict(doc.campaign))  # not a run of its own: the record of the tasks' run
-            skipped = doc.campaign.get("skipped", {}).get("dsh")
+            campaigns.append(unstructure(doc.campaign))  # not a run of its own: the record of the tasks' run
+            skipped = doc.campaign.skipped.get("dsh")
             dsh_skipped = dsh_skipped or (str(skipped) if skipped else None)
             continue
         meta = unstructure(doc.meta) if doc.meta is not None else {}

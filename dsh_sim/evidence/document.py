@@ -25,6 +25,7 @@ from cattrs.cols import homogenous_tuple_structure_factory, mapping_structure_fa
 from cattrs.gen import make_dict_structure_fn, override
 
 from dsh_sim.evidence.records import (
+    CampaignRecord,
     Case,
     CaseCall,
     Counts,
@@ -125,7 +126,7 @@ class ResultsDocument:
     dsh_skipped: str | None = None
     readers: ReaderCounts | None = None  # (a replay shard's) the reader differential
     sweep: tuple[SweepRow, ...] | None = None  # (a replay shard's) the failure-path sweep, one row per scenario
-    campaign: dict[str, Any] | None = None  # (kind campaign) the run's own record: seed, command, time per phase
+    campaign: CampaignRecord | None = None  # (kind campaign) the run's own record: seed, command, time per phase
 
     @property
     def kind(self) -> str | None:
@@ -327,6 +328,7 @@ def as_documents(docs: Iterable[ResultsDocument | Mapping[str, Any]]) -> list[Re
 __all__ = [
     "CONVERTER",
     "RESULTS_FORMAT",
+    "CampaignRecord",
     "Case",
     "CaseCall",
     "Counts",

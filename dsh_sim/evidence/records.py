@@ -194,8 +194,51 @@ class SweepRow:
     seconds: float = 0.0
 
 
+@attrs.frozen(kw_only=True)
+class PhaseTime:
+    """One phase of a campaign run: its wall time as the submitter saw it, its CPU, its tasks."""
+
+    wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    tasks: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class Execution:
+    """One execution of a campaign run (the first, or a ``--resume``)."""
+
+    argv: tuple[str, ...]
+    command: str
+    executor: str
+    state: str
+    wall_seconds: float
+    cpu_seconds: float
+    phases: dict[str, PhaseTime]
+
+
+@attrs.frozen(kw_only=True)
+class CampaignRecord:
+    """A campaign run's own record (``run.json``): who ran it, how, and where the time went;
+    its totals are the sums over its executions."""
+
+    run: str
+    seed: int
+    argv: tuple[str, ...]
+    command: str
+    resume: str
+    executor: str
+    state: str
+    tasks: int
+    wall_seconds: float
+    cpu_seconds: float
+    phases: dict[str, PhaseTime]
+    skipped: dict[str, str]
+    executions: tuple[Execution, ...]
+
+
 __all__ = [
     "KEEP_NULL",
+    "CampaignRecord",
     "Case",
     "CaseCall",
     "Counts",
@@ -204,9 +247,11 @@ __all__ = [
     "DshExploreRow",
     "DshRouteRow",
     "DshViolation",
+    "Execution",
     "Grid",
     "KillRow",
     "MethodResult",
+    "PhaseTime",
     "PointCounts",
     "ReaderCounts",
     "SweepRow",

@@ -149,3 +149,16 @@ def test_phase_lines_say_each_new_kind_of_work_then_at_most_every_heartbeat(caps
     lines("DSH writer, shape 1/2 (a), crash point", 1, 9)  # same kind, within the heartbeat: quiet
     lines("DSH route, scenario 1/3 (b), crash point", 0, 0)
     assert capsys.readouterr().out.splitlines() == ["dsh | DSH writer, shape 1/2 (a)", "dsh | DSH route, scenario 1/3 (b)"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "4000", "abc", "nan", "inf"])
+def test_a_bad_cluster_patience_is_refused_in_one_line_and_writes_nothing(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as raised:
+        code = main(["run", "--cluster-patience", value])
+        raise SystemExit(code)
+    err = capsys.readouterr().err
+    assert raised.value.code == 2 and err.count("\n") == 1 and "--cluster-patience" in err and "Traceback" not in err
+    assert not list(tmp_path.iterdir())  # no run directory, no report

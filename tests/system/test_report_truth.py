@@ -132,7 +132,7 @@ def test_a_resumed_run_adds_its_execution_to_the_ones_before() -> None:
     clock.see(Finished(result("fuzz-0", "fuzz", 10.0, 9.5)))
     clock.at = 13.0
     again = timing.document(RUN, CAMPAIGN, clock.execution(["run", "--resume", RUN], "in process (1 worker)", "complete"), first, {})
-    body = again.campaign or {}
+    body = unstructure(again.campaign)
     assert [e["argv"] for e in body["executions"]] == [ARGV, ["run", "--resume", RUN]]
     assert body["argv"] == ARGV  # the command that planned the run; the resume is said apart
     assert body["wall_seconds"] == 61.0 and body["cpu_seconds"] == 56.0
@@ -269,3 +269,26 @@ def test_the_dsh_phase_is_not_counted_as_tasks() -> None:
 
     assert model.phase_tasks({"phase": "dsh", "tasks": 0}) == "— (the submitter)"
     assert model.phase_tasks({"phase": "replay", "tasks": 8}) == "8"
+
+
+@pytest.mark.parametrize(
+    ("text", "a_results_document"),
+    [
+        ('{"meta": {"format": "dsh-sim-results", "kind": "campaign"}, "campaign": {"executions": "x"}}', False),
+        ('{"meta": {"format": "dsh-sim-results", "kind": "campaign"}}', True),  # (a document, but no run record)
+        ("[1, 2", False),
+    ],
+)
+def test_a_damaged_run_record_is_refused_in_one_line_naming_it(tmp_path: Path, text: str, a_results_document: bool) -> None:
+    """(A resume once read ``executions: "x"`` and ended in a traceback; a report took it as a record.)"""
+    from dsh_sim.errors import InputError
+    from dsh_sim.operations.results import read_results
+
+    (tmp_path / RUN_DOCUMENT).write_text(text)
+    readers = [lambda: timing.read_before(str(tmp_path))]
+    if not a_results_document:
+        readers.append(lambda: read_results([str(tmp_path / RUN_DOCUMENT)]))
+    for read in readers:
+        with pytest.raises(InputError) as refused:
+            read()
+        assert str(tmp_path / RUN_DOCUMENT) in str(refused.value) and "\n" not in str(refused.value)
