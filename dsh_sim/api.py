@@ -31,7 +31,7 @@ takes documents in either form.
 | ``dsh-sim validate``, ``schema``, ``reference``, ``new``, ``points`` | :func:`validate`, :func:`schema`, :func:`reference`, :func:`new_scenario`, :func:`points` |
 | ``dsh-sim report`` | :func:`report_runs` (documents or files: :func:`report`) |
 | ``dsh-sim mutants`` | :func:`mutants`, ``--list``: :func:`mutant_catalogue`; ``--tool``: :func:`mutation_tool` |
-| ``dsh-sim inspect``, ``repair``, ``migrate`` | :func:`inspect`, :func:`repair`, :func:`migrate` |
+| ``dsh-sim inspect``, ``repair``, ``migrate`` | :func:`inspect` (a log of any size, streamed: :func:`scan_log`), :func:`repair`, :func:`migrate` |
 | ``dsh-sim demo`` | :func:`demo` |
 | ``dsh-sim dsh setup``, ``diff``, ``generate`` | :func:`dsh_setup`, :func:`dsh_diff`, :func:`dsh_generate` |
 | ``--against dsh`` | a ``with`` block of :func:`against_dsh` |
@@ -80,7 +80,7 @@ from dsh_sim.operations.route import (
 )
 from dsh_sim.operations.scenarios import PointTable, Validation, expand, load, new_scenario, points, reference, schema, validate
 from dsh_sim.operations.search import Explorations, Explored, ExploreResult, FuzzRun, explore, explore_files, fuzz
-from dsh_sim.operations.sessions import Inspection, Migration, Repair, inspect, migrate, repair
+from dsh_sim.operations.sessions import Inspection, LogScan, Migration, Repair, inspect, migrate, repair, scan_log
 
 __all__ = [
     "DSH_AGREES",
@@ -101,6 +101,7 @@ __all__ = [
     "KillMatrix",
     "KillResult",
     "LogDiff",
+    "LogScan",
     "Migration",
     "MutationToolFailed",
     "MutationToolRun",
@@ -154,6 +155,7 @@ __all__ = [
     "route_points",
     "route_replay",
     "run",
+    "scan_log",
     "schema",
     "sweep",
     "validate",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterator
 from typing import Any
 
 from dsh_sim.errors import InputError
@@ -34,8 +35,9 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_regular(path: str, limit: int, what: str = "file") -> bytes:
-    """The bytes of the regular file ``path`` (at most ``limit``), or one refusal line."""
+def _open_regular(path: str, limit: int | None, what: str) -> int:
+    """A read-only descriptor of the regular file ``path`` (at most ``limit`` bytes), or one
+    refusal line; the kind is checked before the open, so a FIFO never blocks it."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -44,7 +46,7 @@ def read_regular(path: str, limit: int, what: str = "file") -> bytes:
         raise InputError(f"{path}: cannot read: {err.strerror}") from None
     if not stat.S_ISREG(info.st_mode):
         raise InputError(f"{path}: is {_kind(info.st_mode)}, not a {what}")
-    if info.st_size > limit:
+    if limit is not None and info.st_size > limit:
         raise InputError(f"{path}: {info.st_size} bytes is more than the {limit}-byte limit for a {what}")
     try:
         # O_NONBLOCK: if the name was swapped for a FIFO since the stat, open does not wait for a writer
@@ -54,19 +56,39 @@ def read_regular(path: str, limit: int, what: str = "file") -> bytes:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise InputError(f"{path}: is not a regular file")
-        chunks = []
-        size = 0
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str, limit: int, what: str = "file") -> bytes:
+    """The bytes of the regular file ``path`` (at most ``limit``), or one refusal line."""
+    chunks = []
+    size = 0
+    for chunk in read_chunks(path, what, limit=limit):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def read_chunks(path: str, what: str = "file", *, limit: int | None = None, chunk: int = 1 << 20) -> Iterator[bytes]:
+    """The regular file ``path`` in pieces of at most ``chunk`` bytes, for a reader that never
+    holds the whole file (``dsh-sim inspect`` of a large log); refusals as :func:`read_regular`."""
+    fd = _open_regular(path, limit, what)
+    size = 0
+    try:
         while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
+            try:
+                piece = os.read(fd, chunk if limit is None else min(chunk, limit + 1 - size))
+            except OSError as err:
+                raise InputError(f"{path}: cannot read: {err.strerror}") from None
+            if not piece:
+                return
+            size += len(piece)
+            if limit is not None and size > limit:
                 raise InputError(f"{path}: more than the {limit}-byte limit for a {what}")
-        return b"".join(chunks)
-    except OSError as err:
-        raise InputError(f"{path}: cannot read: {err.strerror}") from None
+            yield piece
     finally:
         os.close(fd)
 

@@ -18,7 +18,7 @@ from dsh_sim.mutants.patch import Edit, applied
 
 CHECKPOINT = "runtime.agent.checkpoint"
 DURABLE = "runtime.persistence.durable"
-FORMAT = "runtime.persistence.log_format"
+READER = "runtime.persistence.log_reader"
 
 
 @attrs.frozen
@@ -131,10 +131,10 @@ _MUTANTS = [
         "a torn final zstd frame is accepted as if complete (never truncated)",
         (
             Edit(
-                FORMAT,
-                "_decode_zstd",
-                "        torn = TornTail(scan.torn_start, tuple(recovered), len(data) - scan.torn_start)\n",
-                "        torn = None\n",
+                READER,
+                "ZstdReader.close",
+                "            torn = TornTail(window.origin + window.at, tuple(recovered), len(rest))\n",
+                "            torn = None\n",
             ),
         ),
     ),
@@ -143,10 +143,10 @@ _MUTANTS = [
         "complete records inside a torn final frame are dropped",
         (
             Edit(
-                FORMAT,
-                "_decode_zstd",
-                "        recovered = _recover_torn(decode_torn_frame(data[scan.torn_start :], decompressor), len(events))\n",
-                "        recovered = []\n",
+                READER,
+                "ZstdReader.close",
+                "            recovered = recover_torn(decode_torn_frame(rest, self._decompressor), self._next_seq)\n",
+                "            recovered = []\n",
             ),
         ),
     ),
@@ -155,21 +155,17 @@ _MUTANTS = [
         "a complete frame that fails its checksum is treated as a torn tail and truncated away",
         (
             Edit(
-                FORMAT,
-                "_decode_zstd",
-                "                records = tuple(_records_of_frame(decode_frame(frame, start, decompressor), start, len(events)))\n",
-                "                try:\n"
-                "                    plain = decode_frame(frame, start, decompressor)\n"
-                "                except FrameFormatError:\n"
-                "                    return DecodedLog(header, tuple(events), TornTail(start, (), len(data) - start), len(data))\n"
-                "                records = tuple(_records_of_frame(plain, start, len(events)))\n",
+                READER,
+                "ZstdReader.feed",
+                "                except FrameFormatError as err:\n                    self._pending = LogCorruption(str(err))\n",
+                "                except FrameFormatError:\n                    pos = start - origin  # the failed frame and all after it: a torn tail\n                    break\n",
             ),
         ),
     ),
     Mutant(
         "repair.not_started_for_recorded",
         "repair reports TOOL_NOT_STARTED for a call whose tool/call was recorded",
-        (Edit("runtime.session.repair", "interrupted_turn_closers", "started = entry.call_seq is not None", "started = False"),),
+        (Edit("runtime.session.repair", "_closers", "started = entry.call_seq is not None", "started = False"),),
     ),
     Mutant(
         "repair.seq_gap",
@@ -177,7 +173,7 @@ _MUTANTS = [
         (
             Edit(
                 "runtime.session.repair",
-                "interrupted_turn_closers",
+                "_closers",
                 '    closers.append(Event("turn/end", seq, time,',
                 '    seq += 1\n    closers.append(Event("turn/end", seq, time,',
             ),

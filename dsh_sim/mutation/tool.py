@@ -52,6 +52,8 @@ PRIORITY = (
     "runtime/persistence/handles.py",
     "runtime/persistence/write_behind.py",
     "runtime/persistence/log_format.py",
+    "runtime/persistence/log_reader.py",
+    "runtime/persistence/log_records.py",
     "runtime/persistence/zstd_frames.py",
     "runtime/session/repair.py",
     "runtime/agent/checkpoint.py",

@@ -7,6 +7,7 @@ open with the lock, its repair, its migration and publication), never a simulati
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -14,16 +15,18 @@ import trio
 
 from dsh_sim.errors import InputError
 from dsh_sim.sessionlogs.identity import check_identity, unsupported_version
-from dsh_sim.sessionlogs.inspect import inspect_bytes, inspect_path, migrate_in_memory
+from dsh_sim.sessionlogs.inspect import LogScan, inspect_bytes, inspect_path, migrate_in_memory
+from dsh_sim.sessionlogs.inspect import scan_log as _scan_log
 from dsh_sim.sessionlogs.locate import locate_log, read_log
 from runtime.adapters import production_ports
 from runtime.agent.resume import repair_and_seed
 from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.errors import SessionPersistenceError
 from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported, decode_log
+from runtime.session.events import Event
 from runtime.session.vocabulary import SESSION_FORMAT_VERSION
 
-__all__ = ["Inspection", "Migration", "Repair", "inspect", "migrate", "repair"]
+__all__ = ["Inspection", "LogScan", "Migration", "Repair", "inspect", "migrate", "repair", "scan_log"]
 
 
 @attrs.frozen
@@ -49,6 +52,15 @@ def inspect(path: str) -> Inspection:
     generation — or a log file) and say what a resume would do.  It never writes; a
     historical log is migrated in memory only."""
     return Inspection(inspect_path(path))
+
+
+def scan_log(path: str, sink: Callable[[Event], object]) -> LogScan:
+    """:func:`inspect` for a log of any size: each event of the valid prefix goes to ``sink``
+    as it is read (nothing is held), and the returned :class:`LogScan` makes the document.
+
+    The events are provisional until it returns: later damage refuses the whole log (an
+    ``InputError``), so a sink that writes should write somewhere it can discard."""
+    return _scan_log(path, sink)
 
 
 def _root_of(log: str) -> str:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import attrs
 
 from runtime.persistence import context
+from runtime.persistence.errors import SessionPersistenceCorruptionError
 from runtime.persistence.handles import WriteHandle
 from runtime.persistence.log_format import TornTail
 from runtime.session.events import Event
-from runtime.session.repair import interrupted_turn_closers, verdicts
+from runtime.session.repair import RepairRefused, interrupted_turn_closers, verdicts
 
 
 @attrs.frozen
@@ -29,7 +30,10 @@ class RecoveryReport:
 async def repair_and_seed(handle: WriteHandle) -> RecoveryReport:
     torn = handle.torn_tail
     events = tuple(await handle.read())
-    closers = tuple(interrupted_turn_closers(events))
+    try:
+        closers = tuple(interrupted_turn_closers(events))
+    except RepairRefused as err:
+        raise SessionPersistenceCorruptionError(handle.session_id, str(err), handle.paths.log if handle.paths else None) from None
     if closers:
         with context.durability_op(context.REPAIR_APPEND):
             await handle.append(closers)

@@ -24,12 +24,12 @@ from typing import Any
 
 import attrs
 
-from runtime.persistence.log_format import (
+from runtime.persistence.log_records import (
     LogCorruption,
     LogVersionUnsupported,
     Unparsable,
-    _loads,
     frame_lines,
+    load_json,
     one_header_line,
     torn_lines,
 )
@@ -154,7 +154,7 @@ def parse_v0_header(line: bytes) -> V0Header:
     """Validate the header line the way the reference reader does (spec §3.3: a foreign version
     is refused before the shape is looked at; ``isHeaderLine``, then ``validateHeader``)."""
     try:
-        record = _loads(line)
+        record = load_json(line)
     except ValueError:
         raise LogCorruption("corrupt session log: header line is not valid JSON") from None
     if type(record) is dict and is_js_number(record.get("version")) and record["version"] != V0_VERSION:

@@ -51,20 +51,21 @@ def compress_frame(plaintext: bytes) -> bytes:
     return _COMPRESSOR.compress(plaintext)
 
 
-def _frame_at(data: bytes, o: int) -> FrameLayout | None:
-    """Layout of the frame starting at ``o``; ``None`` if it is cut short (torn)."""
+def frame_at(data: bytes, o: int, origin: int = 0) -> FrameLayout | None:
+    """Layout of the frame starting at ``o``; ``None`` if it is cut short (torn).  ``origin``:
+    the file offset of ``data[0]`` (a reader that holds a window of the file), for the messages."""
     n = len(data)
     start = o
     if n - o < 4:
         return None
     if int.from_bytes(data[o : o + 4], "little") != MAGIC:
-        raise FrameFormatError(f"corrupt Zstandard session log: invalid frame magic at byte {o}")
+        raise FrameFormatError(f"corrupt Zstandard session log: invalid frame magic at byte {origin + o}")
     o += 4
     if o >= n:
         return None
     d = data[o]
     if d & 0x18:
-        raise FrameFormatError(f"corrupt Zstandard session log: reserved frame-header bit at byte {o}")
+        raise FrameFormatError(f"corrupt Zstandard session log: reserved frame-header bit at byte {origin + o}")
     fcs_flag, single, checksum, dict_flag = d >> 6, d & 0x20, d & 0x04, d & 0x03
     fcs_bytes = (1 if single else 0) if fcs_flag == 0 else 1 << fcs_flag
     rest = (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + fcs_bytes
@@ -80,7 +81,7 @@ def _frame_at(data: bytes, o: int) -> FrameLayout | None:
         h = int.from_bytes(data[o : o + 3], "little")
         last, kind, size = h & 1, (h >> 1) & 3, h >> 3
         if kind == 3:
-            raise FrameFormatError(f"corrupt Zstandard session log: reserved block type at byte {o}")
+            raise FrameFormatError(f"corrupt Zstandard session log: reserved block type at byte {origin + o}")
         payload = 1 if kind == 1 else size
         block_start = o
         o += 3
@@ -101,7 +102,7 @@ def _frame_at(data: bytes, o: int) -> FrameLayout | None:
 
 def first_frame(data: bytes) -> FrameLayout | None:
     """Layout of the frame at byte 0 (``None`` while it is incomplete); later bytes unread."""
-    return _frame_at(data, 0) if data else None
+    return frame_at(data, 0) if data else None
 
 
 def frame_layouts(data: bytes, start: int = 0) -> list[FrameLayout]:
@@ -109,7 +110,7 @@ def frame_layouts(data: bytes, start: int = 0) -> list[FrameLayout]:
     out: list[FrameLayout] = []
     o = start
     while o < len(data):
-        layout = _frame_at(data, o)
+        layout = frame_at(data, o)
         if layout is None:
             break
         out.append(layout)

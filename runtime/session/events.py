@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from runtime.session.lossless import check_lossless, check_parsed, is_safe_integer, lossless_copy
+from runtime.session.lossless import MAX_SAFE_INTEGER, check_lossless, check_parsed, is_safe_integer, lossless_copy
 from runtime.session.vocabulary import SURFACE_EVENT_TYPES
 
 # 'append' or {"op": "replace", "startSeq": a, "endSeq": b}
@@ -63,30 +63,31 @@ class Event:
         return owned(cls._validated(record, lossless_copy))
 
     @classmethod
-    def from_parsed(cls, record: Any) -> Event:
+    def from_parsed(cls, record: Any, *, text_checked: bool = False) -> Event:
         """:meth:`from_record` for a record ``json.loads`` just returned, which no one else holds.
 
         The same checks and refusals, but ``data`` is walked instead of copied: the decoders
-        call this for every stored record, and a copy of freshly parsed JSON was pure cost."""
-        return owned(cls._validated(record, _checked_in_place))
+        call this for every stored record, and a copy of freshly parsed JSON was pure cost.
+        ``text_checked``: the JSON text it came from cannot hold a value the walk refuses
+        (:func:`~runtime.session.lossless.text_may_refuse` said so), so there is no walk."""
+        return owned(cls._validated(record, _as_parsed if text_checked else _checked_in_place))
 
     @classmethod
     def _validated(cls, record: Any, own: Callable[[Any], Any]) -> Event:
         if type(record) is not dict:
             raise EnvelopeError("event record is not a JSON object")
-        extra = sorted(set(record) - _ENVELOPE_KEYS)
-        if extra:
-            raise EnvelopeError(f"event has unexpected envelope keys {extra}")
+        if not _ENVELOPE_KEYS.issuperset(record):
+            raise EnvelopeError(f"event has unexpected envelope keys {sorted(set(record) - _ENVELOPE_KEYS)}")
         kind = record.get("type")
         if type(kind) is not str or not kind:
             raise EnvelopeError("event type must be a non-empty string")
         if kind == "request/header-delta":
             raise EnvelopeError('event type "request/header-delta" is a retired format and is refused')
         seq = record.get("seq")
-        if not is_safe_integer(seq) or seq < 0:
+        if type(seq) is not int or not 0 <= seq <= MAX_SAFE_INTEGER:
             raise EnvelopeError(f"{kind} event seq must be a non-negative safe integer, got {seq!r}")
         time = record.get("time")
-        if not is_safe_integer(time):
+        if type(time) is not int or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
             raise EnvelopeError(f"{kind} event at seq {seq} has a time that is not a safe integer")
         if "data" not in record:
             raise EnvelopeError(f"{kind} event at seq {seq} has no data")
@@ -107,6 +108,10 @@ class Event:
 
 def _checked_in_place(data: Any) -> Any:
     check_parsed(data)
+    return data
+
+
+def _as_parsed(data: Any) -> Any:
     return data
 
 

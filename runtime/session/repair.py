@@ -42,40 +42,82 @@ def _open_turn_start(events: Sequence[Event]) -> int | None:
     return None
 
 
-def interrupted_turn_closers(events: Sequence[Event]) -> list[Event]:
-    open_turn: int | None = None
-    open_step: int | None = None
-    pending: dict[str, _Pending] = {}
-    start = _open_turn_start(events)
-    if start is None:
-        return []  # no turn was ever opened: nothing to close
-    for event in events[start:]:
+class RepairRefused(ValueError):
+    """An event repair must read holds data of another shape (a ``turn/start`` without its
+    turn, a tool-call block without its id): the log cannot be balanced, so it is refused."""
+
+
+class OpenTurn:
+    """The state repair needs, folded one event at a time: the open turn, its open step, the
+    unanswered tool-call blocks.  Bounded by the open turn's pending calls, so a reader can
+    stream a log of any length through it (``dsh-sim inspect``)."""
+
+    def __init__(self) -> None:
+        self.turn: int | None = None
+        self.step: int | None = None
+        self.pending: dict[str, _Pending] = {}
+        self.last: Event | None = None
+        self.broken: str | None = None  # the first unreadable event since the last turn boundary
+
+    def see(self, event: Event) -> None:
+        try:
+            self._see(event)
+        except (KeyError, TypeError, AttributeError, IndexError) as err:
+            if self.broken is None:
+                self.broken = (
+                    f"corrupt session log: {event.type} at seq {event.seq} has data repair cannot read ({type(err).__name__}: {err})"
+                )
+        else:
+            if event.type in ("turn/start", "turn/end"):
+                self.broken = None  # what came before is settled: its shape no longer matters
+
+    def _see(self, event: Event) -> None:
+        self.last = event
         kind = event.type
         if kind == "turn/start":
-            open_turn, open_step = event.data["turn"], None
-            pending.clear()
+            self.turn, self.step = event.data["turn"], None
+            self.pending.clear()
         elif kind == "turn/end":
-            open_turn, open_step = None, None
-            pending.clear()
+            self.turn, self.step = None, None
+            self.pending.clear()
         elif kind == "step/start":
-            open_step = event.data["step"]
+            self.step = event.data["step"]
         elif kind == "step/end":
-            pending.clear()
-            open_step = None
+            self.pending.clear()
+            self.step = None
         elif kind == "assistant/message":
             for block in event.data["message"]["content"]:
                 if block.get("type") == "tool-call":
                     # a repeated id keeps its first position (JS Map.set semantics)
-                    pending[block["id"]] = _Pending(step=event.data["step"])
+                    self.pending[block["id"]] = _Pending(step=event.data["step"])
         elif kind == "tool/call":
-            entry = pending.get(event.data["callId"])
+            entry = self.pending.get(event.data["callId"])
             if entry is not None:
                 entry.call_seq = event.seq
         elif kind == "tool/result":
-            pending.pop(event.data["message"]["source"]["callId"], None)
-    if open_turn is None or not events:
-        return []
-    last = events[-1]
+            self.pending.pop(event.data["message"]["source"]["callId"], None)
+
+    def closers(self) -> list[Event]:
+        """What balances the log seen so far (``[]`` when no turn is open); refused when an
+        event of the open turn could not be read."""
+        if self.broken is not None:
+            raise RepairRefused(self.broken)
+        if self.turn is None or self.last is None:
+            return []
+        return _closers(self.turn, self.step, self.pending, self.last)
+
+
+def interrupted_turn_closers(events: Sequence[Event]) -> list[Event]:
+    start = _open_turn_start(events)
+    if start is None:
+        return []  # no turn was ever opened: nothing to close
+    fold = OpenTurn()
+    for event in events[start:]:
+        fold.see(event)
+    return fold.closers()
+
+
+def _closers(open_turn: int, open_step: int | None, pending: dict[str, _Pending], last: Event) -> list[Event]:
     seq, time = last.seq + 1, last.time
     closers: list[Event] = []
     for call_id, entry in pending.items():

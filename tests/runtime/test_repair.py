@@ -12,6 +12,8 @@ from runtime.session.repair import (
     OUTCOME_UNKNOWN_TEXT,
     TOOL_NOT_STARTED,
     TOOL_OUTCOME_UNKNOWN,
+    OpenTurn,
+    RepairRefused,
     interrupted_turn_closers,
     verdicts,
 )
@@ -243,3 +245,51 @@ def test_every_prefix_is_repaired_to_a_balanced_log(upto: int) -> None:
     check_idempotent(log, closers)
     for closer in closers:  # every synthetic event is a valid stored record
         assert Event.from_record(closer.to_record()) == closer
+
+
+def _folded(events: list[Event]) -> list[Event]:
+    fold = OpenTurn()
+    for event in events:
+        fold.see(event)
+    return fold.closers()
+
+
+TWO_TURNS = [
+    turn_start(0),
+    step_start(1),
+    assistant(2, ["a", "b"]),
+    tool_call(3, "a"),
+    tool_result(4, "a", 3),
+    step_end(5),
+    turn_end(6),
+    turn_start(7, turn=2),
+    step_start(8, turn=2),
+    assistant(9, ["c", "d"], turn=2),
+    tool_call(10, "c", turn=2),
+]
+
+
+@pytest.mark.parametrize("upto", range(len(TWO_TURNS) + 1))
+def test_the_streaming_fold_repairs_every_prefix_as_the_scan_does(upto: int) -> None:
+    """``dsh-sim inspect`` folds a log of any length event by event (nothing held)."""
+    log = TWO_TURNS[:upto]
+    assert _folded(log) == interrupted_turn_closers(log)
+
+
+BROKEN_START = ev("turn/start", 7, {"turn_number": 2})
+
+
+def test_an_unreadable_event_of_the_open_turn_is_refused_not_a_crash() -> None:
+    """A turn/start without its turn once ended inspect, repair and a resume in a KeyError."""
+    log = TWO_TURNS[:7] + [BROKEN_START]
+    with pytest.raises(RepairRefused, match=r"^corrupt session log: turn/start at seq 7 has data repair cannot read \(KeyError: 'turn'\)$"):
+        interrupted_turn_closers(log)
+    with pytest.raises(RepairRefused, match="turn/start at seq 7"):
+        _folded(log)
+
+
+def test_an_unreadable_event_of_a_settled_turn_does_not_matter() -> None:
+    broken_call = ev("assistant/message", 2, {"turn": 1, "step": 1, "message": {"content": "not a list"}}, surface_op="append")
+    log = [turn_start(0), step_start(1), broken_call, step_end(3), turn_end(4), turn_start(5, turn=2)]
+    assert [e.type for e in interrupted_turn_closers(log)] == ["turn/end"]
+    assert _folded(log) == interrupted_turn_closers(log)

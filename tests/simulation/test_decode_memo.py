@@ -10,7 +10,7 @@ import pytest
 from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.replay import run_scenario
 from dsh_sim.scenario.files import load
-from runtime.persistence import log_format
+from runtime.persistence import log_format, log_records
 from runtime.persistence.decode_memo import Memo
 from runtime.persistence.header import SessionHeader
 from runtime.persistence.log_format import (
@@ -35,7 +35,7 @@ def _records(events: tuple[Event, ...]) -> list[dict[str, object]]:
 
 
 def _fresh_frame(frame: bytes, first_seq: int) -> tuple[Event, ...]:
-    return tuple(log_format._records_of_frame(decode_frame(frame, 0), 0, first_seq))
+    return tuple(log_records.records_of_frame(decode_frame(frame, 0), 0, first_seq))
 
 
 def _clear() -> None:

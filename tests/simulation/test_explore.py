@@ -148,7 +148,7 @@ def test_explore_tears_a_frame_one_byte_short_of_its_checksum():
     from dsh_sim.mutants.patch import Edit, applied
 
     off_by_one = Edit(
-        "runtime.persistence.zstd_frames", "_frame_at", "    if checksum:\n        if n - o < 4:", "    if checksum:\n        if n - o < 3:"
+        "runtime.persistence.zstd_frames", "frame_at", "    if checksum:\n        if n - o < 4:", "    if checksum:\n        if n - o < 3:"
     )
     assert explore(scenario("torn-zstd-checksum")).violations == []
     with applied([off_by_one]):

@@ -57,7 +57,7 @@ INDEPENDENT_BUGS = [
         [
             Edit(
                 "runtime.session.repair",
-                "interrupted_turn_closers",
+                "_closers",
                 "OUTCOME_UNKNOWN_TEXT if started else NOT_STARTED_TEXT",
                 "NOT_STARTED_TEXT if started else NOT_STARTED_TEXT",
             )
@@ -70,7 +70,7 @@ INDEPENDENT_BUGS = [
         [
             Edit(
                 "runtime.session.repair",
-                "interrupted_turn_closers",
+                "_closers",
                 "    seq, time = last.seq + 1, last.time",
                 "    seq, time = last.seq + 1, 0",
             )
@@ -83,7 +83,7 @@ INDEPENDENT_BUGS = [
         [
             Edit(
                 "runtime.session.repair",
-                "interrupted_turn_closers",
+                "_closers",
                 "sources = (entry.call_seq,) if started and entry.call_seq is not None else None",
                 "sources = None",
             )

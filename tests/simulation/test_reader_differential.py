@@ -14,7 +14,7 @@ from dsh_sim.evidence.oracles.spec_records import SpecViolation
 from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.mutation import harness
 from runtime.agent import resume
-from runtime.persistence import backend, durable, handles, log_format, zstd_frames
+from runtime.persistence import backend, durable, handles, log_reader, zstd_frames
 from runtime.persistence.errors import SessionReadOnlyError
 
 PLAN = readers.Plan(seed=1, tear_limit=6, flips=4, bomb_limit=4)
@@ -32,7 +32,7 @@ def test_shipped_runtime_agrees_everywhere():
 
 
 def test_torn_records_dropped_by_the_runtime_are_found(monkeypatch):
-    monkeypatch.setattr(log_format, "_recover_torn", lambda plaintext, first_seq: [])
+    monkeypatch.setattr(log_reader, "recover_torn", lambda plaintext, first_seq: [])
     assert any("torn@" in m and "records" in m for m in _mismatches("synthetic"))
 
 
@@ -44,15 +44,16 @@ def test_a_wrong_decompression_bound_is_found(monkeypatch):
 
 
 def test_a_refusal_text_other_than_the_specs_is_found(monkeypatch):
-    real = zstd_frames._frame_at
+    real = zstd_frames.frame_at
 
-    def frame_at(data, o):
+    def frame_at(data, o, origin=0):
         try:
-            return real(data, o)
+            return real(data, o, origin)
         except zstd_frames.FrameFormatError:
             raise zstd_frames.FrameFormatError("corrupt Zstandard session log: bad frame") from None
 
-    monkeypatch.setattr(zstd_frames, "_frame_at", frame_at)
+    monkeypatch.setattr(zstd_frames, "frame_at", frame_at)
+    monkeypatch.setattr(log_reader, "frame_at", frame_at)
     assert any("the spec's text is" in m and "invalid frame magic" in m for m in _mismatches("synthetic"))
 
 

@@ -263,8 +263,8 @@ def test_schedule_catches_parallel_siblings_run_one_by_one(monkeypatch):
 
 def test_reader_agrees_catches_a_listing_refused_on_an_intact_log(monkeypatch):
     """A reader refused with a documented error on a log the spec reads was not judged at all."""
-    from runtime.persistence import backend, log_format
+    from runtime.persistence import backend, log_records
 
-    monkeypatch.setattr(backend, "header_of", lambda data, compression: log_format._header_from_record(None))
+    monkeypatch.setattr(backend, "header_of", lambda data, compression: log_records.header_from_record(None))
     found = caught("regressions/read-only-reader-beside-writer-zstd.json")
     assert any("a reader was refused on a log the spec reads" in m for m in found["reader_agrees"])

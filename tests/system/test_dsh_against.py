@@ -37,7 +37,7 @@ from tests.support.paths import ROOT
 __all__ = ["dsh_install"]
 STARTER = "scenarios/starter"
 # our reader drops the complete records of a torn zstd frame (the spec keeps them; so does DSH)
-DROP_TORN_RECORDS = Edit("runtime.persistence.log_format", "_recover_torn", "        out.append(event)\n", "        break\n")
+DROP_TORN_RECORDS = Edit("runtime.persistence.log_records", "recover_torn", "        out.append(event)\n", "        break\n")
 
 
 def _normal(record: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """``dsh-sim inspect PATH [--json]``: read a session log and say what a resume would do
-(:func:`dsh_sim.api.inspect`).
+(:func:`dsh_sim.api.scan_log`; :func:`dsh_sim.api.inspect` holds the document in memory).
 
 It never writes.  PATH is a session directory (the highest canonical generation in it is
 read) or a log file.  The JSON shape is a stable interface, documented in the README.
@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import datetime
 import sys
+import tempfile
 from typing import Any
 
 from dsh_sim import api
-from dsh_sim.cli.commands.common import emit_json_lines
+from dsh_sim.cli.commands.common import Encoded, emit_json_lines, encode_item
 
 
 def _summary(event: dict[str, Any]) -> str:
@@ -53,13 +54,22 @@ def when(epoch_ms: Any) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def event_line(event: dict[str, Any]) -> str:
+    return f"  {event['seq']:>5}  {when(event.get('time')):<24}  {event['type']:<20} {_summary(event)}"
+
+
 def print_report(report: dict[str, Any]) -> None:
+    """The plain report of an inspect document; ``events`` may be lines already formatted."""
     fmt = report["format"]
     print(f"{report['path']}  (v{fmt['version']}, {fmt['compression']}, {fmt['bytes']} bytes)")
     header = report["header"]
     print(f"session {header['id']}  created {when(header['createdAt'])}  cwd {header.get('cwd', '-')}")
-    for event in report["events"]:
-        print(f"  {event['seq']:>5}  {when(event.get('time')):<24}  {event['type']:<20} {_summary(event)}")
+    events = report["events"]
+    if isinstance(events, Encoded):
+        sys.stdout.writelines(events.lines)
+    else:
+        for event in events:
+            print(event_line(event))
     torn = report["torn"]
     if torn is None:
         print("torn tail: none")
@@ -76,10 +86,19 @@ def print_report(report: dict[str, Any]) -> None:
 
 
 def main(args: Any) -> int:
-    report = api.inspect(args.path).document
-    if args.json:
-        emit_json_lines(report, listed="events")
-    else:
-        print_report(report)
-    sys.stdout.flush()
+    # The events stream through a spool file while the log is read: a log of any size in
+    # bounded memory, and nothing printed before the whole log is known to read (later damage
+    # refuses it all, in one line).
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
+        if args.json:
+            scan = api.scan_log(args.path, lambda event: spool.write(encode_item(event.to_record()) + "\n"))
+        else:
+            scan = api.scan_log(args.path, lambda event: spool.write(event_line(event.to_record()) + "\n"))
+        spool.seek(0)
+        document = scan.document(Encoded(spool))
+        if args.json:
+            emit_json_lines(document, listed="events")
+        else:
+            print_report(document)
+        sys.stdout.flush()
     return 0
