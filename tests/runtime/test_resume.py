@@ -12,7 +12,9 @@ import trio.testing
 
 from dsh_sim.mutants import catalogue as mutants
 from runtime.agent.loop import user_message
+from runtime.agent.runtime import RuntimeConfig, open_runtime
 from runtime.persistence.backend import JsonlBackend
+from runtime.persistence.errors import SessionPersistenceCorruptionError
 from runtime.persistence.header import SessionHeader
 from runtime.session.events import Event
 from runtime.session.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
@@ -220,3 +222,21 @@ def test_the_resume_checks_detect_broken_repair(tmp_path: Any, mutant: str) -> N
         run(lambda: check(tmp_path / "mutant"))
     assert info.errisinstance((AssertionError, BaseExceptionGroup, Exception))
     run(lambda: check(tmp_path / "clean"))
+
+
+def test_an_open_turn_whose_data_repair_cannot_read_is_refused_as_corrupt(tmp_path: Any) -> None:
+    """A ``turn/start`` without its turn once ended a resume in a KeyError from repair."""
+
+    async def main() -> None:
+        log = interrupted_log()[:1]
+        await write_log(tmp_path, [Event("turn/start", 0, log[0].time, {"turn_number": 1})])
+        before = await stored_events(tmp_path, "interrupted")
+        # open_runtime itself: the tests' runtime() checks the logs it leaves, and this one is the bad input
+        async with open_runtime(make_ports(), RuntimeConfig(root=str(tmp_path)), PartsModel([]), (), ()) as rt:
+            with pytest.raises(
+                SessionPersistenceCorruptionError, match=r"turn/start at seq 0 has data repair cannot read \(KeyError: 'turn'\)"
+            ):
+                await rt.resume_agent("interrupted")
+        assert await stored_events(tmp_path, "interrupted") == before  # nothing appended
+
+    run(main)
