@@ -13,23 +13,41 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from dsh_sim.engine.points import POINTS
 from dsh_sim.engine.vocabulary import BARRIERS, BOUNDARIES, INNER_BARRIERS, TORN_CLASSES
 from dsh_sim.evidence.document import (
+    CampaignRecord,
     Determinism,
+    DshAgainst,
     DshExploreRow,
     DshRouteRow,
     KillRow,
+    Meta,
     PointCounts,
+    ReaderCounts,
     ResultsDocument,
+    SweepRow,
     Violation,
     as_documents,
-    unstructure,
 )
 from dsh_sim.evidence.oracles.event_records import of_kinds
 from dsh_sim.evidence.tally import CaseTally, phase_group
+from dsh_sim.evidence.view import CoverageView, DshAgainstRow, DshSection, Requirement
 
-__all__ = ["REQUIREMENTS", "aggregate", "barrier_of", "build_case", "case_from_recovery", "phase_group", "recovery_facts"]
+__all__ = [
+    "REQUIREMENTS",
+    "CoverageView",
+    "Requirement",
+    "aggregate",
+    "barrier_of",
+    "build_case",
+    "case_from_recovery",
+    "phase_group",
+    "recovery_facts",
+    "requirement_status",
+]
 
 if TYPE_CHECKING:
     from dsh_sim.engine.crash import CrashRecord
@@ -111,38 +129,38 @@ def case_from_recovery(
     )
 
 
-def aggregate(results: Iterable[ResultsDocument | Mapping[str, Any]]) -> dict[str, Any]:
-    """Merge result documents (fuzz / explore / replay / mutants) into one coverage view: the
-    JSON the report renders and writes as coverage.json.  A document may be given as JSON."""
+def aggregate(results: Iterable[ResultsDocument | Mapping[str, Any]]) -> CoverageView:
+    """Merge result documents (fuzz / explore / replay / mutants) into one coverage view: what
+    the report renders and writes as coverage.json.  A document may be given as JSON."""
     tally = CaseTally()
     points: dict[str, PointCounts] = {}
     checked: dict[str, int] = {}
     violations: list[Violation] = []
-    runs: list[dict[str, Any]] = []
+    runs: list[Meta] = []
     determinism: list[Determinism] = []
     kill_matrix: list[KillRow] = []
     cells: dict[str, dict[str, dict[str, dict[str, int]]]] = {"boundary": {}, "barrier": {}}
     sampled: dict[str, int] = {}
     cases_by_source: dict[str, int] = {}
     dsh_explore: list[DshExploreRow] = []  # the DSH writer explored on SimFS (dsh-sim explore --runtime dsh)
-    dsh_against: list[dict[str, Any]] = []  # recoveries compared with the DSH reader (--against dsh)
+    dsh_against: list[DshAgainstRow] = []  # recoveries compared with the DSH reader (--against dsh)
     dsh_route: list[DshRouteRow] = []  # the DSH route explored (dsh-sim run's route part)
     dsh_skipped: str | None = None  # why a run's DSH phase did not run
-    campaigns: list[dict[str, Any]] = []  # each campaign run's own document: seed, command line, time per phase
-    readers: list[dict[str, Any]] = []  # the reader differential's counts (a replay shard's)
-    sweep: list[dict[str, Any]] = []  # the failure-path sweep's counts, one row per scenario swept
+    campaigns: list[CampaignRecord] = []  # each campaign run's own document: seed, command line, time per phase
+    readers: list[ReaderCounts] = []  # the reader differential's counts (a replay shard's)
+    sweep: list[SweepRow] = []  # the failure-path sweep's counts, one row per scenario swept
     for doc in as_documents(results):
         if doc.kind == "campaign" and doc.campaign is not None:
-            campaigns.append(unstructure(doc.campaign))  # not a run of its own: the record of the tasks' run
+            campaigns.append(doc.campaign)  # not a run of its own: the record of the tasks' run
             skipped = doc.campaign.skipped.get("dsh")
             dsh_skipped = dsh_skipped or (str(skipped) if skipped else None)
             continue
-        meta = unstructure(doc.meta) if doc.meta is not None else {}
-        if meta:
+        meta = doc.meta if doc.meta is not None else Meta()
+        if meta != Meta():  # a document without meta is not a run
             runs.append(meta)
         if doc.readers is not None:
-            readers.append(unstructure(doc.readers))
-        sweep.extend(unstructure(row) for row in doc.sweep or ())
+            readers.append(doc.readers)
+        sweep.extend(doc.sweep or ())
         for name, n in (doc.sampled or {}).items():
             sampled[name] = sampled.get(name, 0) + n
         for matrix, rows in (doc.cells or {}).items():
@@ -158,47 +176,43 @@ def aggregate(results: Iterable[ResultsDocument | Mapping[str, Any]]) -> dict[st
         violations.extend(doc.violations or ())
         determinism.extend(doc.determinism or ())
         kill_matrix.extend(doc.kill_matrix or ())
-        source = str(meta.get("kind", "other"))
+        source = meta.kind if meta.kind is not None else "other"
         dsh_explore.extend(doc.dsh_explore or ())
         dsh_route.extend(doc.dsh_route or ())
         if doc.dsh_skipped:
             dsh_skipped = doc.dsh_skipped
-        against = unstructure(doc.dsh_against) if doc.dsh_against is not None else {}
-        if against:
-            dsh_against.append({"source": source, "scenario": meta.get("scenario"), **against})
+        if doc.dsh_against is not None and doc.dsh_against != DshAgainst():
+            dsh_against.append(DshAgainstRow(source=source, scenario=meta.scenario, **attrs.asdict(doc.dsh_against, recurse=False)))
         cases = doc.tally()
         if cases.cases:
             cases_by_source[source] = cases_by_source.get(source, 0) + cases.cases
         tally.merge(cases)
-    view: dict[str, Any] = {
-        "cases": tally.cases,
-        "cases_by_source": cases_by_source,  # replay / fuzz / explore: how the cases add up
-        "boundary_matrix": tally.boundary,
-        "barrier_matrix": tally.barrier,
-        "confusion": tally.confusion,
-        "torn_classes": tally.torn,
-        "points": {name: unstructure(counts) for name, counts in points.items()},
-        "checked": checked,
-        "violations": [unstructure(v) for v in violations],
-        "runs": runs,
-        "determinism": [unstructure(d) for d in determinism],
-        "kill_matrix": [unstructure(k) for k in kill_matrix],
-        "cell_states": cells,  # explore: explored/possible crash states per matrix cell
-        "sampled": sampled,  # explore: points where states were sampled above the bound
-        "result_documents": len(runs),  # every document but the campaigns' own
-        "campaigns": campaigns,
-        "readers": readers,
-        "sweep": sweep,
-    }
+    dsh = None
     if dsh_explore or dsh_against or dsh_route:  # only runs that had DSH (dsh-sim dsh setup) carry the section
-        view["dsh"] = {
-            "explore": [unstructure(r) for r in dsh_explore],
-            "against": dsh_against,
-            "route": [unstructure(r) for r in dsh_route],
-        }
+        dsh = DshSection(explore=tuple(dsh_explore), against=tuple(dsh_against), route=tuple(dsh_route))
     elif dsh_skipped is not None:  # the run had a DSH phase and skipped it: the section says why
-        view["dsh"] = {"explore": [], "against": [], "route": [], "skipped": dsh_skipped}
-    return view
+        dsh = DshSection(skipped=dsh_skipped)
+    return CoverageView(
+        cases=tally.cases,
+        cases_by_source=cases_by_source,
+        boundary_matrix=tally.boundary,
+        barrier_matrix=tally.barrier,
+        confusion=tally.confusion,
+        torn_classes=tally.torn,
+        points=points,
+        checked=checked,
+        violations=tuple(violations),
+        runs=tuple(runs),
+        determinism=tuple(determinism),
+        kill_matrix=tuple(kill_matrix),
+        cell_states=cells,
+        sampled=sampled,
+        result_documents=len(runs),
+        campaigns=tuple(campaigns),
+        readers=tuple(readers),
+        sweep=tuple(sweep),
+        dsh=dsh,
+    )
 
 
 _NO_POINT = PointCounts(0, 0, 0)  # the view lists possible, explored and hits of every point
@@ -219,17 +233,18 @@ REQUIREMENTS: tuple[tuple[str, str, str], ...] = tuple(
 )
 
 
-def requirement_status(view: dict[str, Any]) -> list[dict[str, Any]]:
+def requirement_status(view: CoverageView) -> tuple[Requirement, ...]:
+    """Each requirement with its hits in ``view``: met when hit at least once."""
     out = []
     for kind, row, col in REQUIREMENTS:
         if kind == "boundary":
-            cols = view["boundary_matrix"].get(row, {})
+            cols = view.boundary_matrix.get(row, {})
             hits = sum(sum(v.values()) for c, v in cols.items() if (c == "kill") == (col == "kill"))
         elif kind == "barrier":
-            hits = sum(sum(v.values()) for v in view["barrier_matrix"].get(row, {}).values())
+            hits = sum(sum(v.values()) for v in view.barrier_matrix.get(row, {}).values())
         elif kind == "verdict":
-            hits = view["confusion"][row][col]
+            hits = view.confusion[row][col]
         else:
-            hits = view["torn_classes"].get(row, 0)
-        out.append({"kind": kind, "row": row, "col": col, "hits": hits, "met": hits > 0})
-    return out
+            hits = view.torn_classes.get(row, 0)
+        out.append(Requirement(kind=kind, row=row, col=col, hits=hits, met=hits > 0))
+    return tuple(out)

@@ -16,7 +16,7 @@ from dsh_sim.drivers.selftest import KillResult, run_mutants, summary
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.errors import InputError
 from dsh_sim.evidence.coverage import aggregate
-from dsh_sim.evidence.document import DocumentError, ResultsDocument, as_documents
+from dsh_sim.evidence.document import DocumentError, ResultsDocument, as_documents, unstructure
 from dsh_sim.evidence.results import meta, write
 from dsh_sim.evidence.results import read as read_results_files
 from dsh_sim.mutants.catalogue import CATALOGUE
@@ -65,13 +65,13 @@ def report(inputs: Sequence[str] | Sequence[ResultsDocument | Mapping[str, Any]]
         )
     check_output_dir(out, "--out")
     try:
-        document, paths = write_coverage(aggregate(docs), out)
+        written, paths = write_coverage(aggregate(docs), out)
     except (KeyError, TypeError, ValueError, AttributeError) as err:  # a field of an unexpected shape in some document
         named = ", ".join(str(p) for p in inputs if not isinstance(p, (ResultsDocument, Mapping))) or "the result documents"
         raise InputError(f"{named}: a results document holds a field of the wrong shape ({type(err).__name__}: {err})") from None
-    unmet = tuple(r for r in document["requirements"] if not r["met"])
-    lines, failed = verdict(document, list(unmet), paths)
-    return Report(document, paths, unmet, tuple(lines), failed)
+    lines, failed = verdict(written.view, written.summary, written.unmet, paths)
+    unmet = tuple(unstructure(r) for r in written.unmet)
+    return Report(written.to_json(), paths, unmet, tuple(lines), failed)
 
 
 def mutant_catalogue() -> dict[str, str]:

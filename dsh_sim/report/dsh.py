@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dsh_sim.evidence.view import CoverageView, DshAgainstRow, DshSection
 from dsh_sim.report.htmlkit import code, num, pill, section, table, td, tr
 from dsh_sim.report.mdkit import table as md_table
 
@@ -40,34 +41,44 @@ ROUTE_HEADER = [
     "findings",
     "unexplained",
 ]
+_NONE = DshSection()  # a view without the section reads as one with no rows
 
 
-def route_rows(view: Mapping[str, Any]) -> list[list[Any]]:
+def _n(value: int | None) -> int:
+    """A count a row may leave out (``None``) as a number."""
+    return 0 if value is None else value
+
+
+def _found(explained: Mapping[str, int] | None) -> str:
+    return ", ".join(f"{k} ×{n}" for k, n in sorted((explained or {}).items())) or "—"
+
+
+def route_rows(view: CoverageView) -> list[list[Any]]:
     return [
         [
-            r.get("name") or r.get("scenario"),
-            r.get("points_hit", 0),
-            r.get("crash_points", 0),
-            r.get("states", 0),
-            r.get("recoveries", 0),
-            r.get("verdicts", {}).get("TOOL_NOT_STARTED", 0),
-            r.get("verdicts", {}).get("TOOL_OUTCOME_UNKNOWN", 0),
-            f"{r.get('kills_compared', 0)} ({r.get('kills_differing', 0)})",
-            ", ".join(f"{k} ×{n}" for k, n in sorted(r.get("explained", {}).items())) or "—",
-            r.get("unexplained", 0) + r.get("kills_unexplained", 0),
+            r.name or r.scenario,
+            _n(r.points_hit),
+            _n(r.crash_points),
+            _n(r.states),
+            _n(r.recoveries),
+            (r.verdicts or {}).get("TOOL_NOT_STARTED", 0),
+            (r.verdicts or {}).get("TOOL_OUTCOME_UNKNOWN", 0),
+            f"{_n(r.kills_compared)} ({_n(r.kills_differing)})",
+            _found(r.explained),
+            _n(r.unexplained) + _n(r.kills_unexplained),
         ]
-        for r in view.get("dsh", {}).get("route", [])
+        for r in (view.dsh or _NONE).route
     ]
 
 
-def route_confusion(view: Mapping[str, Any]) -> dict[str, dict[str, int]] | None:
+def route_confusion(view: CoverageView) -> dict[str, dict[str, int]] | None:
     """DSH's repair verdicts against the ledger, over every route crash state (None: no route run)."""
-    rows = view.get("dsh", {}).get("route", [])
+    rows = (view.dsh or _NONE).route
     if not rows:
         return None
     out: dict[str, dict[str, int]] = {}
     for r in rows:
-        for verdict, truths in r.get("confusion", {}).items():
+        for verdict, truths in (r.confusion or {}).items():
             for truth, n in truths.items():
                 out.setdefault(verdict, {}).setdefault(truth, 0)
                 out[verdict][truth] += n
@@ -78,56 +89,56 @@ def _ops(per_op: Mapping[str, int]) -> str:
     return ", ".join(f"{op} {n}" for op, n in sorted(per_op.items())) or "—"
 
 
-def explore_rows(view: Mapping[str, Any]) -> list[list[Any]]:
+def explore_rows(view: CoverageView) -> list[list[Any]]:
     return [
         [
-            f"{s.get('shape')} ({s.get('scenario') or '—'})",
-            s.get("compression"),
-            s.get("crash_points", 0),
-            _ops(s.get("points_by_op", {})),
-            s.get("states", 0),
-            s.get("recoveries_run", 0),
-            sum(s.get("checked", {}).values()),
-            len(s.get("violations", [])),
+            f"{s.shape} ({s.scenario or '—'})",
+            s.compression,
+            _n(s.crash_points),
+            _ops(s.points_by_op or {}),
+            _n(s.states),
+            _n(s.recoveries_run),
+            sum((s.checked or {}).values()),
+            len(s.violations or ()),
         ]
-        for s in view.get("dsh", {}).get("explore", [])
+        for s in (view.dsh or _NONE).explore
     ]
 
 
-def against_rows(view: Mapping[str, Any]) -> list[list[Any]]:
+def _against_row(a: DshAgainstRow) -> list[Any]:
     return [
-        [
-            a.get("source"),
-            a.get("scenario") or "—",
-            a.get("compared", 0),
-            a.get("probes", 0),
-            a.get("differences", 0),
-            ", ".join(f"{k} ×{n}" for k, n in sorted(a.get("explained", {}).items())) or "—",
-            f"{a.get('no_log', 0)} without a log, {a.get('not_projectable', 0)} not projectable",
-        ]
-        for a in view.get("dsh", {}).get("against", [])
+        a.source,
+        a.scenario or "—",
+        _n(a.compared),
+        _n(a.probes),
+        _n(a.differences),
+        _found(a.explained),
+        f"{_n(a.no_log)} without a log, {_n(a.not_projectable)} not projectable",
     ]
 
 
-def totals(view: Mapping[str, Any]) -> dict[str, int]:
-    explore = view.get("dsh", {}).get("explore", [])
-    against = view.get("dsh", {}).get("against", [])
+def against_rows(view: CoverageView) -> list[list[Any]]:
+    return [_against_row(a) for a in (view.dsh or _NONE).against]
+
+
+def totals(view: CoverageView) -> dict[str, int]:
+    dsh = view.dsh or _NONE
     checked: dict[str, int] = {}
-    for s in explore:
-        for name, n in s.get("checked", {}).items():
+    for s in dsh.explore:
+        for name, n in (s.checked or {}).items():
             checked[name] = checked.get(name, 0) + n
     return {
-        "shapes": len(explore),
-        "states": sum(s.get("states", 0) for s in explore),
-        "points": sum(s.get("crash_points", 0) for s in explore),
+        "shapes": len(dsh.explore),
+        "states": sum(_n(s.states) for s in dsh.explore),
+        "points": sum(_n(s.crash_points) for s in dsh.explore),
         "checks": sum(checked.values()),
-        "dsh_violations": sum(len(s.get("violations", [])) for s in explore),
-        "compared": sum(a.get("compared", 0) for a in against),
-        "unexplained": sum(a.get("differences", 0) for a in against),
-        "route_scenarios": len(view.get("dsh", {}).get("route", [])),
-        "route_states": sum(r.get("states", 0) for r in view.get("dsh", {}).get("route", [])),
-        "route_compared": sum(r.get("kills_compared", 0) for r in view.get("dsh", {}).get("route", [])),
-        "route_unexplained": sum(r.get("unexplained", 0) + r.get("kills_unexplained", 0) for r in view.get("dsh", {}).get("route", [])),
+        "dsh_violations": sum(len(s.violations or ()) for s in dsh.explore),
+        "compared": sum(_n(a.compared) for a in dsh.against),
+        "unexplained": sum(_n(a.differences) for a in dsh.against),
+        "route_scenarios": len(dsh.route),
+        "route_states": sum(_n(r.states) for r in dsh.route),
+        "route_compared": sum(_n(r.kills_compared) for r in dsh.route),
+        "route_unexplained": sum(_n(r.unexplained) + _n(r.kills_unexplained) for r in dsh.route),
     }
 
 
@@ -141,8 +152,8 @@ def _intro(t: Mapping[str, int]) -> str:
     )
 
 
-def _skipped(view: Mapping[str, Any]) -> str | None:
-    why = view.get("dsh", {}).get("skipped")
+def _skipped(view: CoverageView) -> str | None:
+    why = (view.dsh or _NONE).skipped
     return (
         f"Skipped: {why}. No DSH writer or route was explored and no recovery was read by DSH: dsh_agrees and route_agrees were not run."
         if why
@@ -150,8 +161,8 @@ def _skipped(view: Mapping[str, Any]) -> str | None:
     )
 
 
-def markdown(view: Mapping[str, Any]) -> list[str]:
-    if "dsh" not in view:
+def markdown(view: CoverageView) -> list[str]:
+    if view.dsh is None:
         return []
     skipped = _skipped(view)
     if skipped:
@@ -170,8 +181,8 @@ def markdown(view: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def html(view: Mapping[str, Any]) -> str:
-    if "dsh" not in view:
+def html(view: CoverageView) -> str:
+    if view.dsh is None:
         return ""
     skipped = _skipped(view)
     if skipped:

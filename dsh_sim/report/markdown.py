@@ -8,12 +8,14 @@ fewer were checked than the crash model allows).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
+from dsh_sim.evidence.records import KillRow
+from dsh_sim.evidence.view import CoverageView, Requirement
 from dsh_sim.report import dsh as dsh_report
 from dsh_sim.report import kills as kill_model
-from dsh_sim.report import model, states
+from dsh_sim.report import model, runs, states
+from dsh_sim.report.headline import Summary, headline, subtitle, summary
 from dsh_sim.report.mdkit import esc, table
 
 
@@ -26,31 +28,31 @@ def _cell(counts: Mapping[str, int], st: states.States | None = None) -> str:
     return text or "·"
 
 
-def _matrix(title: str, view: Mapping[str, Any], key: str, rows: list[str], cols: list[str], first: str) -> list[str]:
-    grid = model.matrix_grid(view, key, rows, cols)
+def _matrix(title: str, view: CoverageView, which: states.Which, rows: list[str], cols: list[str], first: str) -> list[str]:
+    grid = model.matrix_grid(view, which, rows, cols)
     body = [[row.name] + [_cell(*c) for c in row.cells] + [_cell(*row.total)] for row in grid.rows]
     foot = ["all"] + [_cell(*c) for c in grid.col_totals] + [_cell(*grid.total)]
     return [f"## {title}", ""] + table([first] + cols + ["all"], body + [foot])
 
 
-def _method(kill: Mapping[str, Any], method: str) -> str:
+def _method(kill: KillRow, method: str) -> str:
     result = kill_model.method_result(kill, method)
     if result is None:
         return "—"
-    if not result.get("killed"):
-        return f"missed {model.fmt_seconds(result.get('seconds'))}"
-    invariant = f" ({result['invariant']})" if result.get("invariant") else ""
-    mark = "**killed**" if kill.get("method") == method else "killed"
-    return f"{mark} {model.fmt_seconds(result.get('seconds'))}{invariant}"
+    if not result.killed:
+        return f"missed {model.fmt_seconds(result.seconds)}"
+    invariant = f" ({result.invariant})" if result.invariant else ""
+    mark = "**killed**" if kill.method == method else "killed"
+    return f"{mark} {model.fmt_seconds(result.seconds)}{invariant}"
 
 
-def _kills(kills: list[Mapping[str, Any]]) -> list[str]:
+def _kills(kills: Sequence[KillRow]) -> list[str]:
     if not kills:
         return ["No mutant run in these results.", ""]
     methods = kill_model.methods(kills)
     rows = [
-        [k.get("mutant"), "yes" if k.get("killed") else "**SURVIVED**", *(_method(k, m) for m in methods), model.fmt_value(k.get("method")), model.fmt_seconds(k.get("time_to_kill")),
-         model.fmt_value(k.get("scenario_steps")), model.fmt_value(k.get("scenario")), k.get("description")]
+        [k.mutant, "yes" if k.killed else "**SURVIVED**", *(_method(k, m) for m in methods), model.fmt_value(k.method), model.fmt_seconds(k.time_to_kill),
+         model.fmt_value(k.scenario_steps), model.fmt_value(k.scenario), k.description]
         for k in kills
     ]  # fmt: skip
     out = table(["mutant", "killed", *methods, "fastest", "time to kill", "shrunk steps", "scenario", "description"], rows)
@@ -63,14 +65,15 @@ def _kills(kills: list[Mapping[str, Any]]) -> list[str]:
     return out + [esc(line), ""]
 
 
-def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> str:
-    """The whole report as one Markdown document (deterministic: no timestamps)."""
-    numbers = model.summary(view, status)
-    out: list[str] = ["# dsh-sim crash coverage", "", esc(model.subtitle(view, numbers)) + ".", ""]
-    for item in model.headline(view, numbers):
-        flag = " **(!)**" if item["alarm"] else ""
-        note = f" ({item['note']})" if item.get("note") else ""
-        out.append(f"- **{item['label']}**: {item['value']}{flag}{note}")
+def render_markdown(view: CoverageView, status: Sequence[Requirement], numbers: Summary | None = None) -> str:
+    """The whole report as one Markdown document (deterministic: no timestamps); ``numbers`` is
+    the view's :func:`~dsh_sim.report.headline.summary` (computed when not given)."""
+    numbers = summary(view, status) if numbers is None else numbers
+    out: list[str] = ["# dsh-sim crash coverage", "", esc(subtitle(view, numbers)) + ".", ""]
+    for item in headline(view, numbers):
+        flag = " **(!)**" if item.alarm else ""
+        note = f" ({item.note})" if item.note else ""
+        out.append(f"- **{item.label}**: {item.value}{flag}{note}")
     out.append("")
     out += _campaign(view)
     legend = ", ".join(f"`{s}` = {o}" for o, s in model.SHORT.items())
@@ -87,14 +90,12 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
 
     cols = model.matrix_columns(view)
     out += _matrix(
-        "Coverage matrix: side-effect boundary × crash kind/phase", view, "boundary_matrix", model.boundary_rows(view), cols, "boundary"
+        "Coverage matrix: side-effect boundary × crash kind/phase", view, "boundary", model.boundary_rows(view), cols, "boundary"
     )
-    out += _matrix(
-        "Barrier matrix: durability barrier × crash kind/phase", view, "barrier_matrix", model.barrier_rows(view), cols, "barrier"
-    )
+    out += _matrix("Barrier matrix: durability barrier × crash kind/phase", view, "barrier", model.barrier_rows(view), cols, "barrier")
 
     out += ["## Verdicts vs ground truth (confusion matrix)", ""]
-    conf = view.get("confusion", {})
+    conf = view.confusion
     unsafe = model.unsafe_count(view)
     rows = []
     route = dsh_report.route_confusion(view)  # the DSH route's repair, scored the same way
@@ -119,10 +120,10 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
         "",
     ]
 
-    unmet = [s for s in status if not s["met"]]
+    unmet = [s for s in status if not s.met]
     out += [f'## Requirements ("sometimes" cells): {len(status) - len(unmet)}/{len(status)} met', ""]
     if unmet:
-        out += ["Unmet:", ""] + table(["kind", "row", "column", "hits"], [[s["kind"], s["row"], s["col"], s["hits"]] for s in unmet])
+        out += ["Unmet:", ""] + table(["kind", "row", "column", "hits"], [[s.kind, s.row, s.col, s.hits] for s in unmet])
     else:
         out += ["All requirements met.", ""]
 
@@ -130,7 +131,7 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     out += table(
         ["point", "layer", "explored/possible", "sampled at", "hits (fuzz)"],
         [
-            [p["name"], p["layer"], f"{p['explored']:,}/{p['possible']:,}" if p["possible"] else "—", p["sampled"] or "—", p["hits"]]
+            [p.name, p.layer, f"{p.explored:,}/{p.possible:,}" if p.possible else "—", p.sampled or "—", p.hits]
             for p in model.point_rows(view)
         ],
     )
@@ -141,27 +142,22 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
     out += table(
         ["invariant", "checks", "violations", "description"],
         [
-            [
-                i["name"],
-                f"not run: {i['not_run']}" if i["not_run"] else i["checks"],
-                "—" if i["not_run"] else i["violations"],
-                i["description"],
-            ]
+            [i.name, f"not run: {i.not_run}" if i.not_run else i.checks, "—" if i.not_run else i.violations, i.description]
             for i in model.invariant_rows(view)
         ],
     )
 
-    violations = view.get("violations", [])
+    violations = view.violations
     out += [f"## Violations ({len(violations)})", ""]
     if violations:
         out += table(
             ["invariant", "source", "message", "scenario"],
-            [[v.get("invariant"), v.get("source"), v.get("message"), v.get("scenario") or "—"] for v in violations],
+            [[v.invariant, v.source, v.message, v.scenario or "—"] for v in violations],
         )
     else:
         out += ["None.", ""]
 
-    determinism = view.get("determinism", [])
+    determinism = view.determinism
     out += ["## Determinism re-checks", ""]
     if determinism:
         out += [esc(model.determinism_words(view)) + ".", ""]
@@ -170,7 +166,7 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
             table(
                 ["scenario", "how", "digest a", "digest b", "same"],
                 [
-                    [d.get("scenario"), d.get("how", ""), d.get("digest_a"), d.get("digest_b"), "yes" if d.get("same") else "**NO**"]
+                    [d.scenario, d.how if d.how is not None else "", d.digest_a, d.digest_b, "yes" if d.same else "**NO**"]
                     for d in determinism
                 ],
             ),
@@ -179,20 +175,20 @@ def render_markdown(view: Mapping[str, Any], status: list[dict[str, Any]]) -> st
         out += ["None recorded.", ""]
     out += _readers(view) + _sweep(view)
 
-    out += ["## Kill matrix (mutants)", ""] + _kills(view.get("kill_matrix", []))
+    out += ["## Kill matrix (mutants)", ""] + _kills(view.kill_matrix)
     out += dsh_report.markdown(view)
 
-    runs = model.runs_of(view)
+    metas = runs.runs_of(view)
     out += ["## Runs (result documents)", ""]
     out += [
-        f"{len(runs)} result document(s); their own seconds add up to {model.fmt_seconds(model.total_seconds(runs))} (the work each "
-        f"document timed, not the wall time of a run: see Campaign). Seeds: {model.fmt_value(model.seeds(runs)) or '—'}.",
+        f"{len(metas)} result document(s); their own seconds add up to {model.fmt_seconds(runs.total_seconds(metas))} (the work each "
+        f"document timed, not the wall time of a run: see Campaign). Seeds: {model.fmt_value(runs.seeds(metas)) or '—'}.",
         "",
     ]
-    if runs:
-        collapsed = model.collapsed_runs(runs)
-        keys = model.run_columns(collapsed)
-        out += _folded(f"per kind ({len(collapsed)} rows)", table(keys, [[model.fmt_value(r.get(k)) for k in keys] for r in collapsed]))
+    if metas:
+        collapsed = runs.collapsed_runs(metas)
+        keys = runs.run_columns(collapsed)
+        out += _folded(f"per kind ({len(collapsed)} rows)", table(keys, [[model.fmt_value(r.value(k)) for k in keys] for r in collapsed]))
     return "\n".join(out)
 
 
@@ -201,9 +197,9 @@ def _folded(summary: str, lines: list[str]) -> list[str]:
     return [f"<details><summary>{esc(summary)}</summary>", "", *lines, "</details>", ""]
 
 
-def _campaign(view: Mapping[str, Any]) -> list[str]:
-    wall, cpu = model.time_spent(view)
-    camps = model.campaigns(view)
+def _campaign(view: CoverageView) -> list[str]:
+    wall, cpu = runs.time_spent(view)
+    camps = runs.campaigns(view)
     out = ["## Campaign", ""]
     if not camps:
         return out + [
@@ -213,17 +209,17 @@ def _campaign(view: Mapping[str, Any]) -> list[str]:
     out += [f"Wall {model.fmt_seconds(wall)}, CPU {model.fmt_seconds(cpu)} in all.", ""]
     for c in camps:
         out += [
-            f"- run `{c.get('run')}` ({c.get('state')}, {esc(str(c.get('executor', '')))}): seed {c.get('seed')}, "
-            f"wall {model.fmt_seconds(c.get('wall_seconds'))}, CPU {model.fmt_seconds(c.get('cpu_seconds'))}",
-            f"  - command: `{c.get('command')}`",
-            f"  - resume: `{c.get('resume')}`",
+            f"- run `{c.run}` ({c.state}, {esc(str(c.executor))}): seed {c.seed}, "
+            f"wall {model.fmt_seconds(c.wall_seconds)}, CPU {model.fmt_seconds(c.cpu_seconds)}",
+            f"  - command: `{c.command}`",
+            f"  - resume: `{c.resume}`",
         ]
     out += [""]
     rows = [
-        [p["phase"], f"skipped: {p['skipped']}", "", ""]
-        if p["skipped"]
-        else [p["phase"], model.fmt_seconds(p["wall_seconds"]), model.fmt_seconds(p["cpu_seconds"]), model.phase_tasks(p)]
-        for p in model.phase_rows(view)
+        [p.phase, f"skipped: {p.skipped}", "", ""]
+        if p.skipped
+        else [p.phase, model.fmt_seconds(p.wall_seconds), model.fmt_seconds(p.cpu_seconds), runs.phase_tasks(p)]
+        for p in runs.phase_rows(view)
     ]
     return (
         out
@@ -232,32 +228,29 @@ def _campaign(view: Mapping[str, Any]) -> list[str]:
     )
 
 
-def _readers(view: Mapping[str, Any]) -> list[str]:
+def _readers(view: CoverageView) -> list[str]:
     out = ["## Reader differential", ""]
-    rows = view.get("readers", [])
+    rows = view.readers
     if not rows:
         return out + ["Not run in these results.", ""]
     return out + table(
         ["cases", "checks", "mismatches", "time"],
-        [[r.get("cases", 0), r.get("checks", 0), r.get("mismatches", 0), model.fmt_seconds(r.get("seconds"))] for r in rows],
+        [[r.cases, r.checks, r.mismatches, model.fmt_seconds(r.seconds)] for r in rows],
     )
 
 
-def _sweep(view: Mapping[str, Any]) -> list[str]:
+def _sweep(view: CoverageView) -> list[str]:
     out = ["## Failure-path sweep", ""]
-    rows = view.get("sweep", [])
+    rows = view.sweep
     if not rows:
         return out + ["Not run in these results.", ""]
-    runs, violations = sum(int(r.get("runs", 0)) for r in rows), sum(int(r.get("violations", 0)) for r in rows)
-    seconds = sum(float(r.get("seconds", 0)) for r in rows)
-    out += [f"{len(rows)} scenario(s) swept: {runs:,} runs, {violations} violation(s), {model.fmt_seconds(seconds)}.", ""]
+    swept, violations = sum(int(r.runs) for r in rows), sum(int(r.violations) for r in rows)
+    seconds = sum(float(r.seconds) for r in rows)
+    out += [f"{len(rows)} scenario(s) swept: {swept:,} runs, {violations} violation(s), {model.fmt_seconds(seconds)}.", ""]
     return out + _folded(
         f"per scenario ({len(rows)} rows)",
         table(
             ["scenario", "positions", "runs", "violations", "time"],
-            [
-                [r.get("scenario"), r.get("positions", 0), r.get("runs", 0), r.get("violations", 0), model.fmt_seconds(r.get("seconds"))]
-                for r in rows
-            ],
+            [[r.scenario, r.positions, r.runs, r.violations, model.fmt_seconds(r.seconds)] for r in rows],
         ),
     )

@@ -10,13 +10,16 @@ scripts find the parts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
 from dsh_sim.engine.vocabulary import BARRIERS, BOUNDARIES, OUTCOMES
+from dsh_sim.evidence.view import CoverageView, Requirement
 from dsh_sim.report import dsh as dsh_report
 from dsh_sim.report import model, sections, states, svg
+from dsh_sim.report.headline import Summary, subtitle, summary
+from dsh_sim.report.headline import headline as headline_items
 from dsh_sim.report.htmlkit import (
     OUTCOME_CLASS,
     attrs,
@@ -52,20 +55,20 @@ def _css() -> str:
     return resources.files("dsh_sim.report").joinpath("style.css").read_text(encoding="utf-8")
 
 
-def headline(view: Mapping[str, Any], numbers: Mapping[str, Any]) -> str:
-    """The headline cards; ``numbers`` is :func:`model.summary` of the view."""
+def headline(view: CoverageView, numbers: Summary) -> str:
+    """The headline cards; ``numbers`` is :func:`~dsh_sim.report.headline.summary` of the view."""
     cards = []
-    for item in model.headline(view, numbers):
+    for item in headline_items(view, numbers):
         cls = (
             "card alarm"
-            if item["alarm"]
+            if item.alarm
             else "card warn"
-            if item.get("warn")
-            else ("card" if item["key"] in ("violations", "unmet", "unsafe", "mutants", "determinism") else "card neutral")
+            if item.warn
+            else ("card" if item.key in ("violations", "unmet", "unsafe", "mutants", "determinism") else "card neutral")
         )
-        note = f'<div class="note">{esc(item["note"])}</div>' if item.get("note") else ""
+        note = f'<div class="note">{esc(item.note)}</div>' if item.note else ""
         cards.append(
-            f'<div{attrs(class_=cls, id="headline-" + item["key"])}><div class="value">{esc(item["value"])}</div><div class="label">{esc(item["label"])}</div>{note}</div>'
+            f'<div{attrs(class_=cls, id="headline-" + item.key)}><div class="value">{esc(item.value)}</div><div class="label">{esc(item.label)}</div>{note}</div>'
         )
     return f'<div class="cards" id="sec-headline">{"".join(cards)}</div>'
 
@@ -86,14 +89,16 @@ def matrix_cell(counts: Mapping[str, int], st: states.States | None, cls: str = 
     return td(raw=body, cls=f"{cls} sampled" if st is not None and st.sampled else cls, **extra)
 
 
-def matrix(view: Mapping[str, Any], key: str, rows: list[str], cols: list[str], id_: str, first: str, required: tuple[str, ...]) -> str:
+def matrix(
+    view: CoverageView, which: states.Which, rows: list[str], cols: list[str], id_: str, first: str, required: tuple[str, ...]
+) -> str:
     """A crash matrix: one row per boundary/barrier, one column per crash kind or power phase.
 
     Each cell holds one chip per recovery outcome with its count, and the crash states
     explored out of possible when exploration counted them; a required row with no case
     at all is marked as a gap, since its requirement cannot be met.
     """
-    grid = model.matrix_grid(view, key, rows, cols)
+    grid = model.matrix_grid(view, which, rows, cols)
     body = []
     for row in grid.rows:
         cells = [matrix_cell(counts, st, data_row=row.name, data_col=c) for (counts, st), c in zip(row.cells, cols)]
@@ -143,9 +148,9 @@ def legend(outcomes: tuple[str, ...], with_states: bool) -> str:
     return f'<p class="legend muted">{items}</p>'
 
 
-def confusion(view: Mapping[str, Any]) -> str:
+def confusion(view: CoverageView) -> str:
     """Repair's verdicts against the ledger; the unsafe cell is the one that must stay 0."""
-    conf = view.get("confusion", {})
+    conf = view.confusion
     ns = conf.get("TOOL_NOT_STARTED", {})
     unk = conf.get("TOOL_OUTCOME_UNKNOWN", {})
     unsafe = model.unsafe_count(view)
@@ -200,11 +205,13 @@ def confusion(view: Mapping[str, Any]) -> str:
     return section("confusion", "Verdicts vs ground truth (confusion matrix)", why, body)
 
 
-def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: int) -> str:
+def render_html(view: CoverageView, status: Sequence[Requirement], schema: int, numbers: Summary | None = None) -> str:
+    """The whole page; ``numbers`` is the view's :func:`~dsh_sim.report.headline.summary`
+    (computed when not given)."""
     cols = model.matrix_columns(view)
     with_states = bool(states.grand_total(states.matrix(view, "boundary")) or states.grand_total(states.matrix(view, "barrier")))
     b_rows, r_rows = model.boundary_rows(view), model.barrier_rows(view)
-    bm, rm = view.get("boundary_matrix", {}), view.get("barrier_matrix", {})
+    bm, rm = view.boundary_matrix, view.barrier_matrix
     # "no call" (states with no call in flight) never has call outcomes: not a chart row.
     boundary_chart = svg.stacked_chart(
         [(r, model.row_total(bm, r)) for r in b_rows if r != "no call"],
@@ -224,7 +231,7 @@ def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: i
         "Coverage matrix: side-effect boundary × crash kind/phase",
         "Where each tool call stood among the four moments (1 assistant message, 2 durable tool/call, 3 effect, 4 durable result) when the crash struck, and what recovery made of it. Counts are tool calls; the second line counts crash states (explored/possible), once per boundary among the calls in flight, so a column total can exceed the number of states.",
         legend(OUTCOMES, with_states)
-        + matrix(view, "boundary_matrix", b_rows, cols, "coverage-matrix", "boundary", BOUNDARIES)
+        + matrix(view, "boundary", b_rows, cols, "coverage-matrix", "boundary", BOUNDARIES)
         + f'<div class="charts">{boundary_chart}</div>',
     )
     barriers = section(
@@ -232,19 +239,19 @@ def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: i
         "Barrier matrix: durability barrier × crash kind/phase",
         'Which durability barrier the crash interrupted. Counts are crashes, once per distinct outcome among their calls ("none" = no call in flight); the second line counts crash states explored out of those the crash model allows, each state in exactly one cell.',
         legend(model.CELL_OUTCOMES, with_states)
-        + matrix(view, "barrier_matrix", r_rows, cols, "barrier-matrix", "barrier", BARRIERS)
+        + matrix(view, "barrier", r_rows, cols, "barrier-matrix", "barrier", BARRIERS)
         + f'<div class="charts">{barrier_chart}</div>',
     )
-    nav = "".join(f'<a href="#sec-{k}">{esc(label)}</a>' for k, label in NAV if k != "dsh" or "dsh" in view)
-    numbers = model.summary(view, status)
-    subtitle = f"{model.subtitle(view, numbers)} · schema {schema}"
+    nav = "".join(f'<a href="#sec-{k}">{esc(label)}</a>' for k, label in NAV if k != "dsh" or view.dsh is not None)
+    numbers = summary(view, status) if numbers is None else numbers
+    title = f"{subtitle(view, numbers)} · schema {schema}"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         "<title>dsh-sim crash coverage</title>",
         f"<style>{_css()}</style></head><body>",
-        f'<header class="top"><h1>dsh-sim crash coverage</h1><p>{esc(subtitle)}</p></header>',
+        f'<header class="top"><h1>dsh-sim crash coverage</h1><p>{esc(title)}</p></header>',
         f'<nav class="toc">{nav}</nav><main>',
         headline(view, numbers),
         sections.campaign(view),
@@ -261,7 +268,7 @@ def render_html(view: Mapping[str, Any], status: list[dict[str, Any]], schema: i
         sections.sweep(view),
         sections.kill_matrix(view),
         dsh_report.html(view),
-        sections.runs(view),
+        sections.run_table(view),
         f"</main><footer>Generated by dsh_sim.report (schema {schema}); self-contained, no network resources.</footer>",
         "</body></html>",
     ]

@@ -23,6 +23,7 @@ from typing import Any
 from dsh_sim.engine.points import POINTS
 from dsh_sim.evidence.coverage import aggregate, phase_group
 from dsh_sim.evidence.invariants import INVARIANTS
+from dsh_sim.evidence.view import CoverageView
 from dsh_sim.mutants.catalogue import CATALOGUE
 from dsh_sim.report import write_report
 
@@ -268,7 +269,8 @@ def sample_results(seed: int = 7, flaws: bool = True) -> list[dict[str, Any]]:
     return docs
 
 
-def sample_view(seed: int = 7, flaws: bool = True) -> dict[str, Any]:
+def sample_view(seed: int = 7, flaws: bool = True) -> CoverageView:
+    """The view of :func:`sample_results` (its documents read through the one converter)."""
     return aggregate(sample_results(seed, flaws))
 
 

@@ -7,11 +7,12 @@ follow the order of coverage.md.  Rows that need attention carry a class (``unme
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Sequence
 
+from dsh_sim.evidence.records import KillRow
+from dsh_sim.evidence.view import CoverageView, Requirement
 from dsh_sim.report import kills as kill_model
-from dsh_sim.report import model, svg
+from dsh_sim.report import model, runs, svg
 from dsh_sim.report.htmlkit import (
     attrs,
     code,
@@ -27,39 +28,33 @@ from dsh_sim.report.htmlkit import (
 )
 
 
-def requirements(status: list[dict[str, Any]]) -> str:
+def requirements(status: Sequence[Requirement]) -> str:
     # Unmet first (stable within each group): what is missing is what a maintainer needs.
-    ordered = sorted(status, key=lambda s: s["met"])
+    ordered = sorted(status, key=lambda s: s.met)
     rows = [
         tr(
-            td(s["kind"])
-            + td(s["row"])
-            + td(s["col"])
-            + num(s["hits"])
-            + td(raw=pill("met", "good") if s["met"] else pill("UNMET", "bad")),
-            cls="met" if s["met"] else "unmet",
+            td(s.kind) + td(s.row) + td(s.col) + num(s.hits) + td(raw=pill("met", "good") if s.met else pill("UNMET", "bad")),
+            cls="met" if s.met else "unmet",
         )
         for s in ordered
     ]
-    met = sum(1 for s in status if s["met"])
+    met = sum(1 for s in status if s.met)
     why = f'{met}/{len(status)} met. Each "sometimes" cell must be hit at least once, or a whole class of crash became unreachable.'
     return section(
         "requirements", "Requirements", why, table(["kind", "row", "column", "hits", "status"], rows, id_="requirements", num_cols=(3,))
     )
 
 
-def points(view: Mapping[str, Any]) -> str:
+def points(view: CoverageView) -> str:
     rows_data = model.point_rows(view)
-    chart = svg.progress_chart(
-        [(p["name"], p["explored"], p["possible"]) for p in rows_data], "explored vs possible crash states per named point"
-    )
+    chart = svg.progress_chart([(p.name, p.explored, p.possible) for p in rows_data], "explored vs possible crash states per named point")
     rows = []
     for p in rows_data:
-        below = p["explored"] < p["possible"]
-        explored = num(f"{p['explored']:,}/{p['possible']:,}" if p["possible"] else "—", "sampled" if below else "")
-        sampled = num(p["sampled"], "sampled") if p["sampled"] else num("—")
-        cells = td(raw=ident(p["name"])) + td(p["layer"]) + explored + sampled + num(p["hits"]) + td(p["doc"], cls="muted")
-        rows.append(tr(cells, cls=None if (p["possible"] or p["hits"]) else "warn", data_point=p["name"]))
+        below = p.explored < p.possible
+        explored = num(f"{p.explored:,}/{p.possible:,}" if p.possible else "—", "sampled" if below else "")
+        sampled = num(p.sampled, "sampled") if p.sampled else num("—")
+        cells = td(raw=ident(p.name)) + td(p.layer) + explored + sampled + num(p.hits) + td(p.doc, cls="muted")
+        rows.append(tr(cells, cls=None if (p.possible or p.hits) else "warn", data_point=p.name))
     header = ["point", "layer", "explored/possible", "sampled at", "hits (fuzz)", "what happens there"]
     body = f'<div class="charts">{chart}</div>' + table(header, rows, id_="points", num_cols=(2, 3, 4))
     why = (
@@ -69,7 +64,7 @@ def points(view: Mapping[str, Any]) -> str:
     return section("points", "Named points", why, body)
 
 
-def torn(view: Mapping[str, Any]) -> str:
+def torn(view: CoverageView) -> str:
     rows = [
         tr(td(raw=ident(c)) + num(n) + td("required" if req else "", cls="muted"), cls="unmet" if req and not n else None)
         for c, n, req in model.torn_rows(view)
@@ -82,15 +77,15 @@ def torn(view: Mapping[str, Any]) -> str:
     )
 
 
-def invariants(view: Mapping[str, Any]) -> str:
+def invariants(view: CoverageView) -> str:
     rows = []
     for inv in model.invariant_rows(view):
-        cls = "bad" if inv["violations"] else ("warn" if not inv["checks"] else None)
-        if inv["not_run"]:
-            counts = td(f"not run: {inv['not_run']}", cls="muted", colspan=2)
+        cls = "bad" if inv.violations else ("warn" if not inv.checks else None)
+        if inv.not_run:
+            counts = td(f"not run: {inv.not_run}", cls="muted", colspan=2)
         else:
-            counts = num(inv["checks"]) + num(inv["violations"])
-        rows.append(tr(td(raw=ident(inv["name"])) + counts + td(inv["description"]), cls=cls, data_invariant=inv["name"]))
+            counts = num(inv.checks) + num(inv.violations)
+        rows.append(tr(td(raw=ident(inv.name)) + counts + td(inv.description), cls=cls, data_invariant=inv.name))
     why = "How many times each invariant was evaluated; amber = never checked in these runs (it proved nothing), red = violated."
     return section(
         "invariants",
@@ -100,17 +95,17 @@ def invariants(view: Mapping[str, Any]) -> str:
     )
 
 
-def violations(view: Mapping[str, Any]) -> str:
-    found = view.get("violations", [])
+def violations(view: CoverageView) -> str:
+    found = view.violations
     if not found:
         body = '<p class="none">None.</p>'
     else:
         rows = [
             tr(
-                td(raw=ident(v.get("invariant", "?")))
-                + td(v.get("source") or "—")
-                + td(v.get("message", ""))
-                + td(raw=code(v["scenario"]) if v.get("scenario") else '<span class="muted">not saved</span>'),
+                td(raw=ident(v.invariant))
+                + td(v.source or "—")
+                + td(v.message)
+                + td(raw=code(v.scenario) if v.scenario else '<span class="muted">not saved</span>'),
                 cls="bad",
             )
             for v in found
@@ -124,30 +119,27 @@ def violations(view: Mapping[str, Any]) -> str:
     )
 
 
-def determinism(view: Mapping[str, Any]) -> str:
-    checks = view.get("determinism", [])
+def determinism(view: CoverageView) -> str:
+    checks = view.determinism
     if not checks:
         body = '<p class="muted">No re-check recorded.</p>'
     else:
         words = model.determinism_words(view)
         rows = []
         for d in checks:
-            same = bool(d.get("same"))
+            same = bool(d.same)
             digests = [
-                td(raw=f"<span{attrs(class_='mono', title=d.get(k, ''))}>{esc(str(d.get(k, ''))[:16])}</span>")
-                for k in ("digest_a", "digest_b")
+                td(raw=f"<span{attrs(class_='mono', title=digest)}>{esc(str(digest)[:16])}</span>")
+                for digest in (d.digest_a or "", d.digest_b or "")
             ]
-            how = td(str(d.get("how", "")))
+            how = td(str(d.how if d.how is not None else ""))
             rows.append(
                 tr(
-                    td(raw=code(d.get("scenario", "?")))
-                    + how
-                    + "".join(digests)
-                    + td(raw=pill("same", "good") if same else pill("DIVERGED", "bad")),
+                    td(raw=code(d.scenario)) + how + "".join(digests) + td(raw=pill("same", "good") if same else pill("DIVERGED", "bad")),
                     cls=None if same else "bad",
                 )
             )
-        bad = sum(1 for d in checks if not d.get("same"))
+        bad = sum(1 for d in checks if not d.same)
         listing = table(["scenario", "how", "digest (run a)", "digest (run b)", "result"], rows, id_="determinism")
         body = f'<p id="determinism-summary">{esc(words)}.</p>' + details(
             f"every digest ({len(checks)} rows{f', {bad} diverged' if bad else ''})", listing, id_="determinism-details"
@@ -156,11 +148,11 @@ def determinism(view: Mapping[str, Any]) -> str:
     return section("determinism", "Determinism re-checks", why, body)
 
 
-def campaign(view: Mapping[str, Any]) -> str:
+def campaign(view: CoverageView) -> str:
     """The campaign runs behind the numbers: run id, seed, the command that ran each and the
     one that resumes it, and the time per phase (wall as the submitter saw it, CPU)."""
-    camps = model.campaigns(view)
-    wall, cpu = model.time_spent(view)
+    camps = runs.campaigns(view)
+    wall, cpu = runs.time_spent(view)
     if not camps:
         body = (
             f'<p class="muted">No campaign record in these results (documents of dsh-sim replay, explore or fuzz runs): '
@@ -169,30 +161,27 @@ def campaign(view: Mapping[str, Any]) -> str:
         return section("campaign", "Campaign", "Where these numbers came from.", body)
     rows = [
         tr(
-            td(raw=code(c.get("run", "?")))
-            + num(c.get("seed"))
-            + td(c.get("state", "?"))
-            + td(c.get("executor", ""))
-            + num(model.fmt_seconds(c.get("wall_seconds")))
-            + num(model.fmt_seconds(c.get("cpu_seconds")))
-            + td(raw=code(c.get("command", "")) + "<br>" + '<span class="muted">resume: </span>' + code(c.get("resume", ""))),
-            data_run=c.get("run", "?"),
+            td(raw=code(c.run))
+            + num(c.seed)
+            + td(c.state)
+            + td(c.executor)
+            + num(model.fmt_seconds(c.wall_seconds))
+            + num(model.fmt_seconds(c.cpu_seconds))
+            + td(raw=code(c.command) + "<br>" + '<span class="muted">resume: </span>' + code(c.resume)),
+            data_run=c.run,
         )
         for c in camps
     ]
     body = table(["run", "seed", "state", "executor", "wall", "CPU", "command"], rows, id_="campaigns", num_cols=(1, 4, 5))
     phases = []
-    for p in model.phase_rows(view):
-        if p["skipped"]:
-            phases.append(tr(td(p["phase"]) + td(f"skipped: {p['skipped']}", cls="muted", colspan=3), cls="warn", data_phase=p["phase"]))
+    for p in runs.phase_rows(view):
+        if p.skipped:
+            phases.append(tr(td(p.phase) + td(f"skipped: {p.skipped}", cls="muted", colspan=3), cls="warn", data_phase=p.phase))
         else:
             phases.append(
                 tr(
-                    td(p["phase"])
-                    + num(model.fmt_seconds(p["wall_seconds"]))
-                    + num(model.fmt_seconds(p["cpu_seconds"]))
-                    + num(model.phase_tasks(p)),
-                    data_phase=p["phase"],
+                    td(p.phase) + num(model.fmt_seconds(p.wall_seconds)) + num(model.fmt_seconds(p.cpu_seconds)) + num(runs.phase_tasks(p)),
+                    data_phase=p.phase,
                 )
             )
     body += "<h3>Time per phase</h3>" + table(["phase", "wall", "CPU", "tasks"], phases, id_="phases", num_cols=(1, 2, 3))
@@ -203,16 +192,16 @@ def campaign(view: Mapping[str, Any]) -> str:
     return section("campaign", "Campaign: runs, seeds, commands, time", why, body)
 
 
-def readers(view: Mapping[str, Any]) -> str:
+def readers(view: CoverageView) -> str:
     """The reader differential: every runtime read entry point against the spec's reader."""
-    rows_data = view.get("readers", [])
+    rows_data = view.readers
     if not rows_data:
         return section("readers", "Reader differential", _not_in(view, "the reader differential"), "")
     rows = [
         tr(
-            num(f"{r.get('cases', 0):,}") + num(f"{r.get('checks', 0):,}") + num(r.get("mismatches", 0), "bad" if r.get("mismatches") else "")
-            + num(model.fmt_seconds(r.get("seconds"))) + td(", ".join(r.get("scenarios", [])) or "—", cls="muted"),
-            cls="bad" if r.get("mismatches") else None,
+            num(f"{r.cases:,}") + num(f"{r.checks:,}") + num(r.mismatches, "bad" if r.mismatches else "")
+            + num(model.fmt_seconds(r.seconds)) + td(", ".join(r.scenarios) or "—", cls="muted"),
+            cls="bad" if r.mismatches else None,
         )
         for r in rows_data
     ]  # fmt: skip
@@ -225,19 +214,20 @@ def readers(view: Mapping[str, Any]) -> str:
     )
 
 
-def sweep(view: Mapping[str, Any]) -> str:
+def sweep(view: CoverageView) -> str:
     """The failure-path sweep: an I/O error and a cancellation at every durability position."""
-    rows_data = view.get("sweep", [])
+    rows_data = view.sweep
     if not rows_data:
         return section("sweep", "Failure-path sweep", _not_in(view, "the failure-path sweep"), "")
-    totals = {k: sum(int(r.get(k, 0)) for r in rows_data) for k in ("positions", "runs", "violations")}
-    seconds = sum(float(r.get("seconds", 0)) for r in rows_data)
+    positions, swept = sum(int(r.positions) for r in rows_data), sum(int(r.runs) for r in rows_data)
+    violated = sum(int(r.violations) for r in rows_data)
+    seconds = sum(float(r.seconds) for r in rows_data)
     rows = [
         tr(
-            td(raw=code(r.get("scenario", "?"))) + num(r.get("positions", 0)) + num(r.get("runs", 0)) + num(r.get("bridged", 0))
-            + num(r.get("not_applicable", 0)) + num(r.get("violations", 0), "bad" if r.get("violations") else "")
-            + num(model.fmt_seconds(r.get("seconds"))),
-            cls="bad" if r.get("violations") else None,
+            td(raw=code(r.scenario)) + num(r.positions) + num(r.runs) + num(r.bridged)
+            + num(r.not_applicable) + num(r.violations, "bad" if r.violations else "")
+            + num(model.fmt_seconds(r.seconds)),
+            cls="bad" if r.violations else None,
         )
         for r in rows_data
     ]  # fmt: skip
@@ -248,8 +238,8 @@ def sweep(view: Mapping[str, Any]) -> str:
         num_cols=(1, 2, 3, 4, 5, 6),
     )
     head = (
-        f'<p id="sweep-summary">{len(rows_data)} scenario(s) swept: {totals["positions"]:,} positions, {totals["runs"]:,} runs, '
-        f"{totals['violations']} violation(s), {esc(model.fmt_seconds(seconds))}.</p>"
+        f'<p id="sweep-summary">{len(rows_data)} scenario(s) swept: {positions:,} positions, {swept:,} runs, '
+        f"{violated} violation(s), {esc(model.fmt_seconds(seconds))}.</p>"
     )
     why = "An I/O error and a cancellation at every position of every durability sequence the sweep scenarios run; each violation is saved as a scenario."
     return section(
@@ -257,29 +247,29 @@ def sweep(view: Mapping[str, Any]) -> str:
     )
 
 
-def _not_in(view: Mapping[str, Any], what: str) -> str:
-    skipped = {str(k): str(v) for c in model.campaigns(view) for k, v in c.get("skipped", {}).items()}
+def _not_in(view: CoverageView, what: str) -> str:
+    skipped = {str(k): str(v) for c in runs.campaigns(view) for k, v in c.skipped.items()}
     if "replay" in skipped:
         return f"Not run: {what} is part of the replay phase, skipped ({skipped['replay']})."
     return f"Not run in these results ({what} runs in dsh-sim run's replay phase)."
 
 
-def _method_cell(kill: Mapping[str, Any], method: str) -> str:
+def _method_cell(kill: KillRow, method: str) -> str:
     """What one method did to one mutant: killed/missed, its time, the invariant that fired."""
     result = kill_model.method_result(kill, method)
     if result is None:
         return td("not run", cls="method muted", data_method=method)
-    killed = bool(result.get("killed"))
+    killed = bool(result.killed)
     body = pill("killed", "good") if killed else pill("missed", "na")
-    body += f' <span class="t">{esc(model.fmt_seconds(result.get("seconds")))}</span>'
-    if killed and result.get("invariant"):
-        body += ident(result["invariant"])
-    cls = "method " + ("killed" if killed else "missed") + (" fastest" if killed and kill.get("method") == method else "")
+    body += f' <span class="t">{esc(model.fmt_seconds(result.seconds))}</span>'
+    if killed and result.invariant:
+        body += ident(result.invariant)
+    cls = "method " + ("killed" if killed else "missed") + (" fastest" if killed and kill.method == method else "")
     return td(raw=body, cls=cls, data_method=method, title=kill_model.method_title(method, result))
 
 
-def kill_matrix(view: Mapping[str, Any]) -> str:
-    kills = view.get("kill_matrix", [])
+def kill_matrix(view: CoverageView) -> str:
+    kills = view.kill_matrix
     if not kills:
         return section(
             "kills",
@@ -290,19 +280,19 @@ def kill_matrix(view: Mapping[str, Any]) -> str:
     methods = kill_model.methods(kills)
     rows = []
     for k in kills:
-        killed = bool(k.get("killed"))
-        scenario = code(k["scenario"]) if k.get("scenario") else '<span class="muted">—</span>'
-        mutant = ident(k.get("mutant", "?")) + f'<div class="desc muted">{esc(k.get("description", ""))}</div>'
+        killed = bool(k.killed)
+        scenario = code(k.scenario) if k.scenario else '<span class="muted">—</span>'
+        mutant = ident(k.mutant) + f'<div class="desc muted">{esc(k.description)}</div>'
         cells = td(raw=mutant) + td(raw=pill("killed", "good") if killed else pill("SURVIVED", "bad"))
         cells += "".join(_method_cell(k, m) for m in methods)
         cells += (
-            td(model.fmt_value(k.get("method")))
-            + num(model.fmt_seconds(k.get("time_to_kill")))
-            + num(k.get("scenario_steps"))
+            td(model.fmt_value(k.method))
+            + num(model.fmt_seconds(k.time_to_kill))
+            + num(k.scenario_steps)
             + td(raw=scenario, cls="scenario")
         )
-        rows.append(tr(cells, cls=None if killed else "bad", data_mutant=k.get("mutant", "?")))
-    killed_n = sum(1 for k in kills if k.get("killed"))
+        rows.append(tr(cells, cls=None if killed else "bad", data_mutant=k.mutant))
+    killed_n = sum(1 for k in kills if k.killed)
     medians = kill_model.median_by_method(kills)
     per_method = ", ".join(f"{m} {model.fmt_seconds(t)}" for m, t in medians.items())
     why = f"{killed_n}/{len(kills)} killed; median time to kill {model.fmt_seconds(kill_model.median_time_to_kill(kills))}"
@@ -313,21 +303,18 @@ def kill_matrix(view: Mapping[str, Any]) -> str:
     return section("kills", "Kill matrix", why, table(header, rows, id_="kill-matrix", num_cols=(first_num, first_num + 1)))
 
 
-def runs(view: Mapping[str, Any]) -> str:
-    data = model.runs_of(view)
-    collapsed = model.collapsed_runs(data)
-    keys = model.run_columns(collapsed)
-    rows = [
-        tr(
-            "".join(
-                td(model.fmt_value(r.get(k)), cls="num" if isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool) else None)
-                for k in keys
-            )
-        )
-        for r in collapsed
-    ]
-    total = model.fmt_seconds(model.total_seconds(data))
-    seeds = model.fmt_value(model.seeds(data)) or "—"
+def _run_cell(value: object) -> str:
+    return td(model.fmt_value(value), cls="num" if isinstance(value, (int, float)) and not isinstance(value, bool) else None)
+
+
+def run_table(view: CoverageView) -> str:
+    """The result documents behind the numbers, one row per kind, with their seeds and seconds."""
+    data = runs.runs_of(view)
+    collapsed = runs.collapsed_runs(data)
+    keys = runs.run_columns(collapsed)
+    rows = [tr("".join(_run_cell(r.value(k)) for k in keys)) for r in collapsed]
+    total = model.fmt_seconds(runs.total_seconds(data))
+    seeds = model.fmt_value(runs.seeds(data)) or "—"
     body = (
         f"<p>{len(data)} result document(s), one row per kind; their own seconds add up to <b>{esc(total)}</b> (the work "
         f'each document timed, not the wall time of a run: see Campaign). Seeds: <span class="mono">{esc(seeds)}</span></p>'

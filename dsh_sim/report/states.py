@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
+
+import attrs
+
+from dsh_sim.evidence.view import CoverageView
 
 StateMatrix = Mapping[str, Mapping[str, Mapping[str, int]]]
-
-# Outcome-matrix key of the view → its key under ``cell_states``.
-STATE_KEY: dict[str, str] = {"boundary_matrix": "boundary", "barrier_matrix": "barrier"}
+Which = Literal["boundary", "barrier"]  # the two crash matrices (a key of ``cell_states``)
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,9 @@ def summed(cells: Iterable[States | None]) -> States | None:
     return States(sum(c.explored for c in present), sum(c.possible for c in present))
 
 
-def matrix(view: Mapping[str, Any], key: str) -> StateMatrix:
-    """The state counts of one matrix, by outcome-matrix key (``boundary_matrix``) or state key."""
-    return view.get("cell_states", {}).get(STATE_KEY.get(key, key), {}) or {}
+def matrix(view: CoverageView, which: Which) -> StateMatrix:
+    """The state counts of one matrix."""
+    return view.cell_states.get(which, {}) or {}
 
 
 def cell(states: StateMatrix, row: str, col: str) -> States | None:
@@ -83,33 +85,46 @@ def cells_of(states: StateMatrix) -> list[States]:
     return [s for r, cols in states.items() for c in cols if (s := cell(states, r, c)) is not None]
 
 
-def totals(view: Mapping[str, Any]) -> dict[str, Any]:
+@attrs.frozen(kw_only=True)
+class Totals:
     """Headline numbers: states explored/possible (barrier matrix: each state once), how many
     barrier cells and named points fell short of possible, how many recorded points were
     sampled, and whether the exploration was exhaustive (something explored, nothing short)."""
+
+    explored: int
+    possible: int
+    cells: int
+    sampled_cells: int
+    sampled_points: int
+    short_points: int
+    exhaustive: bool
+
+
+def totals(view: CoverageView) -> Totals:
+    """The :class:`Totals` of ``view``."""
     total = grand_total(matrix(view, "barrier")) or States(0, 0)
     every = cells_of(matrix(view, "barrier")) + cells_of(matrix(view, "boundary"))
-    sampled_points = sum(int(n) for n in view.get("sampled", {}).values())
-    short_points = sum(1 for c in view.get("points", {}).values() if int(c.get("explored", 0)) < int(c.get("possible", 0)))
-    return {
-        "explored": total.explored,
-        "possible": total.possible,
-        "cells": len(cells_of(matrix(view, "barrier"))),
-        "sampled_cells": sum(1 for s in cells_of(matrix(view, "barrier")) if s.sampled),
-        "sampled_points": sampled_points,
-        "short_points": short_points,
-        "exhaustive": total.possible > 0 and not any(s.sampled for s in every) and not sampled_points and not short_points,
-    }
+    sampled_points = sum(int(n) for n in view.sampled.values())
+    short_points = sum(1 for c in view.points.values() if int(c.explored or 0) < int(c.possible or 0))
+    return Totals(
+        explored=total.explored,
+        possible=total.possible,
+        cells=len(cells_of(matrix(view, "barrier"))),
+        sampled_cells=sum(1 for s in cells_of(matrix(view, "barrier")) if s.sampled),
+        sampled_points=sampled_points,
+        short_points=short_points,
+        exhaustive=total.possible > 0 and not any(s.sampled for s in every) and not sampled_points and not short_points,
+    )
 
 
-def headline_note(t: Mapping[str, Any]) -> str:
+def headline_note(t: Totals) -> str:
     """One line under the headline figure: exhaustive, or where it was sampled."""
-    if not t["possible"]:
+    if not t.possible:
         return "no systematic exploration in these results"
-    if t["exhaustive"]:
+    if t.exhaustive:
         return "exhaustive: every crash state the model allows was checked (torn lengths grouped by codec-aware class)"
-    short = [f"{t['sampled_cells']} of {t['cells']} cells"] if t["sampled_cells"] else []
-    short += [f"{t['short_points']} named point(s)"] if t["short_points"] else []
+    short = [f"{t.sampled_cells} of {t.cells} cells"] if t.sampled_cells else []
+    short += [f"{t.short_points} named point(s)"] if t.short_points else []
     parts = [" and ".join(short) + " below possible"] if short else []
-    parts += [f"sampled at {t['sampled_points']:,} recorded point(s)"] if t["sampled_points"] else []
+    parts += [f"sampled at {t.sampled_points:,} recorded point(s)"] if t.sampled_points else []
     return "not exhaustive: " + "; ".join(parts or ["fewer states checked than possible"])

@@ -88,8 +88,8 @@ def test_a_tally_counts_what_the_list_of_cases_counted() -> None:
     assert tallied == listed
     doc = explore_document(explored, "s.json", 1.0)
     keys = ("cases", "cases_by_source", "boundary_matrix", "barrier_matrix", "confusion", "torn_classes")
-    assert {k: aggregate([doc])[k] for k in keys} == {k: listed[k] for k in keys}
-    assert aggregate([merge_documents([doc, doc], Meta(kind="explore"))])["cases"] == 2 * len(cases)
+    assert {k: getattr(aggregate([doc]), k) for k in keys} == {k: getattr(listed, k) for k in keys}
+    assert aggregate([merge_documents([doc, doc], Meta(kind="explore"))]).cases == 2 * len(cases)
     assert structure({"meta": {"kind": "explore"}, "cases": cases}).tally() == tally
     assert CaseTally.from_json(tally.to_json()).to_json() == tally.to_json()
 

@@ -101,7 +101,7 @@ def test_the_report_shows_dsh_results_only_when_present() -> None:
     from dsh_sim.report import render_html, render_markdown
 
     plain = aggregate([])
-    assert "dsh" not in plain and "## DSH" not in render_markdown(plain, []) and "sec-dsh" not in render_html(plain, [], 1)
+    assert plain.dsh is None and "## DSH" not in render_markdown(plain, []) and "sec-dsh" not in render_html(plain, [], 1)
     shape = {"shape": "s", "scenario": "a.json", "compression": "zstd", "crash_points": 37, "states": 288, "recoveries_run": 83}
     view = aggregate(
         [

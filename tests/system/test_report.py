@@ -28,6 +28,8 @@ from dsh_sim.evidence.coverage import (
     aggregate,
     requirement_status,
 )
+from dsh_sim.evidence.document import DocumentError, unstructure
+from dsh_sim.evidence.view import CoverageView, as_view
 from dsh_sim.report import SCHEMA, coverage_document, write_report
 from dsh_sim.report.sample import kill_row as sample_kill_row
 from dsh_sim.report.sample import main as sample_main
@@ -186,7 +188,7 @@ def headline_value(page: Elements, key: str) -> str:
     return value["text"]
 
 
-def render(tmp_path: Path, view: dict[str, Any]) -> tuple[dict[str, str], str, str, dict[str, Any]]:
+def render(tmp_path: Path, view: CoverageView | dict[str, Any]) -> tuple[dict[str, str], str, str, dict[str, Any]]:
     paths = write_report(view, str(tmp_path / "out"))
     return (
         paths,
@@ -214,7 +216,7 @@ def test_json_is_the_view_plus_requirements_schema_and_summary(tmp_path: Path) -
     assert doc["schema"] == SCHEMA
     for key, value in view.items():
         assert doc[key] == value
-    assert doc["requirements"] == requirement_status(view)
+    assert doc["requirements"] == [unstructure(r) for r in requirement_status(as_view(view))]
     assert doc["summary"]["unsafe_verdicts"] == 2
     assert doc["summary"]["unmet_requirements"] == 1
     assert doc["summary"]["violations"] == 1
@@ -239,6 +241,18 @@ def test_output_is_deterministic(tmp_path: Path) -> None:
 def test_a_view_that_already_has_report_keys_is_refused() -> None:
     with pytest.raises(ValueError, match="schema"):
         coverage_document({**make_view(), "schema": 0})
+
+
+def test_the_view_is_typed_and_its_json_reads_back_as_it_was() -> None:
+    """coverage.json's view part is the typed view through the one converter, and back."""
+    view = sample_view()
+    assert isinstance(view, CoverageView) and view.dsh is None
+    assert as_view(unstructure(view)) == view
+    assert coverage_document(view).to_json() == coverage_document(unstructure(view)).to_json()
+    with pytest.raises(DocumentError, match="a coverage view has no key casez"):
+        as_view({**make_view(), "casez": 1})
+    with pytest.raises(DocumentError, match=r"kill_matrix\[0\]\.mutant must be a string"):
+        as_view({**make_view(), "kill_matrix": [{"mutant": 5}]})
 
 
 # -- coverage.md ---------------------------------------------------------------------------
@@ -584,11 +598,11 @@ def test_kill_rows_of_the_sample_have_the_self_test_shape() -> None:
 
 def test_sample_view_has_states_sampling_and_per_method_kills() -> None:
     view = sample_view()
-    assert view["cell_states"]["barrier"] and view["cell_states"]["boundary"] and view["sampled"]
-    assert any(c["explored"] < c["possible"] for cols in view["cell_states"]["barrier"].values() for c in cols.values())
-    assert all(set(k["by_method"]) == {"corpus", "explore", "fuzz"} for k in view["kill_matrix"])
-    explored = sum(c["explored"] for cols in view["cell_states"]["barrier"].values() for c in cols.values())
-    assert explored == sum(p.get("explored", 0) for p in view["points"].values()), "cells and points count the same states"
+    assert view.cell_states["barrier"] and view.cell_states["boundary"] and view.sampled
+    assert any(c["explored"] < c["possible"] for cols in view.cell_states["barrier"].values() for c in cols.values())
+    assert all(set(k.by_method or {}) == {"corpus", "explore", "fuzz"} for k in view.kill_matrix)
+    explored = sum(c["explored"] for cols in view.cell_states["barrier"].values() for c in cols.values())
+    assert explored == sum(p.explored or 0 for p in view.points.values()), "cells and points count the same states"
 
 
 # -- a real browser ------------------------------------------------------------------------

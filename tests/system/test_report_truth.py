@@ -265,10 +265,10 @@ def test_the_page_reads_at_1400_px_without_sideways_cut_off(tmp_path: Path) -> N
 
 def test_the_dsh_phase_is_not_counted_as_tasks() -> None:
     """(Its row said "0 tasks": the submitter runs the DSH phase itself.)"""
-    from dsh_sim.report import model
+    from dsh_sim.report.runs import PhaseRow, phase_tasks
 
-    assert model.phase_tasks({"phase": "dsh", "tasks": 0}) == "— (the submitter)"
-    assert model.phase_tasks({"phase": "replay", "tasks": 8}) == "8"
+    assert phase_tasks(PhaseRow(phase="dsh", wall_seconds=1.0, cpu_seconds=0.5, tasks=0)) == "— (the submitter)"
+    assert phase_tasks(PhaseRow(phase="replay", wall_seconds=1.0, cpu_seconds=0.5, tasks=8)) == "8"
 
 
 @pytest.mark.parametrize(
