@@ -66,6 +66,13 @@ def ident(text: Any) -> str:
     return f'<code class="ident">{esc(text)}</code>'
 
 
+def breakable_ident(text: Any) -> str:
+    """An identifier in a narrow cell: it may break after ``_`` or ``.`` (nowhere else), so a
+    long invariant name does not widen a column past the page."""
+    parts = esc(text).replace("_", "_<wbr>").replace(".", ".<wbr>")
+    return f'<code class="ident breakable">{parts}</code>'
+
+
 def pill(text: str, kind: str) -> str:
     return f'<span class="pill {esc(kind)}">{esc(text)}</span>'
 

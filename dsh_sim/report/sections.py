@@ -15,6 +15,7 @@ from dsh_sim.report import kills as kill_model
 from dsh_sim.report import model, runs, svg
 from dsh_sim.report.htmlkit import (
     attrs,
+    breakable_ident,
     code,
     details,
     esc,
@@ -263,7 +264,7 @@ def _method_cell(kill: KillRow, method: str) -> str:
     body = pill("killed", "good") if killed else pill("missed", "na")
     body += f' <span class="t">{esc(model.fmt_seconds(result.seconds))}</span>'
     if killed and result.invariant:
-        body += ident(result.invariant)
+        body += breakable_ident(result.invariant)
     cls = "method " + ("killed" if killed else "missed") + (" fastest" if killed and kill.method == method else "")
     return td(raw=body, cls=cls, data_method=method, title=kill_model.method_title(method, result))
 
@@ -282,7 +283,7 @@ def kill_matrix(view: CoverageView) -> str:
     for k in kills:
         killed = bool(k.killed)
         scenario = code(k.scenario) if k.scenario else '<span class="muted">—</span>'
-        mutant = ident(k.mutant) + f'<div class="desc muted">{esc(k.description)}</div>'
+        mutant = breakable_ident(k.mutant) + f'<div class="desc muted">{esc(k.description)}</div>'
         cells = td(raw=mutant) + td(raw=pill("killed", "good") if killed else pill("SURVIVED", "bad"))
         cells += "".join(_method_cell(k, m) for m in methods)
         cells += (

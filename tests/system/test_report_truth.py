@@ -239,14 +239,15 @@ def test_long_tables_are_folded_and_matrices_scroll_in_their_own_box(tmp_path: P
 
 @pytest.mark.browser
 def test_the_page_reads_at_1400_px_without_sideways_cut_off(tmp_path: Path) -> None:
-    """Chromium at 1,400 px: the page never scrolls sideways, and both matrices fit their box."""
+    """Chromium at 1,400 px: the page never scrolls sideways, and both matrices and the kill
+    matrix (three methods, long invariant names) fit their box."""
     binary = chromium()
     if binary is None:
         pytest.skip("no chromium binary")
     paths = write_report(sample_view(), str(tmp_path / "out"))
     probe = (
         "<script>addEventListener('load', () => { const out = [document.documentElement.scrollWidth];"
-        "for (const id of ['coverage-matrix', 'barrier-matrix']) { const t = document.getElementById(id);"
+        "for (const id of ['coverage-matrix', 'barrier-matrix', 'kill-matrix']) { const t = document.getElementById(id);"
         "out.push(Math.ceil(t.getBoundingClientRect().width) - t.parentElement.clientWidth); }"
         "document.body.setAttribute('data-probe', out.join(',')); });</script>"
     )
@@ -256,11 +257,12 @@ def test_the_page_reads_at_1400_px_without_sideways_cut_off(tmp_path: Path) -> N
         cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1",
                f"--user-data-dir={profile}", "--window-size=1400,900", "--virtual-time-budget=3000", "--dump-dom", page.as_uri()]  # fmt: skip
         dom = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False).stdout
-    found = re.search(r'data-probe="(\d+),(-?\d+),(-?\d+)"', dom)
+    found = re.search(r'data-probe="(\d+),(-?\d+),(-?\d+),(-?\d+)"', dom)
     assert found is not None, dom[-2000:]
-    width, coverage_over, barrier_over = map(int, found.groups())
+    width, coverage_over, barrier_over, kills_over = map(int, found.groups())
     assert width <= 1400, f"the page scrolls sideways: {width}px"
     assert coverage_over <= 0 and barrier_over <= 0, f"a matrix is cut off on the right: {coverage_over}px, {barrier_over}px"
+    assert kills_over <= 0, f"the kill matrix scrolls in its box: {kills_over}px"
 
 
 def test_the_dsh_phase_is_not_counted_as_tasks() -> None:
