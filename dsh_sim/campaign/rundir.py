@@ -280,12 +280,38 @@ def mark_dead_runs(out: str) -> list[str]:
             try:
                 if _stored_status(path).state == "running":
                     _store_status(path, attrs.evolve(status, finished=_now()))
+                    _record_died(path)
                     marked.append(run_id)
             except (InputError, cattrs.BaseValidationError, TypeError, ValueError):
                 pass
             finally:
                 os.close(fd)
     return marked
+
+
+def as_died(doc: ResultsDocument) -> ResultsDocument:
+    """A run record whose executions still say ``running`` after their process died (a SIGKILL,
+    a power loss: the record is rewritten as the run goes, its end never came) says ``died``."""
+    record = doc.campaign
+    if record is None or not any(ex.state == "running" for ex in record.executions):
+        return doc
+    executions = tuple(attrs.evolve(ex, state="died") if ex.state == "running" else ex for ex in record.executions)
+    state = "died" if record.state == "running" else record.state
+    return attrs.evolve(doc, campaign=attrs.evolve(record, executions=executions, state=state))
+
+
+def _record_died(path: str) -> None:
+    """Say ``died`` in the record of a dead run (its lock held); a record that does not read is left."""
+    record = os.path.join(path, RUN_DOCUMENT)
+    if not os.path.isfile(record):
+        return
+    try:
+        doc = read_document(read_json(record, "campaign record"))
+    except (InputError, DocumentError):
+        return
+    died = as_died(doc)
+    if died is not doc:
+        write(died, record)
 
 
 def publish_latest(run: RunDir, out: str) -> str:

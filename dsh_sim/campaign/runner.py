@@ -91,6 +91,7 @@ class _Session:
         self.board: Board | None = None
         self.clock = timing.Clock({task.id: kind_of(task) for task in campaign.tasks})
         self.skipped = timing.skipped_phases(campaign)
+        self.before = timing.read_before(run.path)  # the executions before this one (read once: this one rewrites the file)
 
     def persist(self, result: TaskResult) -> None:
         save_found(result.found, self.found_dir)
@@ -110,9 +111,11 @@ class _Session:
 
     def write_timing(self, state: str) -> ResultsDocument:
         """The run's campaign document (seed, command, time per phase), this execution added to
-        the ones before; written into the run directory and returned."""
+        the ones before; written into the run directory and returned.  Written as the run goes
+        (``running``: at its start and after each task), so a run killed outright leaves its
+        record too, read as ``died`` afterwards."""
         execution = self.clock.execution(self.argv, self.status.executor, state)
-        doc = timing.document(self.run.id, self.campaign, execution, timing.read_before(self.run.path), self.skipped)
+        doc = timing.document(self.run.id, self.campaign, execution, self.before, self.skipped)
         self.run.write_document(timing.FILE, doc)
         return doc
 
@@ -122,6 +125,7 @@ class _Session:
             self.persist(event.result)  # before anything says it is done
             self.status = attrs.evolve(self.status, done=(*self.status.done, event.result.task))
             self.run.write_status(self.status)
+            self.write_timing("running")
         elif isinstance(event, Failed):
             self.status = attrs.evolve(self.status, failed={**self.status.failed, event.task: event.error})
             self.run.write_status(self.status)
@@ -166,6 +170,7 @@ def _execute(request: Request, run: RunDir, campaign: Campaign, done: dict[str, 
         run, campaign, new_status(run, executor.description, len(campaign.tasks), request.argv, done), request.found_dir, request.argv
     )
     run.write_status(session.status)
+    session.write_timing("running")  # a run killed before its first task still leaves its record
     run.start_heartbeat()
     violations_before = sum(len(doc.violations or ()) for doc in done.values())
     session.board = Board(todo, executor.workers, len(done), violations_before)
@@ -183,6 +188,8 @@ def _execute(request: Request, run: RunDir, campaign: Campaign, done: dict[str, 
         return _stopped(run, session, str(lost), EXIT_FAILED, "the cluster failed it:")
     except BaseException:
         run.write_status(ended(session.status, "failed"))
+        with contextlib.suppress(OSError):
+            session.write_timing("failed")
         raise
     executor.close()
     try:

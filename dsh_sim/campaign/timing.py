@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dsh_sim.campaign.events import Event, Finished, Started
-from dsh_sim.campaign.rundir import RUN_DOCUMENT
+from dsh_sim.campaign.rundir import RUN_DOCUMENT, as_died
 from dsh_sim.campaign.tasks import Campaign
 from dsh_sim.campaign.work import cpu_now
 from dsh_sim.errors import InputError
@@ -156,4 +156,4 @@ def read_before(run_dir: str) -> dict[str, Any] | None:
         raise InputError(f"{path}: not a campaign record: {err}") from None
     if doc.campaign is None:
         raise InputError(f"{path}: not a campaign record: it has no 'campaign'")
-    return doc.to_json()
+    return as_died(doc).to_json()  # (read when this execution starts: an earlier one still "running" died)

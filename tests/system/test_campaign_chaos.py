@@ -11,6 +11,7 @@ faults wait until the scheduler says a task of ours is processing, so they land 
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from collections.abc import Iterator
@@ -136,14 +137,22 @@ def test_a_client_killed_outright_is_never_left_running_and_resumes_in_process(
     proc.wait()
     run = latest(root)
     assert status(run)["state"] == "running"  # (what the file said when the process died)...
+    assert _record(run)["state"] == "running"  # (its record is written as it goes: it exists)
     seen = read_status(str(run))
     assert seen is not None and seen.state == "incomplete" and "its process died" in str(seen.stopped_by)  # ...is read as it is
     other = command(root, "run", "--scenarios", "scen", "--examples", "2", "--fuzz-shards", "1", *QUICK)  # the next run writes it down
     assert other.returncode in (0, 1), other.stderr
     assert status(run)["state"] == "incomplete" and "its process died" in str(status(run)["stopped_by"])
+    assert _record(run)["state"] == "died" and [ex["state"] for ex in _record(run)["executions"]] == ["died"]
     done = command(root, "run", "--resume", run.name)
     assert status(run)["state"] == "complete", done.stdout
     assert comparable(run / "coverage.json") == single
+    assert [ex["state"] for ex in _record(run)["executions"]] == ["died", "complete"]
+
+
+def _record(run: Path) -> dict[str, Any]:
+    """The campaign record of ``run`` (run.json)."""
+    return dict(json.loads((run / "run.json").read_text())["campaign"])
 
 
 def test_two_clients_on_one_cluster_each_get_their_own_totals(tmp_path: Path, cluster: ExternalCluster, single: dict[str, Any]) -> None:
