@@ -20,9 +20,16 @@ def scenario(name: str):
     return load(os.path.join(STARTER, f"{name}.json"))
 
 
+@pytest.fixture(scope="module")
+def pay_explored():
+    """One exploration of boundary-2-3-pay (default model, its own cache), read by the two tests
+    below: each asserts a different property of the same result, so it is computed once."""
+    return explore(scenario("boundary-2-3-pay"))
+
+
 @pytest.mark.slow
-def test_exhaustive_under_the_prefix_model_and_clean_on_the_correct_runtime():
-    result = explore(scenario("boundary-2-3-pay"))
+def test_exhaustive_under_the_prefix_model_and_clean_on_the_correct_runtime(pay_explored):
+    result = pay_explored
     assert result.violations == [] and not result.record_violations
     assert sum(result.explored.values()) == sum(result.possible.values()) == len(result.states) > 300
     assert not result.sampled
@@ -35,9 +42,9 @@ def test_exhaustive_under_the_prefix_model_and_clean_on_the_correct_runtime():
 
 
 @pytest.mark.slow
-def test_recovery_starts_from_the_recorded_state_not_a_replayed_prefix():
+def test_recovery_starts_from_the_recorded_state_not_a_replayed_prefix(pay_explored):
     points, _, _, _ = record(scenario("boundary-2-3-pay"))
-    result = explore(scenario("boundary-2-3-pay"))
+    result = pay_explored
     assert len(result.points) == len(points)
     distinct = sum(not s.shared for s in result.states)
     assert distinct < len(result.states)  # identical post-crash states are recovered once
@@ -73,6 +80,7 @@ def test_the_reorder_model_explores_subsets_of_unsynced_writes():
 
 # A spread of the corpus, explored in full on every build (``dsh-sim run`` explores all of it):
 # torn frames with partial records, fsync failures, recovery crashes, migration, two writers.
+# (The regressions, explored in full too, are tests/simulation/test_explore_regressions.py.)
 SPREAD = (
     "torn-zstd-multiblock-partial-records",
     "torn-none-mid-line",
@@ -89,13 +97,6 @@ def test_every_crash_state_of_the_spread_recovers_cleanly(name):
     result = explore(scenario(name))
     assert not result.violations, result.violations[0][1].describe()
     assert sum(result.explored.values()) == sum(result.possible.values()) > 0
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path", sorted(n for n in os.listdir(os.path.join(STARTER, "..", "regressions")) if n.endswith(".json")))
-def test_every_crash_state_of_the_regressions_recovers_cleanly(path):
-    result = explore(load(os.path.join(STARTER, "..", "regressions", path)))
-    assert not result.violations, result.violations[0][1].describe()
 
 
 def test_a_recovery_starts_from_the_post_crash_disk_of_its_state():

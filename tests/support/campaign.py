@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.paths import ROOT
+from tests.support.paths import ROOT, SUPPORT
 
 STARTER = Path(ROOT) / "scenarios" / "starter"
 SMALL = ("boundary-2-3-pay", "torn-none-mid-line", "two-writers-storage")
@@ -19,6 +19,19 @@ SMALL = ("boundary-2-3-pay", "torn-none-mid-line", "two-writers-storage")
 # determinism re-check (two fresh interpreters per scenario: most of a tiny campaign's time) and
 # no DSH phase (20-30 s where DSH is installed; tests/system/test_dsh_against.py runs it once)
 TINY = ["--examples", "3", "--bound", "1", "--seed", "11", "--skip", "mutants", "--rechecks", "0", "--skip", "dsh"]
+
+
+# the dsh-sim command with the replay shard's reader differential on a small plan (see the script)
+SMALL_READERS_CLI = [sys.executable, os.path.join(SUPPORT, "small_readers_cli.py")]
+
+
+def small_readers(monkeypatch: Any) -> None:
+    """In this process, campaigns run the reader differential on the small plan of
+    tests/support/small_readers_cli.py (tests of how a campaign runs, not of the differential)."""
+    from dsh_sim.drivers import readers
+    from tests.support.small_readers_cli import SMALL_READERS
+
+    monkeypatch.setattr(readers, "FULL_PLAN", SMALL_READERS)
 
 
 def small_corpus(root: Path, *, unsafe: bool = False) -> Path:

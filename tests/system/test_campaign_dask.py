@@ -4,7 +4,10 @@ those of a single-process run of the same seeds; findings come back as files to 
 
 Few and small on purpose (each starts a cluster): three scenarios plus one that explore finds
 violations in, one crash state per point, three examples per fuzz shard, every mutant against
-a three-scenario starter corpus.
+a three-scenario starter corpus, the reader differential on a small plan
+(tests/support/small_readers_cli.py: the submitter, the embedded workers and the command-line
+workers, by ``--preload``, all run it; a process that ran the full plan would count other
+reader cases, and the counts below would differ).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 import pytest
 from distributed import Client
 
-from tests.support.campaign import comparable, dsh, runs, small_corpus, status
+from tests.support.campaign import SMALL_READERS_CLI, comparable, runs, small_corpus, status
 
 # no DSH phase: it runs after the Dask tasks, in the submitting process (test_dsh_against.py)
 ARGS = ["--scenarios", "scen", "--examples", "3", "--bound", "1", "--seed", "5", "--rechecks", "1", "--skip", "dsh"]
@@ -39,7 +42,7 @@ def _root(base: Path, name: str) -> Path:
 
 
 def _campaign(root: Path, *extra: str) -> tuple[dict[str, Any], list[str]]:
-    done = dsh("run", *ARGS, *extra, cwd=root, timeout=600)
+    done = subprocess.run([*SMALL_READERS_CLI, "run", *ARGS, *extra], cwd=root, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 1, done.stderr  # the unsafe scenario: violations found (and requirements unmet)
     assert "Traceback" not in done.stderr, done.stderr
     (run,) = runs(root / "reports")
@@ -93,6 +96,8 @@ def test_a_cluster_started_from_the_command_line_runs_the_same_campaign(tmp_path
                 "--no-dashboard",
                 "--local-directory",
                 str(elsewhere),
+                "--preload",
+                SMALL_READERS_CLI[1],  # the submitter's reader plan (dask_setup)
             ]
             procs.append(subprocess.Popen(worker, **quiet))  # type: ignore[call-overload]
         address = json.loads(info.read_text())["address"]

@@ -8,7 +8,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from dsh_sim.campaign.work import TaskResult
 from dsh_sim.cli.main import main
 from dsh_sim.evidence.document import ResultsDocument, Violation
 from dsh_sim.evidence.results import read
-from tests.support.campaign import TINY, comparable, runs, small_corpus, status
+from tests.support.campaign import SMALL_READERS_CLI, TINY, comparable, runs, small_corpus, small_readers, status
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
@@ -35,7 +34,11 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def corpus_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The small corpus in a fresh working directory; campaigns run here run the reader
+    differential on a small plan (tests/support/small_readers_cli.py): these tests compare runs
+    with runs of the same plan, and the reader differential is not their subject."""
     monkeypatch.chdir(tmp_path)
+    small_readers(monkeypatch)
     return small_corpus(tmp_path)
 
 
@@ -120,7 +123,7 @@ def test_resume_refuses_plan_flags_in_one_line(corpus_dir: Path) -> None:
 def test_two_concurrent_runs_in_one_directory_both_end_with_valid_reports(corpus_dir: Path) -> None:
     """Before run directories both exited 2 ("not a readable results document: Extra data"):
     each deleted and rewrote the other's results under the same names."""
-    argv = [sys.executable, "-m", "dsh_sim", "run", "--scenarios", "scen", *TINY]
+    argv = [*SMALL_READERS_CLI, "run", "--scenarios", "scen", *TINY]
     procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     results = [p.communicate(timeout=300) for p in procs]
     for proc, (_out, err) in zip(procs, results):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import psutil
 import pytest
 
 from dsh_sim.evidence.results import read
-from tests.support.campaign import TINY, descendants_alive, leftovers, runs, small_corpus, status
+from tests.support.campaign import SMALL_READERS_CLI, TINY, descendants_alive, leftovers, runs, small_corpus, status
 
 
 def _start(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], Path]:
@@ -26,7 +25,8 @@ def _start(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], Path]:
     private_tmp = tmp_path / "tmp"
     private_tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(private_tmp)}
-    argv = [sys.executable, "-m", "dsh_sim", "run", "--scenarios", "scen", *TINY, *extra]
+    # the reader differential on a small plan (the re-checks the stops wait for come after it)
+    argv = [*SMALL_READERS_CLI, "run", "--scenarios", "scen", *TINY, *extra]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return proc, private_tmp
 

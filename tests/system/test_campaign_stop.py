@@ -24,7 +24,7 @@ from dsh_sim.campaign.tasks import FuzzShard, MutantKill
 from dsh_sim.cli.main import main
 from dsh_sim.drivers import faultsweep, readers
 from dsh_sim.operations.scenarios import load
-from tests.support.campaign import TINY, runs, small_corpus, status
+from tests.support.campaign import TINY, runs, small_corpus, small_readers, status
 from tests.support.paths import SCENARIOS, STARTER
 
 
@@ -120,6 +120,7 @@ def test_the_dsh_phase_stops_between_crash_points(tmp_path: Path) -> None:
 def test_a_stop_in_the_dsh_phase_ends_the_run_incomplete_and_resume_runs_the_phase(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     small_corpus(tmp_path)
+    small_readers(monkeypatch)  # the reader differential on a small plan: the DSH phase's stop is the subject
     phases: list[str] = []
 
     def stopped_phase(*args: Any) -> list[dict[str, Any]]:
