@@ -188,6 +188,21 @@ def _log(data: bytes, name: str = "session.v3.jsonl") -> Callable[[str], None]:
 HEADER = b'{"type":"session","version":3,"id":"s","createdAt":0}\n'
 
 
+def _session(*records: bytes) -> Callable[[str], None]:
+    """A log where the runtime keeps session ``s`` of a root (its identity holds), so the
+    refusal under test is the log's own and not the header's."""
+
+    def setup(d: str) -> None:
+        os.makedirs(os.path.join(d, "_no-cwd", "s"))
+        _write(os.path.join(d, "_no-cwd", "s", "session.v3.jsonl"), HEADER + b"".join(records))
+
+    return setup
+
+
+START = b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}\n'
+STEP = b'{"type":"step/start","seq":1,"time":0,"data":{"turn":1,"step":1}}\n'
+
+
 def log_cases() -> list[tuple[str, list[str], Callable[[str], None]]]:
     nothing: Callable[[str], None] = lambda d: None  # noqa: E731
     logs: list[tuple[str, str, Callable[[str], None]]] = [
@@ -220,6 +235,27 @@ def log_cases() -> list[tuple[str, list[str], Callable[[str], None]]]:
         ("missing", "{d}/nope", nothing),
         ("symlink-loop", "{d}/loop", lambda d: os.symlink(os.path.join(d, "loop"), os.path.join(d, "loop"))),
         ("binary-file", "{d}/x.bin", _log(os.urandom(4096), "x.bin")),
+        # an open turn whose events repair must read, in shapes it cannot (once a KeyError)
+        ("open-turn-without-turn", "{d}", _session(b'{"type":"turn/start","seq":0,"time":0,"data":{}}\n')),
+        ("open-turn-data-list", "{d}", _session(b'{"type":"turn/start","seq":0,"time":0,"data":[1]}\n')),
+        (
+            "open-assistant-content-not-list",
+            "{d}",
+            _session(
+                START,
+                STEP,
+                b'{"type":"assistant/message","seq":2,"time":0,"surfaceOp":"append","data":{"step":1,"message":{"content":7}}}\n',
+            ),
+        ),
+        (
+            "open-tool-call-id-unhashable",
+            "{d}",
+            _session(
+                START,
+                STEP,
+                b'{"type":"assistant/message","seq":2,"time":0,"surfaceOp":"append","data":{"step":1,"message":{"content":[{"type":"tool-call","id":{"a":1}}]}}}\n',
+            ),
+        ),
     ]
     out = []
     for command in ("inspect", "repair", "migrate"):

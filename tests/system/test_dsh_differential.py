@@ -3,7 +3,6 @@ wrote and damaged (every class), real SIGKILLs, and the DSH writer explored on S
 
 from __future__ import annotations
 
-import inspect
 import os
 import random
 import subprocess
@@ -15,7 +14,7 @@ import attrs
 import pytest
 
 from dsh_sim.cli.main import main
-from dsh_sim.dsh import malformed, normalize, reference
+from dsh_sim.dsh import malformed, reference
 from dsh_sim.dsh.bridge import Bridge
 from dsh_sim.dsh.diff import diff_log, judge
 from dsh_sim.dsh.explore_dsh import explore_dsh, record
@@ -23,8 +22,8 @@ from dsh_sim.dsh.generate import sigkill_crashes
 from dsh_sim.dsh.install import Installation, setup
 from dsh_sim.dsh.shapes import shape
 from dsh_sim.errors import InputError
+from dsh_sim.mutants.patch import Edit, applied
 from runtime.persistence import v0_format, v0_records
-from runtime.session import repair
 from tests.support.dsh import dsh_install
 
 pytestmark = pytest.mark.dsh
@@ -192,13 +191,9 @@ def test_a_repair_that_forgets_calls_of_an_earlier_step_is_an_unexplained_differ
     slip survived every other method; only the structure family meets it."""
     log = next(log for log in recorded if _name(log) == "structure-second-step-drop-7-tool.result-and-step.end/none")
     assert not list(reference.judge_recorded([log]))
-    source = inspect.getsource(repair.interrupted_turn_closers)
-    kept = '        elif kind == "step/start":\n            open_step = event.data["step"]\n'
-    assert kept in source
-    namespace = dict(vars(repair))
-    exec(compile(source.replace(kept, kept + "            pending.clear()\n"), repair.__file__, "exec"), namespace)
-    monkeypatch.setattr(normalize, "interrupted_turn_closers", namespace["interrupted_turn_closers"])
-    found = list(reference.judge_recorded([log]))
+    kept = '        elif kind == "step/start":\n            self.step = event.data["step"]\n'
+    with applied([Edit("runtime.session.repair", "OpenTurn._see", kept, kept + "            self.pending.clear()\n")]):
+        found = list(reference.judge_recorded([log]))
     assert any("closers" in line for line in found) and any("TOOL_OUTCOME_UNKNOWN" in line for line in found)
 
 
