@@ -194,11 +194,12 @@ def _session(*records: bytes) -> Callable[[str], None]:
 
     def setup(d: str) -> None:
         os.makedirs(os.path.join(d, "_no-cwd", "s"))
-        _write(os.path.join(d, "_no-cwd", "s", "session.v3.jsonl"), HEADER + b"".join(records))
+        _write(os.path.join(d, "_no-cwd", "s", "session.v3.jsonl"), VALID_HEADER + b"".join(records))
 
     return setup
 
 
+VALID_HEADER = b'{"type":"session","version":3,"id":"s","createdAt":0,"isSeeded":false,"delegationDepth":0}\n'
 START = b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}\n'
 STEP = b'{"type":"step/start","seq":1,"time":0,"data":{"turn":1,"step":1}}\n'
 

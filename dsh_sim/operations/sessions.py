@@ -24,6 +24,7 @@ from runtime.persistence.backend import JsonlBackend
 from runtime.persistence.errors import SessionPersistenceError
 from runtime.persistence.log_format import LogCorruption, LogVersionUnsupported, decode_log
 from runtime.session.events import Event
+from runtime.session.repair import interrupted_turn_closers
 from runtime.session.vocabulary import SESSION_FORMAT_VERSION
 
 __all__ = ["Inspection", "LogScan", "Migration", "Repair", "inspect", "migrate", "repair", "scan_log"]
@@ -118,11 +119,13 @@ def repair(path: str) -> Repair:
         raise unsupported_version(log, version)
     data = read_log(log)
     try:
-        header = decode_log(data, compression).header
+        decoded = decode_log(data, compression)
+        interrupted_turn_closers(decoded.events)  # a log repair cannot balance is refused before the write open takes its lock
     except LogVersionUnsupported as err:
         raise unsupported_version(log, err.version) from None
     except (LogCorruption, ValueError) as err:
         raise InputError(f"{log}: refused: {err}") from None
+    header = decoded.header
     check_identity(log, header, compression)
     try:
         return trio.run(_repair, log, _root_of(log), header.id, compression)

@@ -152,8 +152,10 @@ def test_an_unreadable_event_of_the_open_turn_is_refused_in_one_line(tmp_path: P
     session_dir = _session(str(tmp_path), "none", one_turn_log())
     with open(_log_file(session_dir), "ab") as f:
         f.write(b'{"type":"turn/start","seq":6,"time":0,"data":{}}\n')
+    before = {name: (Path(session_dir) / name).read_bytes() for name in os.listdir(session_dir)}
     for argv in (["inspect", session_dir], ["inspect", session_dir, "--json"], ["repair", session_dir]):
         assert main(argv) == 2
         out, err = capsys.readouterr()
         assert out == "" and err.count("\n") == 1
         assert "turn/start at seq 6 has data repair cannot read (KeyError: 'turn')" in err
+        assert {name: (Path(session_dir) / name).read_bytes() for name in os.listdir(session_dir)} == before  # nothing written
