@@ -1,5 +1,8 @@
 """Encode batches and decode whole generation files (spec §3.3–§3.4, §3.7).
 
+Decoding is :mod:`~runtime.persistence.log_reader`'s incremental readers fed the whole file,
+with memos for a process that reads one log many times as it grows; the format's rules:
+
 Raw mode (``compression="none"``): the file is JSONL.  A final fragment without a newline is
 a torn tail; an unparsable or seq-gapped line starts a tolerated crash tail unless a later
 record is a ``turn/end`` (then the damage is inside the committed region and is refused).
