@@ -47,7 +47,7 @@ class LogScan:
     torn: tuple[int, int, int] | None  # (offset, torn bytes, recovered records) of the log as read
     closers: tuple[Event, ...]
     migration: dict[str, Any] | None
-    events: int
+    event_count: int  # events handed to the sink
 
     def document(self, events: Any) -> dict[str, Any]:
         """The stable ``inspect`` JSON shape (docs/inspect-json.md) with ``events`` as its event

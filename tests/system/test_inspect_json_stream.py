@@ -144,7 +144,7 @@ def test_a_large_log_is_read_in_bounded_memory(tmp_path: Path) -> None:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert count == scan.events == 40_006
+    assert count == scan.event_count == 40_006
     assert peak < size // 2, f"peak {peak} bytes while reading a {size}-byte log"
 
 
