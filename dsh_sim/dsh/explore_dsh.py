@@ -37,8 +37,7 @@ from dsh_sim.dsh.install import Installation
 from dsh_sim.dsh.normalize import canonical, closer_verdicts, ours
 from dsh_sim.dsh.shapes import Log
 from dsh_sim.dsh.simfs_server import SimFsServer
-from dsh_sim.evidence.document import DshExploreRow, ResultsDocument, Violation, unstructure
-from dsh_sim.evidence.document import DshViolation as DshViolationRecord
+from dsh_sim.evidence.document import DshExploreRow, DshViolation, ResultsDocument, Violation, unstructure
 
 ROOT = "/sim/dsh-root"
 SUFFIX = {"none": "session.jsonl", "zstd": "session.jsonl.zstd"}
@@ -52,14 +51,6 @@ class DshPoint:
     image: DiskImage
     acked_batches: int
     acked_bytes: bytes  # the log file's content when the last acknowledged append resolved
-
-
-@attrs.frozen
-class DshViolation:
-    invariant: str
-    point: int
-    crash: str
-    detail: str
 
 
 @attrs.frozen
@@ -90,7 +81,7 @@ class DshExploreResult:
             per_op=self.per_op,
             points_by_op=self.points_by_op,
             checked=self.checked,
-            violations=tuple(DshViolationRecord(v.invariant, v.point, v.crash, v.detail) for v in self.violations),
+            violations=self.violations,
             seconds=round(self.seconds, 3),
         )
 

@@ -15,6 +15,8 @@ frame (or line) that does not decode, then the first unknown event type.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 from runtime.persistence.decode_memo import Memo
@@ -88,7 +90,21 @@ class _Window:
         return self.origin + len(self.data)
 
 
-class RawReader:
+class _Reader:
+    """What both readers keep: the unread window, the header, the next seq, the first unknown type."""
+
+    def __init__(self, resume: Resume | None) -> None:
+        self._window = _Window(0 if resume is None else resume.size)
+        self.header = None if resume is None else resume.header
+        self._next_seq = 0 if resume is None else resume.next_seq
+        self._unknown: LogUnknownEventType | None = None  # raised by close, after every other refusal
+
+    def _check_types(self, events: Sequence[Event]) -> None:
+        if self._unknown is None:
+            self._unknown = first_unknown(events)
+
+
+class RawReader(_Reader):
     """JSONL: a header line, then one record per line (spec §3.3).
 
     An unparsable or seq-gapped line starts a tolerated crash tail: nothing after it is
@@ -97,14 +113,11 @@ class RawReader:
     """
 
     def __init__(self, resume: Resume | None = None, lines: Memo[bytes, Event] | None = None) -> None:
+        super().__init__(resume)
         self._lines = lines  # line bytes -> event, for a process that reads the same log again
-        self._window = _Window(0 if resume is None else resume.size)
-        self.header = None if resume is None else resume.header
-        self._next_seq = 0 if resume is None else resume.next_seq
         self.committed = 0 if resume is None else resume.size  # file offset after the last committed line
         self._line_no = 1 + self._next_seq
         self._issue: str | None = None
-        self._unknown: LogUnknownEventType | None = None
 
     def feed(self, chunk: bytes) -> list[Event]:
         window = self._window
@@ -169,8 +182,7 @@ class RawReader:
         return event
 
     def _commit(self, event: Event, out: list[Event], end: int) -> None:
-        if self._unknown is None:
-            self._unknown = first_unknown((event,))
+        self._check_types((event,))
         out.append(event)
         self._next_seq += 1
         self.committed = end
@@ -185,7 +197,7 @@ class RawReader:
         return LogEnd(self.header, torn, size)
 
 
-class ZstdReader:
+class ZstdReader(_Reader):
     """Zstandard: a header frame, then one checksummed frame per durable batch (spec §3.4).
 
     Every complete frame must decode whole; a structurally incomplete final frame is the torn
@@ -198,15 +210,12 @@ class ZstdReader:
         frames: Memo[bytes, tuple[Event, ...]] | None = None,
         headers: Memo[bytes, SessionHeader] | None = None,
     ) -> None:
+        super().__init__(resume)
         self._frames = frames  # frame bytes -> its events (a hit must also start at the right seq)
         self._headers = headers
-        self._window = _Window(0 if resume is None else resume.size)
-        self.header = None if resume is None else resume.header
-        self._next_seq = 0 if resume is None else resume.next_seq
         self._complete = 0 if resume is None else 1  # complete frames seen
         self._decompressor: LogDecompressor | None = None  # made on the first frame decoded
         self._pending: LogCorruption | LogVersionUnsupported | None = None  # the first frame that failed
-        self._unknown: LogUnknownEventType | None = None
 
     def feed(self, chunk: bytes) -> list[Event]:
         window = self._window
@@ -244,8 +253,7 @@ class ZstdReader:
             records = tuple(records_of_frame(decode_frame(frame, start, self._decompressor), start, self._next_seq))
             if self._frames is not None:
                 self._frames.put(frame, records)
-        if self._unknown is None:
-            self._unknown = first_unknown(records)
+        self._check_types(records)
         out.extend(records)
         self._next_seq += len(records)
 
@@ -271,8 +279,7 @@ class ZstdReader:
             self._decompressor = self._decompressor or new_decompressor()
             recovered = recover_torn(decode_torn_frame(rest, self._decompressor), self._next_seq)
             torn = TornTail(window.origin + window.at, tuple(recovered), len(rest))
-            if self._unknown is None:
-                self._unknown = first_unknown(recovered)
+            self._check_types(recovered)
         if self._unknown is not None:
             raise self._unknown
         return LogEnd(self.header, torn, window.size)
