@@ -14,7 +14,7 @@ from dsh_sim.evidence.oracles.spec_records import SpecViolation
 from dsh_sim.mutants.patch import Edit, applied
 from dsh_sim.mutation import harness
 from runtime.agent import resume
-from runtime.persistence import backend, durable, handles, log_reader, zstd_frames
+from runtime.persistence import backend, decode_memo, durable, handles, log_reader, zstd_frames
 from runtime.persistence.errors import SessionReadOnlyError
 
 PLAN = readers.Plan(seed=1, tear_limit=6, flips=4, bomb_limit=4)
@@ -233,3 +233,29 @@ def test_an_escaping_slip_is_found_even_after_a_warm_run() -> None:
     broken = Edit("runtime.persistence.layout", "_utf16_units", "            units.append(code)\n", "            units.append(None)\n")
     with applied([broken]), pytest.raises(TypeError):  # the escaped id's placement meets it first
         _mismatches("synthetic")
+
+
+@pytest.mark.parametrize(
+    ("edit", "case"),
+    [
+        (
+            Edit(
+                "runtime.persistence.log_records",
+                "load_json",
+                '    decoder = _DECODER if b"-0" in line else _PLAIN_DECODER\n',
+                "    decoder = _PLAIN_DECODER\n",
+            ),
+            "unsafe-text-int-negative-zero",
+        ),
+        (Edit("runtime.session.lossless", "text_may_refuse", ' or b"Infinity" in text', ""), "unsafe-text-infinity"),
+    ],
+    ids=["integer -0 read as 0", "Infinity called clean text"],
+)
+def test_refused_json_text_read_back_changed_is_found(edit: Edit, case: str) -> None:
+    """Careless edits of the reader's fast paths (written apart from the harness): a record whose
+    text holds a refused value is read back changed instead of refused."""
+    decode_memo.clear_all()
+    with applied([edit]):
+        found = _mismatches("synthetic")
+    decode_memo.clear_all()
+    assert any(case in m and "the spec refuses it" in m for m in found), found[:3]
