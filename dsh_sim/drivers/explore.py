@@ -16,6 +16,8 @@ Above ``bound`` states at one point, the states are sampled (seeded) and reporte
 from __future__ import annotations
 
 import hashlib
+import itertools
+import operator
 import random
 import time
 from collections.abc import Callable
@@ -26,7 +28,7 @@ import attrs
 from dsh_sim.adapters.simfs.crash import PowerCut, apply_power_cut, crash_states
 from dsh_sim.adapters.simfs.digest import NodeDigests
 from dsh_sim.adapters.simfs.disk import Disk, DiskImage, WriteOp
-from dsh_sim.adapters.simfs.torn import codec_cut_points, torn_class
+from dsh_sim.adapters.simfs.torn import classify, codec_cut_points
 from dsh_sim.drivers.replay import run_steps, simulation_for, unfit_at_stop
 from dsh_sim.dsh import against as dsh_against
 from dsh_sim.engine.collector import CollectorPolicy
@@ -37,14 +39,11 @@ from dsh_sim.engine.lifetime import Lifetime
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.engine.observer import Observer
 from dsh_sim.engine.points import POINTS
+from dsh_sim.evidence.case_counts import CaseCounter, CaseFacts
 from dsh_sim.evidence.checker import Checker
-from dsh_sim.evidence.coverage import (
-    barrier_of,
-    build_case,
-    phase_group,
-    recovery_facts,
-)
+from dsh_sim.evidence.coverage import barrier_of, phase_group, recovery_facts
 from dsh_sim.evidence.invariants import Violation
+from dsh_sim.evidence.tally import CaseTally
 from dsh_sim.mutants import catalogue as mutants
 from dsh_sim.scenario.args import AppendArgs, ArmArgs, ModelResponse, PromptArgs, Step
 from dsh_sim.scenario.model import Expectation, Scenario
@@ -97,7 +96,7 @@ class ExploreResult:
     sampled: dict[str, int]  # point name -> points where sampling was used
     seconds: float
     record_violations: tuple[Violation, ...]
-    cases: tuple[dict[str, Any], ...] = ()
+    tally: CaseTally = attrs.field(factory=CaseTally)  # every state's crash case, counted
     cells: dict[str, Any] = attrs.field(factory=dict)  # matrix -> row -> col -> {possible, explored}
     not_applicable: str | None = None  # the recording stopped at a step that cannot run (why)
 
@@ -110,25 +109,64 @@ def _power_states(disk: Disk, model: str) -> list[PowerCut]:
     return list(crash_states(disk, model, codec_cut_points))
 
 
-def _cut_class(disk: Disk, cut: PowerCut) -> str | None:
+def _cut_class(disk: Disk, cut: PowerCut, classes: dict[int, tuple[WriteOp, dict[int, str]]]) -> str | None:
+    """The torn-write class of ``cut`` (``classes``: each write's cut classes, by the write:
+    a write stays pending across many points, and classifying it walks all its bytes)."""
     for choice in cut.files:
         if choice.torn_bytes is None:
             continue
         node = disk.file(choice.ino)
         op = node.pending[choice.keep_ops]
         if isinstance(op, WriteOp):
-            return torn_class(op.data, choice.torn_bytes)
+            known = classes.get(id(op))
+            if known is None or known[0] is not op:
+                known = classes[id(op)] = (op, classify(op.data))  # (holding the write keeps its id its own)
+            return known[1].get(choice.torn_bytes, "byte")
     return None
 
 
-def _point_key(cp: CrashPoint, digests: NodeDigests) -> bytes:
-    """What every state of one point shares besides the disk: the ledger, what was acknowledged."""
-    h = hashlib.sha256()
-    h.update(repr([(e.service, e.call_id, e.applied) for e in cp.world.ledger]).encode())
-    h.update(repr(sorted(cp.history.acked)).encode())
-    h.update(digests.content(cp.evidence.acked_bytes))  # the same bytes object for every point until the next ack
-    h.update(repr(cp.history.corruptions).encode())
-    return h.digest()
+class _PointKeys:
+    """What every state of one point shares besides the disk: the ledger, which seqs were
+    acknowledged and their bytes, the corruptions (as a digest; equal digests, equal facts).
+
+    The points of one recording see one ledger grow and one set of acknowledged seqs grow,
+    so both are digested by prefix: the ledger entry by entry (a running hash per entry; a
+    ledger that is not an extension of the one seen is digested again from where they part),
+    the acknowledged seqs once per dict (a history's snapshots share it until it changes).
+    Digesting each point's whole ledger and seqs again made recording quadratic."""
+
+    def __init__(self, digests: NodeDigests) -> None:
+        self._digests = digests
+        self._entries: list[Any] = []  # the ledger entries digested so far, in order
+        self._running = [hashlib.sha256(b"ledger")]  # [i]: the digest state after i entries
+        self._acked: dict[int, tuple[dict[int, Any], bytes]] = {}  # id(acked) -> (acked, digest)
+
+    def of(self, cp: CrashPoint) -> bytes:
+        h = hashlib.sha256(self._ledger(cp.world.ledger))
+        h.update(self._seqs(cp.history.acked))
+        h.update(self._digests.content(cp.evidence.acked_bytes))  # the same bytes object for every point until the next ack
+        h.update(repr(cp.history.corruptions).encode())
+        return h.digest()
+
+    def _ledger(self, ledger: list[Any]) -> bytes:
+        known = self._entries
+        same = next(itertools.compress(itertools.count(), map(operator.is_not, ledger, known)), min(len(ledger), len(known)))
+        if same < len(known) and same < len(ledger):
+            del known[same:], self._running[same + 1 :]  # (another ledger: digested again from where they part)
+        for entry in ledger[len(known) :]:
+            state = self._running[-1].copy()
+            state.update(repr((entry.service, entry.call_id, entry.applied)).encode())
+            known.append(entry)
+            self._running.append(state)
+        return self._running[len(ledger)].digest()
+
+    def _seqs(self, acked: dict[int, Any]) -> bytes:
+        known = self._acked.get(id(acked))
+        if known is None or known[0] is not acked:
+            if len(self._acked) >= 4096:
+                self._acked.clear()
+            known = self._acked[id(acked)] = (acked, hashlib.sha256(repr(sorted(acked)).encode()).digest())
+        return known[1]
 
 
 # One crash state a point allows: the crash, the power cut (None for kill), the phase it leaves
@@ -141,7 +179,7 @@ class _CrashLayouts:
     """The crash states of each recorded point, computed once per distinct disk image.
 
     Identical post-crash states share a key: the digest of the post-crash disk (byte for byte)
-    with the point's facts (:func:`_point_key`).  Most points change nothing on the disk
+    with the point's facts (:class:`_PointKeys`).  Most points change nothing on the disk
     (a stat, a read, a model chunk), and images share unchanged nodes, so the options of a
     point whose image has exactly the same nodes as an earlier one are that point's options —
     the enumeration, the cuts and the digests are not redone."""
@@ -150,6 +188,7 @@ class _CrashLayouts:
         self._crash, self._model, self._log_path = crash, model, log_path
         self.digests = NodeDigests()
         self._seen: dict[tuple[int, tuple[tuple[int, int], ...]], list[CrashOption]] = {}
+        self._classes: dict[int, tuple[WriteOp, dict[int, str]]] = {}
 
     def of(self, cp: CrashPoint) -> list[CrashOption]:
         image = cp.image
@@ -170,7 +209,7 @@ class _CrashLayouts:
         out: list[CrashOption] = []
         for spec, cut in specs:
             phase = crash_phase(disk, self._log_path, spec.kind, cut)
-            cls = _cut_class(disk, cut) if cut is not None else None
+            cls = _cut_class(disk, cut, self._classes) if cut is not None else None
             after = post_crash_disk(cp, cut).image()
             out.append((spec, cut, phase, cls, self.digests.image(after), after))
         return out
@@ -307,16 +346,18 @@ def explore(
         # a recovery judged without DSH is not one judged with it (--against dsh): not shared across
         config_key = repr((scenario.machine, scenario.config, scenario.mutants, continue_turn, dsh_against.active() is not None))
         states: list[StateResult] = []
-        cases: list[dict[str, Any]] = []
+        tally = CaseTally()
+        counter = CaseCounter(tally)
         saved: dict[tuple[str, str, str], str] = {}
         possible: dict[str, int] = dict.fromkeys(POINTS, 0)
         explored: dict[str, int] = dict.fromkeys(POINTS, 0)
         sampled: dict[str, int] = {}
         log_path = recorded.config.log_path
         layouts = _CrashLayouts(crash, model, log_path)
+        point_keys = _PointKeys(layouts.digests)
         for cp in points:
             options = layouts.of(cp)
-            point_key = _point_key(cp, layouts.digests)
+            point_key = point_keys.of(cp)
             possible[cp.point] += len(options)
             barrier = barrier_of(cp.evidence.barrier, cp.evidence.step)
             rows = _rows(cp)
@@ -334,11 +375,11 @@ def explore(
                     report = sim.primary.report if sim.primary is not None else None
                     verdicts = dict(report.verdicts) if report is not None else {}
                     applied = {c: bool(sim.world.applied_for(c)) for c in verdicts}
-                    facts = recovery_facts(sim, sim.primary, [v.invariant for v in checker.violations]) if sim.primary is not None else None
+                    facts = CaseFacts.of(recovery_facts(sim, sim.primary, ())) if sim.primary is not None else None
                     cache[key] = (verdicts, applied, tuple(checker.violations), facts)
                 verdicts, applied, violations, facts = cache[key]
                 if facts is not None:
-                    cases.append(build_case("explore", cp.point, barrier, spec.kind, phase, cls, cp.evidence.boundaries, facts))
+                    counter.count(spec.kind, phase, barrier, cls, cp.evidence.boundaries, facts)
                 repro = None
                 if violations and on_violation is not None:
                     # one replayable scenario per (invariant, point, crash kind): every invariant a
@@ -371,7 +412,7 @@ def explore(
         sampled=sampled,
         seconds=time.perf_counter() - started,
         record_violations=tuple(recorded_checker.violations),
-        cases=tuple(cases),
+        tally=tally,
         cells=cells,
         not_applicable=stopped,
     )

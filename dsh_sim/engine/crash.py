@@ -73,14 +73,8 @@ class Evidence:
         agent's, whose tool calls have boundaries), ``scripted`` what the model has still to
         say, ``acked`` and ``acked_bytes`` what the runtime acknowledged so far."""
         op = durability.current()
-        return cls(
-            barrier=op.barrier,
-            step=op.step,
-            boundaries=call_boundaries(in_memory if agent else (), world, scripted, acked),
-            in_memory=tuple(in_memory),
-            time=now,
-            acked_bytes=acked_bytes,
-        )
+        boundaries, events = _LAST.of(in_memory, agent, world.ledger, scripted, acked)
+        return cls(barrier=op.barrier, step=op.step, boundaries=boundaries, in_memory=events, time=now, acked_bytes=acked_bytes)
 
     def record(
         self,
@@ -142,8 +136,50 @@ def crash_phase(disk: Disk, log_path: str, kind: str, cut: PowerCut | None) -> s
     return "power:unsynced-kept" if choice.keep_ops == len(node.pending) else "power:partial"
 
 
+def _shape(items: Sequence[Any] | Mapping[Any, Any]) -> tuple[Any, ...]:
+    """What tells a grown or changed sequence (or mapping) from the one seen before: the very
+    object, its length, and its first and last items (the harness's lists only grow at their
+    end or lose their front; a rolled-back batch's events come back as new objects)."""
+    if isinstance(items, Mapping):
+        return (items, len(items))
+    return (items, len(items), items[0] if items else None, items[-1] if items else None)
+
+
+class _LastEvidence:
+    """The boundaries and the in-memory log of the previous capture, given again while what
+    they are computed from is unchanged.
+
+    Explore captures evidence at every named point, and most points change neither the live
+    log nor the ledger, the acknowledged seqs or the model's script: walking every event of a
+    long session again at each of them made recording quadratic, and a tuple and a dict per
+    point held memory quadratic in the session's length.  Holding the objects compared keeps
+    their identities from being reused."""
+
+    def __init__(self) -> None:
+        self._key: tuple[Any, ...] = ()
+        self._value: tuple[dict[str, str], tuple[Event, ...]] = ({}, ())
+
+    def of(
+        self, events: Sequence[Event], agent: bool, ledger: Sequence[Any], scripted: Sequence[Any], acked: Mapping[int, Event]
+    ) -> tuple[dict[str, str], tuple[Event, ...]]:
+        key = (agent, _shape(events), _shape(ledger), _shape(scripted), _shape(acked))
+        if len(key) != len(self._key) or not all(_same_shape(a, b) for a, b in zip(key, self._key)):
+            boundaries = call_boundaries(events if agent else (), ledger, scripted, acked)
+            self._key, self._value = key, (boundaries, tuple(events))
+        return self._value
+
+
+def _same_shape(a: Any, b: Any) -> bool:
+    if type(a) is not tuple:
+        return bool(a == b)
+    return len(a) == len(b) and a[0] is b[0] and a[1] == b[1] and all(x is y for x, y in zip(a[2:], b[2:]))
+
+
+_LAST = _LastEvidence()
+
+
 def call_boundaries(
-    events: Sequence[Event], world: World, scripted: Sequence[ScriptedResponse], acked: Mapping[int, Event]
+    events: Sequence[Event], ledger: Sequence[Any], scripted: Sequence[ScriptedResponse], acked: Mapping[int, Event]
 ) -> dict[str, str]:
     """Each tool call of an agent's live log (or still scripted) placed among the four moments."""
     out: dict[str, str] = {}
@@ -158,7 +194,7 @@ def call_boundaries(
             calls[event.data["callId"]] = event.seq
         elif event.type == "tool/result":
             results[event.data["message"]["source"]["callId"]] = event.seq
-    delivered = {e.call_id.split(":")[0] for e in world.ledger}
+    delivered = {e.call_id.split(":")[0] for e in ledger}
     for call_id in out:
         if call_id in results and results[call_id] in acked:
             out[call_id] = "after 4"

@@ -9,6 +9,7 @@ historical log a scenario placed before the first boot.  It survives every proce
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
     from dsh_sim.adapters.model import RequestMark
     from dsh_sim.adapters.observed import ToolMark
     from dsh_sim.engine.crash import CrashRecord
+
+
+_SEQ = operator.attrgetter("seq")
 
 
 @attrs.frozen
@@ -99,13 +103,24 @@ class History:
     # ones it could not remove stay until an append heals them (cleared by an acknowledgement
     # or an open)
     unhealed: bytes | None = None
+    # ``acked`` is shared with a snapshot (or taken from one) until this history first changes
+    # it: explore snapshots the history at every crash point, and copying a long session's
+    # acknowledged events at each of them held memory quadratic in the session's length
+    _acked_shared: bool = attrs.field(default=False, repr=False, eq=False)
+
+    def _own_acked(self) -> dict[int, Event]:
+        if self._acked_shared:
+            self.acked = dict(self.acked)
+            self._acked_shared = False
+        return self.acked
 
     def acknowledged(self, lifetime: int, events: tuple[Event, ...], log_bytes: bytes | None) -> None:
         """A batch was acknowledged as durable by process ``lifetime``."""
         self.writers.add(lifetime)
         self.unhealed = None
+        acked = self._own_acked() if events else self.acked
         for event in events:
-            self.acked[event.seq] = event
+            acked[event.seq] = event
         if log_bytes is not None:
             self.acked_bytes = log_bytes
 
@@ -117,8 +132,11 @@ class History:
         re-appended, which is acknowledged in its turn.)
         """
         self.unhealed = None  # what a failed truncation left is this process's committed log now
-        for event in events[: len(events) - recovered]:
-            self.acked.setdefault(event.seq, event)
+        committed = events[: len(events) - recovered]
+        if not all(map(self.acked.__contains__, map(_SEQ, committed))):  # (one C-level pass)
+            acked = self._own_acked()
+            for event in committed:
+                acked.setdefault(event.seq, event)
         if log_bytes is not None and truncate_to is not None:
             log_bytes = log_bytes[:truncate_to]  # a torn tail is not committed: the writer truncates it
         if log_bytes is not None and len(log_bytes) > len(self.acked_bytes) and log_bytes.startswith(self.acked_bytes):
@@ -129,9 +147,11 @@ class History:
 
         A run that starts from this instant (explore) has its own processes: which lifetimes
         wrote, crashed or fired faults belongs to the recorded run, not to it."""
+        self._acked_shared = True  # (both copy it before they change it)
         return History(
-            acked=dict(self.acked),
+            acked=self.acked,
             acked_bytes=self.acked_bytes,
+            acked_shared=True,
             corruptions=list(self.corruptions),
             answerer_failures=list(self.answerer_failures),
             approval_consulted=list(self.approval_consulted),

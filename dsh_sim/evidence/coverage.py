@@ -32,7 +32,7 @@ from dsh_sim.evidence.document import (
     Violation,
     as_documents,
 )
-from dsh_sim.evidence.oracles.event_records import of_kinds
+from dsh_sim.evidence.oracles.shared_prefix import Findings
 from dsh_sim.evidence.tally import CaseTally, phase_group
 from dsh_sim.evidence.view import CoverageView, DshAgainstRow, DshSection, Requirement
 
@@ -65,7 +65,16 @@ def barrier_of(barrier: str | None, step: str | None) -> str:
     return "outside barriers"
 
 
-_CALL_KINDS = frozenset({"assistant/message", "tool/result"})
+def _call_ids(event: Any) -> tuple[str, tuple[str, ...]] | None:
+    """The call ids an assistant message's tool-call blocks name, or a tool/result's call."""
+    if event.type == "assistant/message":
+        return event.type, tuple(b["id"] for b in event.data["message"]["content"] if b.get("type") == "tool-call")
+    if event.type == "tool/result":
+        return event.type, (event.data["message"]["source"]["callId"],)
+    return None
+
+
+_CALL_IDS: Findings[tuple[str, tuple[str, ...]]] = Findings(_call_ids)  # (walked past the log walked last)
 
 
 def recovery_facts(sim: Simulation, life: Lifetime, violated: Iterable[str]) -> dict[str, Any]:
@@ -74,13 +83,11 @@ def recovery_facts(sim: Simulation, life: Lifetime, violated: Iterable[str]) -> 
     verdicts = dict(report.verdicts) if report is not None else {}
     known: set[str] = set()
     closed: set[str] = set()
-    for event in of_kinds(tuple(life.session.events), _CALL_KINDS) if life.session is not None else ():
-        if event.type == "assistant/message":
-            known.update(b["id"] for b in event.data["message"]["content"] if b.get("type") == "tool-call")
-        elif event.type == "tool/result":
-            call_id = event.data["message"]["source"]["callId"]
-            if call_id not in verdicts:
-                closed.add(call_id)
+    for _, (kind, ids) in _CALL_IDS.of(life.session.events) if life.session is not None else ():
+        if kind == "assistant/message":
+            known.update(ids)
+        else:
+            closed.update(call_id for call_id in ids if call_id not in verdicts)
     applied = {e.call_id.split(":")[0] for e in sim.world.ledger if e.applied}
     return {
         "verdicts": verdicts,

@@ -127,7 +127,7 @@ def explore_document(result: Any, scenario_path: str, seconds: float) -> Results
         message = f"NOT EXPLORED past {result.not_applicable} (the steps after it never ran)"
         violations.append(Violation("expectation", message, scenario_path, "explore-record"))
     tally = CaseTally()
-    tally.add_all(result.cases)
+    tally.merge(result.tally)
     return ResultsDocument(
         meta=meta(
             "explore",

@@ -59,17 +59,28 @@ class CaseTally:
 
     def count(self, kind: str, phase: str, barrier: str, torn_class: str | None, calls: Iterable[tuple[str, str, bool]]) -> None:
         """Count one case: its crash, and each call in flight as (boundary, outcome, applied)."""
+        grouped: dict[tuple[str, str, bool], int] = {}
+        for call in calls:
+            grouped[call] = grouped.get(call, 0) + 1
+        self.count_grouped(kind, phase, barrier, torn_class, [(*call, n) for call, n in grouped.items()])
+
+    def count_grouped(
+        self, kind: str, phase: str, barrier: str, torn_class: str | None, groups: Iterable[tuple[str, str, bool, int]]
+    ) -> None:
+        """Count one case whose calls in flight come as (boundary, outcome, applied, how many)."""
         self.cases += 1
         col = phase_group(kind, phase)
         if torn_class:
             self.torn[torn_class] = self.torn.get(torn_class, 0) + 1
-        listed = list(calls)
-        outcomes = [outcome for _, outcome, _ in listed] or ["no call"]
-        for boundary, outcome, applied in listed:
-            _bump(self.boundary, boundary, col, outcome)
+        outcomes: set[str] = set()
+        for boundary, outcome, applied, n in groups:
+            if n <= 0:
+                continue
+            outcomes.add(outcome)
+            _bump(self.boundary, boundary, col, outcome, n)
             if outcome in self.confusion:
-                self.confusion[outcome]["applied" if applied else "not applied"] += 1
-        for outcome in sorted(set(outcomes)):
+                self.confusion[outcome]["applied" if applied else "not applied"] += n
+        for outcome in sorted(outcomes or {"no call"}):
             _bump(self.barrier, barrier, col, outcome)
 
     def add_all(self, cases: Iterable[Mapping[str, Any]]) -> None:

@@ -30,6 +30,7 @@ class Session:
         self.id = session_id
         self._clock = clock
         self._log: list[Event] = []
+        self._view: tuple[Event, ...] = ()  # ``events`` as last handed out (the log only grows)
         self._listeners: list[Listener] = []
         for index, event in enumerate(seed):
             if not isinstance(event, Event):
@@ -50,7 +51,10 @@ class Session:
 
     @property
     def events(self) -> Sequence[Event]:
-        return tuple(self._log)
+        """The log as an immutable sequence: the same object until the next append."""
+        if len(self._view) != len(self._log):
+            self._view = tuple(self._log)
+        return self._view
 
     def __len__(self) -> int:
         return len(self._log)

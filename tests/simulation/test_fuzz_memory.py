@@ -13,7 +13,6 @@ import attrs
 import pytest
 from hypothesis.stateful import RuleBasedStateMachine
 
-from dsh_sim.drivers.explore import explore
 from dsh_sim.drivers.fuzz import fuzz
 from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.engine.machine import Simulation
@@ -24,6 +23,7 @@ from dsh_sim.evidence.results import explore_document, merge_documents
 from dsh_sim.evidence.tally import CaseTally
 from dsh_sim.scenario.files import load
 from runtime.persistence import log_format
+from tests.support.case_listing import explore_listing_cases
 from tests.support.paths import ROOT
 
 STARTER = os.path.join(ROOT, "scenarios", "starter")
@@ -75,8 +75,7 @@ def test_the_decode_memos_are_emptied_between_examples(tmp_path) -> None:  # typ
 @pytest.mark.slow
 def test_a_tally_counts_what_the_list_of_cases_counted() -> None:
     """Aggregating tallies gives the report exactly what aggregating the cases gave."""
-    explored = explore(load(os.path.join(STARTER, "torn-zstd-checksum.json")))
-    cases = list(explored.cases)
+    explored, cases = explore_listing_cases(load(os.path.join(STARTER, "torn-zstd-checksum.json")))
     assert len(cases) > 100
     listed = aggregate([{"meta": {"kind": "explore"}, "cases": cases}])
     tally = CaseTally()

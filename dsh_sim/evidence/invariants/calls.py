@@ -14,6 +14,7 @@ from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
 from dsh_sim.evidence.invariants.moments import Shutdown, accepted
 from dsh_sim.evidence.oracles.event_records import data_of, kind_of, of_kinds
 from dsh_sim.evidence.oracles.identity_memo import IdentityMemo
+from dsh_sim.evidence.oracles.shared_prefix import Findings, Prefixed
 from runtime.session.events import Event
 from runtime.session.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 
@@ -24,6 +25,8 @@ def forget() -> None:
     _RESULTS.clear()
     _REFUSED.clear()
     _CALLS.clear()
+    _REFUSED_RESULTS.clear()
+    _APPROVALS.clear()
 
 
 _CALL_KINDS = frozenset({"assistant/message", "tool/result", "step/end"})
@@ -121,6 +124,20 @@ _APPROVAL_KINDS = frozenset({"turn/start", "approval/asked", "approval/decided",
 
 def check_approval_audit(obs: Judge, events: Sequence[Event]) -> None:
     obs.count("approval_audit")
+    last_turn = _last_turn_start(events)  # (each turn/start resets the walk: what came before is judged once)
+    for message, details in (*_APPROVALS.of(events, last_turn), *_approval_problems(events[last_turn:])):
+        fail(obs, "approval_audit", message, None, *details)
+
+
+def _last_turn_start(events: Sequence[Event]) -> int:
+    for index in range(len(events) - 1, -1, -1):
+        if events[index].type == "turn/start":
+            return index
+    return 0
+
+
+def _approval_problems(events: Sequence[Event]) -> list[tuple[str, tuple[str, ...]]]:
+    problems: list[tuple[str, tuple[str, ...]]] = []
     open_asks: dict[str, int] = {}
     turn = None
     for event in of_kinds(events, _APPROVAL_KINDS):
@@ -130,11 +147,15 @@ def check_approval_audit(obs: Judge, events: Sequence[Event]) -> None:
             open_asks[event.data["id"]] = event.seq
         elif event.type == "approval/decided":
             if open_asks.pop(event.data["id"], None) is None:
-                fail(obs, "approval_audit", f"approval/decided {event.data['id']} has no open approval/asked", None, f"seq {event.seq}")
+                problems.append((f"approval/decided {event.data['id']} has no open approval/asked", (f"seq {event.seq}",)))
         elif event.type == "turn/end":
             if open_asks and event.data["reason"]["kind"] != "interrupted":
-                fail(obs, "approval_audit", f"turn {turn} ended with unanswered approval/asked {sorted(open_asks)}")
+                problems.append((f"turn {turn} ended with unanswered approval/asked {sorted(open_asks)}", ()))
             open_asks = {}
+    return problems
+
+
+_APPROVALS: Prefixed[list[tuple[str, tuple[str, ...]]]] = Prefixed(_approval_problems)
 
 
 _REFUSALS = ("ABORTED_BEFORE_DISPATCH", "SANDBOX_UNAVAILABLE")
@@ -143,19 +164,12 @@ _DENIAL_TEXTS = ("requires approval", "the user rejected", "was cancelled")
 
 def check_fail_closed(obs: Judge, events: Sequence[Event]) -> None:
     obs.count("fail_closed")
-    for event in of_kinds(events, _TOOL_RESULT):
-        refused = _refused(event)
-        if refused is not None:
-            call_id, what = refused
-            effects = obs.sim.world.applied_for(call_id)
-            if effects:
-                fail(
-                    obs,
-                    "fail_closed",
-                    f"a refused call ({what}) has effects in the world",
-                    call_id,
-                    *[f"{e.service}.{e.op}" for e in effects],
-                )
+    for _, (call_id, what) in _REFUSED_RESULTS.of(events):
+        effects = obs.sim.world.applied_for(call_id)
+        if effects:
+            fail(
+                obs, "fail_closed", f"a refused call ({what}) has effects in the world", call_id, *[f"{e.service}.{e.op}" for e in effects]
+            )
 
 
 _REFUSED: IdentityMemo[tuple[str, str] | None] = IdentityMemo(1 << 16)
@@ -169,6 +183,13 @@ def _refused(event: Event) -> tuple[str, str] | None:
     changed in place), and every boot and shutdown asks it of every result of the whole log,
     most of them the very events an earlier recovery had."""
     return _REFUSED.remember((event,), None, _find_refused, event)
+
+
+def _refused_result(event: Event) -> tuple[str, str] | None:
+    return _refused(event) if event.type == "tool/result" else None
+
+
+_REFUSED_RESULTS: Findings[tuple[str, str]] = Findings(_refused_result)  # (walked past the log judged last)
 
 
 def _find_refused(event: Event) -> tuple[str, str] | None:

@@ -13,6 +13,7 @@ from dsh_sim.evidence.invariants.links import refused_for_a_link
 from dsh_sim.evidence.invariants.moments import Boot, accepted
 from dsh_sim.evidence.invariants.storage import undamaged_end
 from dsh_sim.evidence.oracles.event_records import kind_of, seq_of
+from dsh_sim.evidence.oracles.shared_prefix import shared_length
 from dsh_sim.evidence.oracles.spec_log import read_recoverable
 from dsh_sim.evidence.oracles.spec_records import SpecViolation
 from runtime.persistence.errors import SessionAlreadyOwnedError, SessionPersistenceCorruptionError
@@ -138,15 +139,24 @@ def check_recovery_maximal(obs: Judge, life: Lifetime, crash: CrashRecord, store
 
 
 def _dense(events: Sequence[Any]) -> bool:
-    """Whether the seqs run 0, 1, 2, ... (one C-level pass; ``False`` sends the caller to
-    the walk below, which decides and says where)."""
+    """Whether the seqs run 0, 1, 2, ... (C-level passes; ``False`` sends the caller to the
+    walk below, which decides and says where).  The leading events that are the very objects
+    of the last log found dense are not read again (see :mod:`.shared_prefix`)."""
     if not events:
         return True
+    known = _DENSE[0]
+    start = shared_length(events, known)
     get = operator.itemgetter("seq") if type(events[0]) is dict else operator.attrgetter("seq")
     try:
-        return list(map(get, events)) == list(range(len(events)))
+        dense = list(map(get, itertools.islice(events, start, None))) == list(range(start, len(events)))
     except (AttributeError, KeyError, TypeError):
         return False
+    if dense:
+        _DENSE[0] = events
+    return dense
+
+
+_DENSE: list[Sequence[Any]] = [()]  # the last log found dense
 
 
 def check_seq_dense(obs: Judge, events: Sequence[Any]) -> None:
@@ -206,6 +216,7 @@ def forget_survivors() -> None:
     keep the events they hold alive until cleared."""
     _SURVIVED.clear()
     _SURVIVOR.clear()
+    _DENSE[0] = ()
     calls.forget()
 
 

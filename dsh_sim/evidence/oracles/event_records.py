@@ -15,6 +15,7 @@ import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from dsh_sim.evidence.oracles.shared_prefix import shared_length
 from runtime.session.events import Event
 
 LIMIT = 1 << 15
@@ -70,12 +71,21 @@ def first_mismatch(records: Sequence[dict[str, Any]], events: Sequence[Event]) -
     (an event's last equal record is this very record): a recovery's log is mostly the
     previous recovery's."""
     n = min(len(records), len(events))
-    known = map(_LAST.get, map(id, itertools.islice(events, n)))
-    start = next(itertools.compress(itertools.count(), map(operator.is_not, known, records)), n)
+    last_records, last_events, equal = _EQUAL_PAIR
+    start = min(shared_length(records, last_records), shared_length(events, last_events), equal)  # (compared before)
+    known = map(_LAST.get, map(id, itertools.islice(events, start, n)))
+    start = next(itertools.compress(itertools.count(start), map(operator.is_not, known, itertools.islice(records, start, n))), n)
     for index in range(start, n):
         if not same(records[index], events[index]):
+            _EQUAL_PAIR[:] = [records, events, index]
             return index
+    _EQUAL_PAIR[:] = [records, events, n]
     return None if len(records) == len(events) else n
+
+
+# the last pair of sequences compared, and how many of their leading items were found equal:
+# the next pair is compared from where either parts from it (see shared_prefix)
+_EQUAL_PAIR: list[Any] = [(), (), 0]
 
 
 def of_kinds(events: Sequence[Any], kinds: frozenset[str]) -> Iterable[Any]:
@@ -108,6 +118,7 @@ def clear() -> None:
     _MEMO.clear()
     _EQUAL.clear()
     _LAST.clear()
+    _EQUAL_PAIR[:] = [(), (), 0]
 
 
 def in_force(events: Sequence[Event], kind: str, key: str, default: Any) -> Any:

@@ -27,12 +27,24 @@ TEXTS = {
 ERROR_NAMES = {NOT_STARTED: "ToolNotStartedError", OUTCOME_UNKNOWN: "ToolOutcomeUnknownError"}
 
 
+def _last_turn_boundary(records: Sequence[dict[str, Any]]) -> int:
+    """The index of the last ``turn/start`` or ``turn/end`` record (0: none)."""
+    for index in range(len(records) - 1, -1, -1):
+        if records[index]["type"] in ("turn/start", "turn/end"):
+            return index
+    return 0
+
+
 def closers(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records a resume appends to ``records`` (empty: the log is balanced)."""
+    """The records a resume appends to ``records`` (empty: the log is balanced).
+
+    The walk starts at the last ``turn/start`` or ``turn/end``: each of them sets the whole
+    state below (the turn, no step, nothing pending), so what came before cannot matter —
+    and a long log is not walked from its start at every recovery."""
     turn: int | None = None
     step: int | None = None
     pending: dict[str, dict[str, Any]] = {}  # insertion order = transcript order
-    for record in records:
+    for record in records[_last_turn_boundary(records) :]:
         kind, data = record["type"], record["data"]
         if kind in ("turn/start", "turn/end"):
             turn = data["turn"] if kind == "turn/start" else None
