@@ -171,8 +171,10 @@ class _PointKeys:
 
 # One crash state a point allows: the crash, the power cut (None for kill), the phase it leaves
 # the log in, the torn-write class of the cut, the digest of the post-crash disk and its image
-# (a recovery starts from a copy of it: the cut is applied once per distinct image, not per state).
-CrashOption = tuple[CrashSpec, PowerCut | None, str, str | None, bytes, DiskImage]
+# (a recovery starts from a copy of it; ``None`` once the options are remembered for a later
+# point with the same image: holding every state's image made memory grow with the square of
+# the session's length — the cut is applied again for a state whose recovery is not shared).
+CrashOption = tuple[CrashSpec, PowerCut | None, str, str | None, bytes, DiskImage | None]
 
 
 class _CrashLayouts:
@@ -196,7 +198,8 @@ class _CrashLayouts:
         identity = (image.next_ino, tuple((ino, id(node)) for ino, node in image.nodes))
         options = self._seen.get(identity)
         if options is None:
-            options = self._seen[identity] = self._compute(cp)
+            options = self._compute(cp)
+            self._seen[identity] = [(*option[:5], None) for option in options]
         return options
 
     def _compute(self, cp: CrashPoint) -> list[CrashOption]:
@@ -370,7 +373,8 @@ def explore(
                 key = hashlib.sha256(disk_digest + point_key).hexdigest() + spec.kind + config_key
                 shared = key in cache
                 if not shared:
-                    after = Disk.from_image(after_image)  # what post_crash_disk(cp, cut) returns, not cut again
+                    # what post_crash_disk(cp, cut) returns (not cut again when the image is at hand)
+                    after = Disk.from_image(after_image) if after_image is not None else post_crash_disk(cp, cut)
                     sim, checker = recover_from(scenario, cp, spec, cut, after, phase, continue_turn=continue_turn, torn_class=cls)
                     report = sim.primary.report if sim.primary is not None else None
                     verdicts = dict(report.verdicts) if report is not None else {}

@@ -8,7 +8,9 @@ the order of seqs.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -18,6 +20,8 @@ from runtime.session.events import EnvelopeError, Event, SurfaceOp, owned, valid
 from runtime.session.lossless import lossless_copy
 
 Listener = Callable[[Event], None]
+_SEQ = operator.attrgetter("seq")
+_TYPE = operator.attrgetter("type")
 log = logging.getLogger("dsh.session")
 
 
@@ -31,18 +35,25 @@ class Session:
         self._clock = clock
         self._log: list[Event] = []
         self._view: tuple[Event, ...] = ()  # ``events`` as last handed out (the log only grows)
+        self._last: dict[str, Event] = {}  # the newest event of each type
         self._listeners: list[Listener] = []
-        for index, event in enumerate(seed):
-            if not isinstance(event, Event):
-                raise SessionSeedError(f"seed event at index {index} has an invalid event envelope")
-            if event.seq != index:
-                raise SessionSeedError(
-                    f"seed event at index {index} has seq {event.seq} (expected {index}); seed must be contiguous from 0"
-                )
-            self._log.append(event)
+        events = list(seed)
+        # (C-level passes over a resumed log; the walk below only says where it is wrong)
+        if not all(map(isinstance, events, itertools.repeat(Event))) or list(map(_SEQ, events)) != list(range(len(events))):
+            for index, event in enumerate(events):
+                if not isinstance(event, Event):
+                    raise SessionSeedError(f"seed event at index {index} has an invalid event envelope")
+                if event.seq != index:
+                    raise SessionSeedError(
+                        f"seed event at index {index} has seq {event.seq} (expected {index}); seed must be contiguous from 0"
+                    )
+        self._log.extend(events)
+        self._last.update(zip(map(_TYPE, events), events))  # (a later event of a type replaces an earlier one)
         self.first_live_seq = len(self._log)
         if self._log and self._log[-1].type != "session/end-seed":
-            self._log.append(owned(Event("session/end-seed", len(self._log), self._clock.now_ms(), {})))
+            end_seed = owned(Event("session/end-seed", len(self._log), self._clock.now_ms(), {}))
+            self._log.append(end_seed)
+            self._last[end_seed.type] = end_seed
 
     @property
     def seq(self) -> int:
@@ -95,6 +106,7 @@ class Session:
         if sources is not None and (len(set(sources)) != len(sources) or any(s >= event.seq or s < 0 for s in sources)):
             raise ValueError(f"sourceEventSeqs of {type} must be unique earlier seqs")
         self._log.append(owned(event))  # (the data is this copy: the write path need not copy it again)
+        self._last[type] = event
         for listener in tuple(self._listeners):
             try:
                 listener(event)
@@ -112,7 +124,6 @@ class Session:
         return None
 
     def last_of(self, type: str) -> Event | None:
-        for event in reversed(self._log):
-            if event.type == type:
-                return event
-        return None
+        """The newest event of ``type`` (kept as events are appended: the loop asks for a
+        header or a context that may lie at the start of a long log)."""
+        return self._last.get(type)

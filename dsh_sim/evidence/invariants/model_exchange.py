@@ -30,6 +30,8 @@ live process is judged when it does.
 
 from __future__ import annotations
 
+import bisect
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +39,7 @@ import attrs
 
 from dsh_sim.adapters.model import RequestMark, SimModel
 from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
+from dsh_sim.evidence.oracles.shared_prefix import Findings
 
 if TYPE_CHECKING:
     from dsh_sim.engine.lifetime import Lifetime
@@ -47,7 +50,19 @@ _INPUTS = frozenset({"system/message", "user/message", "request/header", "reques
 
 
 def _last(events: Sequence[Any], kind: str, before: int) -> Any:
-    return next((events[i] for i in range(before - 1, -1, -1) if events[i].type == kind), None)
+    """The last ``kind`` event before index ``before`` (one of :data:`_LOOKED_UP`)."""
+    for index, event in reversed(_LOOKUPS.of(events)):
+        if index < before and event.type == kind:
+            return event
+    return None
+
+
+_LOOKED_UP = frozenset({"system/message", "request/header", "request/context"})
+# the events _last looks for, and the surface, of the log judged last: a long log's request
+# context or system prompt lies at its start, and walking back to it at every request (and
+# building the whole surface again) made exploring a long session quadratic
+_LOOKUPS: Findings[Any] = Findings(lambda event: event if event.type in _LOOKED_UP else None)
+_SURFACE: Findings[tuple[Any]] = Findings(lambda event: (event.data.get("message", event.data),) if event.type in SURFACE else None)
 
 
 def _text(message: Any) -> str | None:
@@ -136,7 +151,9 @@ def problems(
             f"request contexts {contexts} where the spec appends {wanted_contexts} (the last one: {last_context.data if last_context else None})"
         )
     # what the model is sent: the surface, exactly
-    surface = tuple(e.data.get("message", e.data) for e in events[:end] if e.type in SURFACE)
+    found = _SURFACE.of(events)
+    cut = bisect.bisect_left(found, end, key=operator.itemgetter(0))
+    surface = tuple(message for _, (message,) in found[:cut])
     if tuple(mark.messages) != surface:
         sent, due = len(mark.messages), len(surface)
         first = next((i for i in range(min(sent, due)) if mark.messages[i] != surface[i]), min(sent, due))

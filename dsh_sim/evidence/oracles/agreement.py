@@ -28,6 +28,7 @@ import attrs
 
 from dsh_sim.adapters.world import LedgerEntry
 from dsh_sim.adapters.world_tools import SERVICES
+from dsh_sim.evidence.oracles.shared_prefix import shared_length
 
 KEYED = frozenset({"payments"})  # services that deduplicate by idempotency key
 READS = frozenset({("balances", "read"), ("payments", "lookup")})
@@ -70,20 +71,18 @@ class Tracker:
     def __init__(self, *, workspace: str) -> None:
         self.workspace = workspace
         self.blocks: dict[str, tuple[str, Any]] = {}
-        self.by_call: dict[str, list[LedgerEntry]] = {}
-        self.by_key: dict[tuple[str, str], list[LedgerEntry]] = {}
-        self._indexed = 0
+        self.index: LedgerIndex | None = None
         self._refusals: list[tuple[str, dict[str, Any]]] = []
 
-    def _index(self, ledger: Sequence[LedgerEntry]) -> None:
-        for entry in ledger[self._indexed :]:
-            self.by_call.setdefault(entry.call_id, []).append(entry)
-            if entry.key is not None:
-                self.by_key.setdefault((entry.service, entry.key), []).append(entry)
-        self._indexed = len(ledger)
+    def _index(self, ledger: Sequence[LedgerEntry]) -> LedgerIndex:
+        if self.index is None:
+            self.index = LedgerIndex.of(ledger)
+        else:
+            self.index.extend(ledger)
+        return self.index
 
     def feed(self, events: Iterable[Any], ledger: Sequence[LedgerEntry]) -> list[Disagreement]:
-        self._index(ledger)
+        index = self._index(ledger)
         out: list[Disagreement] = []
         for event in events:
             kind, data = _get(event, "type"), _get(event, "data")
@@ -92,28 +91,86 @@ class Tracker:
                     if block.get("type") == "tool-call":
                         self.blocks[block["id"]] = (block["name"], parse_arguments(block.get("arguments", "")))
             elif kind == "tool/result":
-                out.extend(self._judge(data))
+                out.extend(self._judge(data, index))
         return out
 
-    def _judge(self, data: dict[str, Any]) -> list[Disagreement]:
+    def _judge(self, data: dict[str, Any], index: LedgerIndex) -> list[Disagreement]:
         call_id = data["message"]["source"]["callId"]
         canonical = _canonical_problem(data)
         if canonical is not None:
             return [Disagreement(call_id, canonical)]
         if _not_dispatched(data):
             self._refusals.append((call_id, data))
-            return _judge_refusal(call_id, data, self.by_call)
-        rootless = _root_problem(call_id, self.by_call)
+            return _judge_refusal(call_id, data, index)
+        rootless = _root_problem(call_id, index)
         if rootless is not None:
             return [rootless]
         if call_id not in self.blocks or _is_error(data):
             return []
         name, args = self.blocks[call_id]
-        return _judge_success(call_id, name, args, data, self.by_call, self.by_key, self.workspace)
+        return _judge_success(call_id, name, args, data, index.by_call, index.by_key, self.workspace)
 
     def recheck_refusals(self, ledger: Sequence[LedgerEntry]) -> list[Disagreement]:
-        self._index(ledger)
-        return [d for call_id, data in self._refusals for d in _judge_refusal(call_id, data, self.by_call)]
+        index = self._index(ledger)
+        return [d for call_id, data in self._refusals for d in _judge_refusal(call_id, data, index)]
+
+
+class LedgerIndex:
+    """The ledger's entries by call and by (service, key), and each call's family (itself and
+    the calls nested under it, ``call:...``, in the order they first reached the world).
+
+    A tracker starts from the index of the ledger the last tracker began with when its ledger
+    extends that one (explore starts a tracker per recovery, over a ledger that is mostly the
+    recorded run's): values are tuples, so an index is copied without its entries."""
+
+    def __init__(self) -> None:
+        self.entries: tuple[LedgerEntry, ...] = ()
+        self.by_call: dict[str, tuple[LedgerEntry, ...]] = {}
+        self.by_key: dict[tuple[str, str], tuple[LedgerEntry, ...]] = {}
+        self.family: dict[str, tuple[str, ...]] = {}
+
+    @classmethod
+    def of(cls, ledger: Sequence[LedgerEntry]) -> LedgerIndex:
+        base = _LAST_INDEX[0]
+        index = cls()
+        if base.entries and shared_length(ledger, base.entries) == len(base.entries):
+            index.entries, index.by_call, index.by_key, index.family = (
+                base.entries,
+                dict(base.by_call),
+                dict(base.by_key),
+                dict(base.family),
+            )
+        index.extend(ledger)
+        _LAST_INDEX[0] = index.copy()
+        return index
+
+    def copy(self) -> LedgerIndex:
+        other = LedgerIndex()
+        other.entries, other.by_call, other.by_key, other.family = self.entries, dict(self.by_call), dict(self.by_key), dict(self.family)
+        return other
+
+    def extend(self, ledger: Sequence[LedgerEntry]) -> None:
+        fresh = ledger[len(self.entries) :]
+        if not fresh:
+            return
+        for entry in fresh:
+            known = self.by_call.get(entry.call_id)
+            self.by_call[entry.call_id] = (*known, entry) if known is not None else (entry,)
+            if known is None:
+                parts = entry.call_id.split(":")
+                for end in range(1, len(parts) + 1):
+                    head = ":".join(parts[:end])
+                    self.family[head] = (*self.family.get(head, ()), entry.call_id)
+            if entry.key is not None:
+                self.by_key[(entry.service, entry.key)] = (*self.by_key.get((entry.service, entry.key), ()), entry)
+        self.entries = (*self.entries, *fresh)
+
+    def reached(self, call_id: str) -> list[tuple[str, tuple[LedgerEntry, ...]]]:
+        """Each call of ``call_id``'s family with its entries, in the order they first reached the world."""
+        return [(cid, self.by_call[cid]) for cid in self.family.get(call_id, ())]
+
+
+_LAST_INDEX = [LedgerIndex()]
 
 
 def check(events: Iterable[Any], ledger: Sequence[LedgerEntry], *, workspace: str) -> list[Disagreement]:
@@ -149,24 +206,24 @@ def _not_dispatched(data: dict[str, Any]) -> bool:
     return code in NOT_DISPATCHED_CODES or (_is_error(data) and any(t in _result_text(data) for t in REFUSAL_TEXTS))
 
 
-def _root_problem(call_id: str, by_call: dict[str, list[LedgerEntry]]) -> Disagreement | None:
+def _root_problem(call_id: str, index: LedgerIndex) -> Disagreement | None:
     """Every request of the call and of the calls nested under it names the call as its root
     (spec §5.4: ``rootCallId`` is the root of a nested tree, the call's own id at the top)."""
-    prefix = call_id + ":"
-    for cid, entries in by_call.items():
-        if cid == call_id or cid.startswith(prefix):
-            for entry in entries:
-                if entry.root != call_id:
-                    return Disagreement(
-                        call_id, f"the request {cid} reached {entry.service}.{entry.op} naming root call {entry.root!r}, not {call_id!r}"
-                    )
+    for cid, entries in index.reached(call_id):
+        for entry in entries:
+            if entry.root != call_id:
+                return Disagreement(
+                    call_id, f"the request {cid} reached {entry.service}.{entry.op} naming root call {entry.root!r}, not {call_id!r}"
+                )
     return None
 
 
-def _judge_refusal(call_id: str, data: dict[str, Any], by_call: dict[str, list[LedgerEntry]]) -> list[Disagreement]:
+def _judge_refusal(call_id: str, data: dict[str, Any], index: LedgerIndex) -> list[Disagreement]:
     """Nothing of a call the log says was not dispatched reached any service (nested calls included)."""
-    prefix = call_id + ":"
-    reached = list(by_call.get(call_id, ())) + [e for cid, entries in by_call.items() if cid.startswith(prefix) for e in entries]
+    family = index.reached(call_id)
+    reached = [e for cid, entries in family if cid == call_id for e in entries] + [
+        e for cid, entries in family if cid != call_id for e in entries
+    ]
     if not reached:
         return []
     code = (data.get("error") or {}).get("code") or _result_text(data)[:60]

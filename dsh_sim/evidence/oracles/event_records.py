@@ -15,7 +15,7 @@ import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from dsh_sim.evidence.oracles.shared_prefix import shared_length
+from dsh_sim.evidence.oracles.shared_prefix import Findings, shared_length
 from runtime.session.events import Event
 
 LIMIT = 1 << 15
@@ -119,12 +119,21 @@ def clear() -> None:
     _EQUAL.clear()
     _LAST.clear()
     _EQUAL_PAIR[:] = [(), (), 0]
+    _SETTINGS.clear()
 
 
 def in_force(events: Sequence[Event], kind: str, key: str, default: Any) -> Any:
     """A session setting as its log has it: the last ``kind`` event's ``key`` (``approval/policy``
-    and ``sandbox/mode`` change by appending one; the newest wins), else ``default``."""
-    for event in reversed(events):
+    and ``sandbox/mode`` change by appending one; the newest wins), else ``default``.  (``kind``:
+    one of :data:`SETTING_KINDS`.)"""
+    if kind not in SETTING_KINDS:
+        raise ValueError(f"{kind} is not a session setting")
+    for _, event in reversed(_SETTINGS.of(events)):
         if event.type == kind:
             return event.data.get(key)
     return default
+
+
+SETTING_KINDS = frozenset({"approval/policy", "sandbox/mode"})
+# the setting events of the log walked last (a long log has few: walked past the shared part only)
+_SETTINGS: Findings[Event] = Findings(lambda event: event if event.type in SETTING_KINDS else None)
