@@ -12,12 +12,14 @@ changed in place), so the findings of the shared items are the ones found before
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+_POSITION = operator.itemgetter(0)
 
 
 def shared_length(items: Sequence[Any], known: Sequence[Any]) -> int:
@@ -36,8 +38,7 @@ class Findings(Generic[T]):
 
     def of(self, items: Sequence[Any]) -> list[tuple[int, T]]:
         shared = shared_length(items, self._items)
-        found = self._found if shared == len(self._items) else [f for f in self._found if f[0] < shared]
-        found = list(found)
+        found = self._found[: bisect.bisect_left(self._found, shared, key=_POSITION)]  # (in position order: a copy)
         find = self._find
         for index in range(shared, len(items)):
             value = find(items[index])
