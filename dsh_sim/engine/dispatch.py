@@ -90,33 +90,55 @@ async def announce(sim: Simulation, life: Lifetime, name: str, details: dict[str
         # counted, no fault fires (its filesystem calls are refused anyway)
         sim.trace.record("dead-point", life.index, name)
         return None
-    sim.point_hits[name] = sim.point_hits.get(name, 0) + 1
+    hits = sim.point_hits
+    hits[name] = hits.get(name, 0) + 1
     if sim.trace.enabled:  # (a disabled trace records nothing: not even the call is made)
         sim.trace.record("point", life.index, name, public)
-    _record_marks(sim, life, name, details)
+    if name in _MARKED:
+        _record_marks(sim, life, name, details)
     for observer in sim.observers:
         observer.on_point(life, name, details)
     domain: Firing | None = None
     plan = sim.plan
-    firings = plan.hit(name, public, life.index) if name in plan.points else []
-    # the lock file replaced or removed as it is locked: the lease takes it again, so a failure
-    # of that same attempt fails no write — when that is the fault the operation meets (of several
-    # firing at once, the last domain fault is the one acted out: a removal followed by a
-    # contention leaves the lock busy, and that write fails)
-    acted = [f for f in firings if f.rule.action not in _NOT_ACTED_OUT]
-    retried = name == "fs.flock" and bool(acted) and acted[-1].rule.action in ("replaced", "removed")
-    for firing in firings:
-        if _fire(sim, life, name, public, firing, retried=retried):
-            domain = firing
-        elif firing.rule.action == "delay":
-            await trio.sleep(firing.rule.delay)
-    if sim.config.points_take_time:
-        await _take_time(sim, life, name)
-    if name == "session.flush" and domain is None:
+    if name in plan.points:  # (most announcements meet no rule at all)
+        firings = plan.hit(name, public, life.index)
+        if firings:
+            # the lock file replaced or removed as it is locked: the lease takes it again, so a failure
+            # of that same attempt fails no write — when that is the fault the operation meets (of several
+            # firing at once, the last domain fault is the one acted out: a removal followed by a
+            # contention leaves the lock busy, and that write fails)
+            acted = [f for f in firings if f.rule.action not in _NOT_ACTED_OUT]
+            retried = name == "fs.flock" and bool(acted) and acted[-1].rule.action in ("replaced", "removed")
+            for firing in firings:
+                if _fire(sim, life, name, public, firing, retried=retried):
+                    domain = firing
+                elif firing.rule.action == "delay":
+                    await trio.sleep(firing.rule.delay)
+    config = sim.config
+    if config.points_take_time:
+        # What the configuration says a point costs (in line: a coroutine per point was a
+        # measurable share of a fuzz run): the seeded perturbation that lets other tasks go
+        # first, and a filesystem operation's latency (the operation runs after it, so a
+        # barrier, an append or a crash can meet it in flight).
+        if config.perturb and sim.perturb_rng.random() < config.perturb:
+            rng = sim.perturb_rng
+            pause = rng.choice((0.0, rng.uniform(0.0, PERTURB_MAX)))
+            sim.trace.record("perturb", life.index, name, pause)
+            await life.proc.sleep(pause)  # 0: a bare yield, the other runnable tasks go first
+        if (config.io_latency or config.fsync_latency) and name.startswith("fs."):
+            latency = config.io_latency + (config.fsync_latency if name in _FSYNCS else 0.0)
+            if latency:
+                await life.proc.sleep(latency)
+    if domain is None and name == "session.flush":
         # the barrier takes the queue when the runtime goes on from here: after the point's own
         # time (a delay fault, the perturbation's pause), during which a window may expire
         sim.history.window.append(WindowFact("barrier", life.index, sim.now(), label=str(details.get("reason"))))
     return domain
+
+
+_FSYNCS = ("fs.fsync", "fs.fsync_dir")  # the points an fsync latency adds to
+# the points whose history :func:`_record_marks` records (every other point has none)
+_MARKED = frozenset({"persist.batch.durable", "tools.call.appended", "tools.execute.body", "tools.result.appended", "agent.turn.end"})
 
 
 def _record_marks(sim: Simulation, life: Lifetime, name: str, details: dict[str, Any]) -> None:
@@ -211,20 +233,3 @@ def _legacy_append(sim: Simulation) -> None:
     why = sim.legacy_writer(sim) if sim.legacy_writer is not None else "no historical source was seeded (seed_v0)"
     if why is not None and sim.unfit is None:
         sim.unfit = f"source_append cannot run: {why}"
-
-
-async def _take_time(sim: Simulation, life: Lifetime, name: str) -> None:
-    """What the configuration says a point costs (only called when
-    :attr:`SimConfig.points_take_time`): a filesystem operation's latency (the operation runs
-    after it, so a barrier, an append or a crash can meet it in flight), and the seeded
-    perturbation that lets other tasks go first."""
-    config = sim.config
-    if config.perturb and sim.perturb_rng.random() < config.perturb:
-        rng = sim.perturb_rng
-        pause = rng.choice((0.0, rng.uniform(0.0, PERTURB_MAX)))
-        sim.trace.record("perturb", life.index, name, pause)
-        await life.proc.sleep(pause)  # 0: a bare yield, the other runnable tasks go first
-    if (config.io_latency or config.fsync_latency) and name.startswith("fs."):
-        latency = config.io_latency + (config.fsync_latency if name in ("fs.fsync", "fs.fsync_dir") else 0.0)
-        if latency:
-            await life.proc.sleep(latency)

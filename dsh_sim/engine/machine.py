@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import trio
@@ -178,10 +178,11 @@ class Simulation:
 
     # -- named points ----------------------------------------------------------------------
 
-    async def point(self, life: Lifetime, name: str, details: dict[str, Any]) -> Firing | None:
+    def point(self, life: Lifetime, name: str, details: dict[str, Any]) -> Coroutine[Any, Any, Firing | None]:
         """Announce a named point; apply crash/delay/cancel/corrupt; return a domain fault
-        (see :func:`.dispatch.announce`)."""
-        return await announce(self, life, name, details)
+        (see :func:`.dispatch.announce`: its coroutine, awaited by the caller — no frame of
+        this method's own per point)."""
+        return announce(self, life, name, details)
 
     def log_as_written(self) -> bytes | None:
         """The log's bytes as the runtime wrote them (see :func:`.media.as_written`)."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextvars
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import attrs
@@ -196,9 +196,10 @@ class SimProcess:
     def stop(self) -> Reply:
         return self._send("stop", None)
 
-    async def sleep(self, seconds: float) -> None:
-        """``trio.sleep`` for the harness's own code in this process, timed by the host."""
-        await timed_sleep(self._sleepers, self._clock, seconds)
+    def sleep(self, seconds: float) -> Coroutine[Any, Any, None]:
+        """``trio.sleep`` for the harness's own code in this process, timed by the host (the
+        sleep's own coroutine, awaited by the caller: no frame of its own in between)."""
+        return timed_sleep(self._sleepers, self._clock, seconds)
 
     def _check_alive(self) -> None:
         if self.exited:

@@ -59,7 +59,10 @@ async def sleep(sleepers: Sleepers, clock: trio.abc.Clock, seconds: float) -> No
     """``trio.sleep(seconds)`` timed by the host: same deadline, same wake-up batch, same
     cancellation (a cancelled sleep raises the enclosing scope's ``Cancelled``)."""
     if seconds <= 0:
-        await trio.sleep(seconds)  # a bare checkpoint (or trio's refusal of a negative time)
+        if seconds == 0:
+            await trio.lowlevel.checkpoint()  # a bare checkpoint: what trio.sleep(0) awaits
+        else:
+            await trio.sleep(seconds)  # trio's refusal of a negative time
         return
     entry = sleepers.add(clock.current_time() + seconds, trio.lowlevel.current_task())
 
