@@ -91,6 +91,22 @@ def derived_history(events: Sequence[Event]) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
+class SurfaceHistory:
+    """One session's model-visible history, extended as its log grows (a log only grows):
+    deriving it again from the whole log at every model request made each step of a long
+    session cost more than the one before."""
+
+    def __init__(self) -> None:
+        self._seen = 0
+        self._messages: list[dict[str, Any]] = []
+
+    def of(self, events: Sequence[Event]) -> tuple[dict[str, Any], ...]:
+        """:func:`derived_history` of ``events``, the same session's log as at every call before."""
+        self._messages.extend(derived_history(events[self._seen :]))
+        self._seen = len(events)
+        return tuple(self._messages)
+
+
 def next_turn_number(events: Sequence[Event]) -> int:
     for event in reversed(events):
         if event.type == "turn/start":
@@ -141,6 +157,7 @@ class Agent:
         self._inbox: list[dict[str, Any]] = []
         self._header_sent: dict[str, Any] | None = None
         self._last_finish: str | None = None
+        self._surface = SurfaceHistory()
         self.max_steps = runtime.config.max_steps
 
     @property
@@ -236,7 +253,7 @@ class Agent:
                 session_id=session.id,
                 turn=turn,
                 step=step,
-                messages=derived_history(session.events),
+                messages=self._surface.of(session.events),
                 tools=tuple(rt.tools.specs()),
                 provider=rt.model.provider,
                 model=rt.model.model,

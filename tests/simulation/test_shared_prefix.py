@@ -36,6 +36,8 @@ def test_findings_are_a_whole_walks(sequence) -> None:  # type: ignore[no-untype
     walk = Findings(find)
     for items in sequence:
         assert walk.of(items) == [(i, find(x)) for i, x in enumerate(items) if find(x) is not None]
+        for end in range(len(items) + 1):
+            assert walk.values_before(items, end) == tuple(find(x) for x in items[:end] if find(x) is not None)
 
 
 @settings(max_examples=300, deadline=None)

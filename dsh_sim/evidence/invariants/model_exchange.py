@@ -30,7 +30,6 @@ live process is judged when it does.
 
 from __future__ import annotations
 
-import bisect
 import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -151,9 +150,7 @@ def problems(
             f"request contexts {contexts} where the spec appends {wanted_contexts} (the last one: {last_context.data if last_context else None})"
         )
     # what the model is sent: the surface, exactly
-    found = _SURFACE.of(events)
-    cut = bisect.bisect_left(found, end, key=operator.itemgetter(0))
-    surface = tuple(message for _, (message,) in found[:cut])
+    surface = tuple(map(operator.itemgetter(0), _SURFACE.values_before(events, end)))
     if tuple(mark.messages) != surface:
         sent, due = len(mark.messages), len(surface)
         first = next((i for i in range(min(sent, due)) if mark.messages[i] != surface[i]), min(sent, due))

@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
-_POSITION = operator.itemgetter(0)
 
 
 def shared_length(items: Sequence[Any], known: Sequence[Any]) -> int:
@@ -34,21 +33,32 @@ class Findings(Generic[T]):
     def __init__(self, find: Callable[[Any], T | None]) -> None:
         self._find = find
         self._items: Sequence[Any] = ()
-        self._found: list[tuple[int, T]] = []
+        self._positions: list[int] = []  # where each finding is, ascending
+        self._values: list[T] = []
 
     def of(self, items: Sequence[Any]) -> list[tuple[int, T]]:
+        self._walk(items)
+        return list(zip(self._positions, self._values))
+
+    def values_before(self, items: Sequence[Any], end: int) -> tuple[T, ...]:
+        """The findings of ``items[:end]`` (C-level copies past the walk)."""
+        self._walk(items)
+        return tuple(self._values[: bisect.bisect_left(self._positions, end)])
+
+    def _walk(self, items: Sequence[Any]) -> None:
         shared = shared_length(items, self._items)
-        found = self._found[: bisect.bisect_left(self._found, shared, key=_POSITION)]  # (in position order: a copy)
-        find = self._find
+        keep = bisect.bisect_left(self._positions, shared)
+        del self._positions[keep:], self._values[keep:]
+        find, positions, values = self._find, self._positions, self._values
         for index in range(shared, len(items)):
             value = find(items[index])
             if value is not None:
-                found.append((index, value))
-        self._items, self._found = items, found  # (holding the items keeps their ids theirs)
-        return found
+                positions.append(index)
+                values.append(value)
+        self._items = items  # (holding the items keeps their ids theirs)
 
     def clear(self) -> None:
-        self._items, self._found = (), []
+        self._items, self._positions, self._values = (), [], []
 
 
 class Prefixed(Generic[T]):
