@@ -351,6 +351,7 @@ def explore(
         states: list[StateResult] = []
         tally = CaseTally()
         counter = CaseCounter(tally)
+        interned: dict[frozenset[str], frozenset[str]] = {}  # the call-id sets of the facts, shared
         saved: dict[tuple[str, str, str], str] = {}
         possible: dict[str, int] = dict.fromkeys(POINTS, 0)
         explored: dict[str, int] = dict.fromkeys(POINTS, 0)
@@ -379,7 +380,7 @@ def explore(
                     report = sim.primary.report if sim.primary is not None else None
                     verdicts = dict(report.verdicts) if report is not None else {}
                     applied = {c: bool(sim.world.applied_for(c)) for c in verdicts}
-                    facts = CaseFacts.of(recovery_facts(sim, sim.primary, ())) if sim.primary is not None else None
+                    facts = CaseFacts.of(recovery_facts(sim, sim.primary, ()), interned) if sim.primary is not None else None
                     cache[key] = (verdicts, applied, tuple(checker.violations), facts)
                 verdicts, applied, violations, facts = cache[key]
                 if facts is not None:

@@ -29,8 +29,14 @@ class CaseFacts:
     applied: frozenset[str]
 
     @classmethod
-    def of(cls, facts: Mapping[str, Any]) -> CaseFacts:
-        return cls(dict(facts["verdicts"]), frozenset(facts["known"]) | frozenset(facts["closed"]), frozenset(facts["applied"]))
+    def of(cls, facts: Mapping[str, Any], interned: dict[frozenset[str], frozenset[str]] | None = None) -> CaseFacts:
+        """(``interned``: equal sets of earlier facts, shared — explore keeps the facts of every
+        distinct recovery, and a long session's are large sets, mostly equal to an earlier one's.)"""
+        seen = frozenset(facts["known"]) | frozenset(facts["closed"])
+        applied = frozenset(facts["applied"])
+        if interned is not None:
+            seen, applied = interned.setdefault(seen, seen), interned.setdefault(applied, applied)
+        return cls(dict(facts["verdicts"]), seen, applied)
 
 
 Group = tuple[str, str, bool, int]  # (boundary, outcome, applied, calls)
