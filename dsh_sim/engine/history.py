@@ -108,6 +108,13 @@ class History:
     # acknowledged events at each of them held memory quadratic in the session's length
     _acked_shared: bool = attrs.field(default=False, repr=False, eq=False)
 
+    _acked_end: int = attrs.field(default=0, repr=False, eq=False)  # one past the highest acknowledged seq
+
+    def acked_end(self) -> int:
+        """One past the highest acknowledged seq (0: none; kept as seqs are acknowledged: a
+        judge asks at every step, and the map of a long session is long)."""
+        return self._acked_end
+
     def _own_acked(self) -> dict[int, Event]:
         if self._acked_shared:
             self.acked = dict(self.acked)
@@ -121,6 +128,7 @@ class History:
         acked = self._own_acked() if events else self.acked
         for event in events:
             acked[event.seq] = event
+            self._acked_end = max(self._acked_end, event.seq + 1)
         if log_bytes is not None:
             self.acked_bytes = log_bytes
 
@@ -137,6 +145,7 @@ class History:
             acked = self._own_acked()
             for event in committed:
                 acked.setdefault(event.seq, event)
+            self._acked_end = max(self._acked_end, max(map(_SEQ, committed)) + 1)
         if log_bytes is not None and truncate_to is not None:
             log_bytes = log_bytes[:truncate_to]  # a torn tail is not committed: the writer truncates it
         if log_bytes is not None and len(log_bytes) > len(self.acked_bytes) and log_bytes.startswith(self.acked_bytes):
@@ -152,6 +161,7 @@ class History:
             acked=self.acked,
             acked_bytes=self.acked_bytes,
             acked_shared=True,
+            acked_end=self._acked_end,
             corruptions=list(self.corruptions),
             answerer_failures=list(self.answerer_failures),
             approval_consulted=list(self.approval_consulted),

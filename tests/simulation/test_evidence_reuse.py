@@ -80,3 +80,13 @@ def test_a_snapshot_keeps_what_was_acknowledged_when_it_was_taken() -> None:
     child = snapshot.snapshot()
     child.committed_at_open((Event("todo/write", 0, 0, {}), Event("todo/write", 1, 0, {})), 0, None, None)
     assert sorted(child.acked) == [0, 1] and sorted(snapshot.acked) == [0]
+
+
+def test_the_acknowledged_end_follows_every_acknowledgement() -> None:
+    history = _history()
+    assert history.acked_end() == 1
+    history.acknowledged(1, (Event("todo/write", 3, 0, {}),), b"log++")
+    snapshot = history.snapshot()
+    assert snapshot.acked_end() == history.acked_end() == max(history.acked) + 1 == 4
+    snapshot.committed_at_open(tuple(Event("todo/write", i, 0, {}) for i in range(6)), 1, None, None)
+    assert snapshot.acked_end() == 5 == max(snapshot.acked) + 1 and history.acked_end() == 4

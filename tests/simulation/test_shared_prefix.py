@@ -50,16 +50,36 @@ def test_a_prefix_judgement_is_the_judgement_of_the_prefix(sequence, cuts) -> No
 
 
 def test_shared_length_is_by_identity_not_equality() -> None:
-    a, b = Item(1), Item(1)
-    assert shared_length((a, a, b), (a, a, a)) == 2
+    a, b, c = Item(1), Item(1), Item(2)
+    assert shared_length((a, a, c), (a, b, a)) == 1  # (an equal other object is another object)
     assert shared_length((a,), ()) == 0
+    long = tuple(Item(i % 7) for i in range(300))
+    for at in (0, 1, 150, 299):
+        other = long[:at] + (Item(at % 7),) + long[at + 1 :]
+        assert shared_length(long, other) == at
+    assert shared_length(long, long[:200]) == 200 and shared_length(list(long), list(long)) == 300
 
 
 def test_an_equal_but_other_object_is_walked_again() -> None:
-    """(the bug a shared-prefix walk must not have: trusting equality of values it did not see)"""
+    """(the bug a shared-prefix walk must not have: trusting an object it did not see)"""
     seen: list[int] = []
     walk = Findings(lambda item: seen.append(item.value))
-    first, second = Item(2), Item(2)
-    walk.of((first,))
-    walk.of((second,))
-    assert seen == [2, 2]
+    walk.of((Item(2), Item(3)))
+    walk.of((Item(2), Item(3)))
+    assert seen == [2, 3, 2, 3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=80), st.binary(max_size=80), st.booleans(), st.integers(0, 80))
+def test_a_prefix_compared_from_its_tail_first_is_startswith(data, other, cut, at) -> None:  # type: ignore[no-untyped-def]
+    from dsh_sim.evidence.oracles.log_prefixes import starts_with
+
+    prefix = data[:at] if cut else other
+    assert starts_with(data, prefix) == data.startswith(prefix)
+
+
+def test_remembered_pairs_answer_only_for_the_very_tuples() -> None:
+    a, b = Item(1), Item(2)
+    first, known = (a, b), (a, a)
+    assert shared_length(first, known) == 1
+    assert shared_length((a, b), known) == 1 and shared_length(first, (a, b)) == 2 and shared_length(first, (b,)) == 0

@@ -64,8 +64,7 @@ def write_time(config: SimConfig) -> float:
 def check_timely(obs: Judge, life: Lifetime) -> None:
     """The oldest event not yet acknowledged is younger than the window (unless a fault since)."""
     events = life.session.events
-    acked = obs.acked
-    first = max(acked) + 1 if acked else 0
+    first = obs.history.acked_end()
     if first >= len(events):
         return
     oldest = events[first]

@@ -245,7 +245,7 @@ def check_failed_append(obs: Judge, life: Lifetime, error: BaseException) -> Non
         return
     readable = readable_records(data, obs.sim.config.compression)
     stored_at_open = len(life.report.events) if life.report is not None else 0  # committed before this process
-    acknowledged = max(max(obs.acked) + 1 if obs.acked else 0, stored_at_open)
+    acknowledged = max(obs.history.acked_end(), stored_at_open)
     if readable is not None and readable > acknowledged:
         fail(
             obs,

@@ -56,7 +56,7 @@ def longest(data: bytes, writer: bool, *, raw: bool = False) -> Prefix | None:
     # are passed over on their length without comparing their bytes; ``>=`` keeps the earliest
     # of equally long ones (equal lengths that both start ``data`` are the same bytes)
     for known in reversed(candidates):
-        if (best is None or len(known.data) >= len(best.data)) and data.startswith(known.data):
+        if (best is None or len(known.data) >= len(best.data)) and starts_with(data, known.data):
             best = known
     if best is not None:
         return best
@@ -67,13 +67,29 @@ def longest(data: bytes, writer: bool, *, raw: bool = False) -> Prefix | None:
     return best
 
 
+TAIL = 32  # the last bytes of a remembered prefix, compared before all of it
+
+
+def starts_with(data: bytes, prefix: bytes) -> bool:
+    """``data.startswith(prefix)``, looking at the last :data:`TAIL` bytes of ``prefix`` first:
+    the remembered logs of one session share all but their last frames, so a log that is not
+    an extension of one parts from it near its end, and comparing every byte up to there, for
+    every remembered log at every read, made the reads of a long session's recoveries grow
+    with its length."""
+    end = len(prefix)
+    start = max(0, end - TAIL)
+    return end <= len(data) and data[start:end] == prefix[start:] and data.startswith(prefix)
+
+
 def _shared_frames(data: bytes, known: Prefix) -> int:
     """How many of ``known``'s leading frames ``data`` has byte for byte (binary search:
     sharing the first k frames implies sharing the first k - 1)."""
     low, high = 0, len(known.frames)  # data shares `low` frames; not more than `high`
     while low < high:
         middle = (low + high + 1) // 2
-        if data.startswith(known.data[: known.frames[middle - 1][1]]):
+        end = known.frames[middle - 1][1]
+        start = max(0, end - TAIL)
+        if data[start:end] == known.data[start:end] and data.startswith(known.data[:end]):
             low = middle
         else:
             high = middle - 1

@@ -22,8 +22,31 @@ T = TypeVar("T")
 
 
 def shared_length(items: Sequence[Any], known: Sequence[Any]) -> int:
-    """How many leading items of ``items`` are the very objects of ``known`` (one C-level pass)."""
+    """How many leading items of ``items`` are the very objects of ``known`` (one C-level pass,
+    remembered for the last few pairs of tuples: the walks of one log all ask it of the same
+    two logs, the one judged now and the one judged before).  Identity, not equality: an
+    equal other object is compared in full by the walk (an event's equality builds records)."""
+    if type(items) is not tuple or type(known) is not tuple:
+        return _shared(items, known)
+    key = (id(items), id(known))
+    pair = _PAIRS.get(key)
+    if pair is not None and pair[0] is items and pair[1] is known:
+        return pair[2]
+    length = _shared(items, known)
+    if len(_PAIRS) >= 8:
+        del _PAIRS[next(iter(_PAIRS))]
+    _PAIRS[key] = (items, known, length)  # (holding both keeps their ids theirs; tuples never change)
+    return length
+
+
+_TAIL = 64  # the items at the end of the shorter sequence compared one by one
+
+
+def _shared(items: Sequence[Any], known: Sequence[Any]) -> int:
     return next(itertools.compress(itertools.count(), map(operator.is_not, items, known)), min(len(items), len(known)))
+
+
+_PAIRS: dict[tuple[int, int], tuple[tuple[Any, ...], tuple[Any, ...], int]] = {}
 
 
 class Findings(Generic[T]):

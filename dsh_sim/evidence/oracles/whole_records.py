@@ -21,6 +21,7 @@ import attrs
 import zstandard
 
 from dsh_sim.adapters.simfs.frames import complete_end
+from dsh_sim.evidence.oracles.log_prefixes import starts_with
 
 
 @functools.lru_cache(maxsize=256)
@@ -121,7 +122,7 @@ def _longest_prefix(data: bytes, *, raw: bool) -> _Prefix | None:
     images of one growing log, and reading each from its first byte made this quadratic."""
     best: _Prefix | None = None
     for known in reversed(_PREFIXES[raw]):
-        if (best is None or len(known.data) > len(best.data)) and data.startswith(known.data):
+        if (best is None or len(known.data) > len(best.data)) and starts_with(data, known.data):
             best = known
     return best
 
