@@ -16,8 +16,6 @@ Above ``bound`` states at one point, the states are sampled (seeded) and reporte
 from __future__ import annotations
 
 import hashlib
-import itertools
-import operator
 import random
 import time
 from collections.abc import Callable
@@ -43,6 +41,7 @@ from dsh_sim.evidence.case_counts import CaseCounter, CaseFacts
 from dsh_sim.evidence.checker import Checker
 from dsh_sim.evidence.coverage import barrier_of, phase_group, recovery_facts
 from dsh_sim.evidence.invariants import Violation
+from dsh_sim.evidence.oracles.shared_prefix import shared_length
 from dsh_sim.evidence.tally import CaseTally
 from dsh_sim.mutants import catalogue as mutants
 from dsh_sim.scenario.args import AppendArgs, ArmArgs, ModelResponse, PromptArgs, Step
@@ -150,7 +149,7 @@ class _PointKeys:
 
     def _ledger(self, ledger: list[Any]) -> bytes:
         known = self._entries
-        same = next(itertools.compress(itertools.count(), map(operator.is_not, ledger, known)), min(len(ledger), len(known)))
+        same = shared_length(ledger, known)
         if same < len(known) and same < len(ledger):
             del known[same:], self._running[same + 1 :]  # (another ledger: digested again from where they part)
         for entry in ledger[len(known) :]:
