@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 
-from _bench import print_table
+from _bench import print_table, refuse
 from bench_sim_speed import standard_session
 
 from dsh_sim.drivers.explore import ExploreResult, explore
@@ -84,7 +84,8 @@ def measure_command(prompts: int) -> tuple[list[object], float]:
         done = subprocess.run([sys.executable, "-m", "dsh_sim", "explore", path, "--json"], capture_output=True, text=True, check=False)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
-        raise SystemExit(f"dsh-sim explore failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        refuse(f"dsh-sim explore exited {done.returncode}: {last[:300]}")
     report = json.loads(done.stdout)
     row = report[0] if isinstance(report, list) else report
     states = int(row.get("states", 0))
@@ -99,6 +100,8 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=8, help="prompts in the long session (default 8)")
     parser.add_argument("--command", action="store_true", help="measure the dsh-sim explore command in a child process (whole CPU time)")
     args = parser.parse_args()
+    if min(args.small, args.large) < 1:
+        refuse(f"--small and --large are prompts per session, at least 1 (got {args.small} and {args.large})")
     if args.command:
         small_row, small_rate = measure_command(args.small)
         large_row, large_rate = measure_command(args.large)
