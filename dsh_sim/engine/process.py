@@ -8,7 +8,7 @@ There is no thread per process and no thread handoff per command, and no I/O wai
 batches: a simulated process does no real I/O (every port it has is simulated), so where
 ``trio.run`` would poll epoll the host reports "no I/O happened" and steps on — except when
 trio queued a callback for itself (``run_sync_soon``, which its shutdown uses), whose
-wake-up arrives through a socket.
+wake-up the run's quiet I/O manager reports (:mod:`.quiet_io`: a run opens no descriptor).
 
 Inside the run a driver task starts what the host asks for (the program, a command's task)
 and waits for the next command.  The host watches the run: whenever every task is blocked
@@ -44,6 +44,7 @@ from dsh_sim.adapters.simfs.disk import FidelityError
 from dsh_sim.engine.determinism import run_module, seed_scheduler
 from dsh_sim.engine.hang import CHECK_EVERY, KILL_ROUNDS, STOP_GRACE, Hung, crash_tasks
 from dsh_sim.engine.instruments import fast_instruments
+from dsh_sim.engine.quiet_io import setup_quiet_runner
 from dsh_sim.engine.run_locals import RunLocals
 from dsh_sim.engine.sleepers import Sleepers
 from dsh_sim.engine.sleepers import sleep as timed_sleep
@@ -130,8 +131,7 @@ class SimProcess:
         host = self._locals.install()
         try:
             # an empty context: the tasks must not inherit whatever the host has set
-            runner = contextvars.Context().run(run.setup_runner, self._clock, self._instruments, False, True)
-            runner.ki_manager.close()  # Ctrl-C stays the host's, as when runs lived in threads
+            runner = contextvars.Context().run(setup_quiet_runner, self._clock, self._instruments)
             fast_instruments(runner)
             self._runner = runner
             self._gen = run.unrolled_run(runner, self._driver, (booted,), host_uses_signal_set_wakeup_fd=True)
