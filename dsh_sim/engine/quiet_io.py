@@ -95,7 +95,7 @@ class QuietIO:
 
     async def wait_readable(self, fd: object) -> None:
         if fd != QuietWakeup.wakeup_sock:
-            raise RuntimeError(f"a simulated process waited for a real descriptor ({fd!r}); its ports are all simulated")
+            raise _real_descriptor(fd)
         if self._reader is not None:
             raise trio.BusyResourceError("another task is already reading / writing this fd")
         self._reader = current_task()
@@ -107,10 +107,14 @@ class QuietIO:
         await wait_task_rescheduled(abort)
 
     async def wait_writable(self, fd: object) -> None:
-        raise RuntimeError(f"a simulated process waited for a real descriptor ({fd!r}); its ports are all simulated")
+        raise _real_descriptor(fd)
 
     def notify_closing(self, fd: object) -> None:
         pass
+
+
+def _real_descriptor(fd: object) -> RuntimeError:
+    return RuntimeError(f"a simulated process waited for a real descriptor ({fd!r}); its ports are all simulated")
 
 
 def setup_quiet_runner(clock: trio.abc.Clock, instruments: Sequence[trio.abc.Instrument]) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 
 from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
 from dsh_sim.evidence.invariants.moments import Shutdown, accepted
-from dsh_sim.evidence.oracles.event_records import data_of, kind_of, of_kinds
+from dsh_sim.evidence.oracles.event_records import data_of, kind_of, last_index_of, of_kinds
 from dsh_sim.evidence.oracles.identity_memo import IdentityMemo
 from dsh_sim.evidence.oracles.shared_prefix import Findings, Prefixed
 from runtime.session.events import Event
@@ -119,21 +119,15 @@ def _find_calls(stored: tuple[Event, ...]) -> tuple[set[str], set[str]]:
     return started, answered
 
 
+_TURN_START = frozenset({"turn/start"})
 _APPROVAL_KINDS = frozenset({"turn/start", "approval/asked", "approval/decided", "turn/end"})
 
 
 def check_approval_audit(obs: Judge, events: Sequence[Event]) -> None:
     obs.count("approval_audit")
-    last_turn = _last_turn_start(events)  # (each turn/start resets the walk: what came before is judged once)
+    last_turn = last_index_of(events, _TURN_START)  # (each turn/start resets the walk: what came before is judged once)
     for message, details in (*_APPROVALS.of(events, last_turn), *_approval_problems(events[last_turn:])):
         fail(obs, "approval_audit", message, None, *details)
-
-
-def _last_turn_start(events: Sequence[Event]) -> int:
-    for index in range(len(events) - 1, -1, -1):
-        if events[index].type == "turn/start":
-            return index
-    return 0
 
 
 def _approval_problems(events: Sequence[Event]) -> list[tuple[str, tuple[str, ...]]]:

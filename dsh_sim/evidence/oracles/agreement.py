@@ -132,14 +132,7 @@ class LedgerIndex:
     @classmethod
     def of(cls, ledger: Sequence[LedgerEntry]) -> LedgerIndex:
         base = _LAST_INDEX[0]
-        index = cls()
-        if base.entries and shared_length(ledger, base.entries) == len(base.entries):
-            index.entries, index.by_call, index.by_key, index.family = (
-                base.entries,
-                dict(base.by_call),
-                dict(base.by_key),
-                dict(base.family),
-            )
+        index = base.copy() if base.entries and shared_length(ledger, base.entries) == len(base.entries) else cls()
         index.extend(ledger)
         _LAST_INDEX[0] = index.copy()
         return index

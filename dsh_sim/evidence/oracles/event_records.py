@@ -106,6 +106,15 @@ def kind_of(event: Any) -> str:
     return str(event["type"] if type(event) is dict else event.type)
 
 
+def last_index_of(events: Sequence[Any], kinds: frozenset[str]) -> int:
+    """The index of the last event (record or :class:`Event`) whose type is in ``kinds`` (0:
+    none): where a walk whose whole state those kinds reset may start."""
+    for index in range(len(events) - 1, -1, -1):
+        if kind_of(events[index]) in kinds:
+            return index
+    return 0
+
+
 def seq_of(event: Any) -> int:
     return int(event["seq"] if type(event) is dict else event.seq)
 

@@ -11,7 +11,8 @@ Raw logs (compression "none") are remembered the same way, apart, by their commi
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -51,13 +52,7 @@ def longest(data: bytes, writer: bool, *, raw: bool = False) -> Prefix | None:
     writer's); failing that, the longest run of whole frames it shares with a recent log."""
     kinds = _RAW if raw else _KNOWN
     candidates = kinds[True] if writer else kinds[False] + kinds[True]
-    best: Prefix | None = None
-    # newest first: a growing log's newest prefix is its longest, so the older (shorter) ones
-    # are passed over on their length without comparing their bytes; ``>=`` keeps the earliest
-    # of equally long ones (equal lengths that both start ``data`` are the same bytes)
-    for known in reversed(candidates):
-        if (best is None or len(known.data) >= len(best.data)) and starts_with(data, known.data):
-            best = known
+    best = longest_of(candidates, data)
     if best is not None:
         return best
     for known in candidates[-PROBES:]:
@@ -65,6 +60,36 @@ def longest(data: bytes, writer: bool, *, raw: bool = False) -> Prefix | None:
         if shared and (best is None or shared > len(best.frames)):
             best = known.cut(shared)
     return best
+
+
+class HasData(Protocol):
+    @property
+    def data(self) -> bytes: ...
+
+
+P = TypeVar("P", bound=HasData)
+
+
+def longest_of(candidates: Sequence[P], data: bytes) -> P | None:
+    """The longest of ``candidates`` (remembered prefixes, the newest last) that ``data`` starts
+    with.  Newest first: a growing log's newest prefix is its longest, so the older (shorter)
+    ones are passed over on their length without comparing their bytes; ``>=`` keeps the
+    earliest of equally long ones (equal lengths that both start ``data`` are the same bytes)."""
+    best: P | None = None
+    for known in reversed(candidates):
+        if (best is None or len(known.data) >= len(best.data)) and starts_with(data, known.data):
+            best = known
+    return best
+
+
+def keep(slots: list[P], prefix: P, size: int) -> None:
+    """Remember ``prefix`` as the newest of ``slots`` (unless its bytes are there already),
+    forgetting the oldest beyond ``size``."""
+    if any(known.data == prefix.data for known in slots):
+        return
+    slots.append(prefix)
+    if len(slots) > size:
+        del slots[0]
 
 
 TAIL = 32  # the last bytes of a remembered prefix, compared before all of it
@@ -109,10 +134,5 @@ def remember(
 ) -> None:
     """A successful read of ``data``: its complete frames (``records`` without a torn tail's;
     ``raw``: its committed lines, ``complete_end`` where they end)."""
-    known = (_RAW if raw else _KNOWN)[writer]
     prefix = data[:complete_end]
-    if any(k.data == prefix for k in known):
-        return
-    known.append(Prefix(prefix, header, records, frames, counts))
-    if len(known) > SLOTS:
-        del known[0]
+    keep((_RAW if raw else _KNOWN)[writer], Prefix(prefix, header, records, frames, counts), SLOTS)

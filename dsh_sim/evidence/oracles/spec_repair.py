@@ -28,7 +28,8 @@ ERROR_NAMES = {NOT_STARTED: "ToolNotStartedError", OUTCOME_UNKNOWN: "ToolOutcome
 
 
 def _last_turn_boundary(records: Sequence[dict[str, Any]]) -> int:
-    """The index of the last ``turn/start`` or ``turn/end`` record (0: none)."""
+    """The index of the last ``turn/start`` or ``turn/end`` record (0: none).  (This oracle
+    imports nothing of the runtime's or the judges': its own scan, not event_records'.)"""
     for index in range(len(records) - 1, -1, -1):
         if records[index]["type"] in ("turn/start", "turn/end"):
             return index

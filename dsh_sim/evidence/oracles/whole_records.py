@@ -21,7 +21,7 @@ import attrs
 import zstandard
 
 from dsh_sim.adapters.simfs.frames import complete_end
-from dsh_sim.evidence.oracles.log_prefixes import starts_with
+from dsh_sim.evidence.oracles.log_prefixes import keep, longest_of
 
 
 @functools.lru_cache(maxsize=256)
@@ -120,20 +120,11 @@ _SLOTS = 8
 def _longest_prefix(data: bytes, *, raw: bool) -> _Prefix | None:
     """The longest remembered prefix ``data`` starts with: explore reads thousands of crash
     images of one growing log, and reading each from its first byte made this quadratic."""
-    best: _Prefix | None = None
-    for known in reversed(_PREFIXES[raw]):
-        if (best is None or len(known.data) > len(best.data)) and starts_with(data, known.data):
-            best = known
-    return best
+    return longest_of(_PREFIXES[raw], data)
 
 
 def _remember(prefix: _Prefix, *, raw: bool) -> None:
-    known = _PREFIXES[raw]
-    if any(other.data == prefix.data for other in known):
-        return
-    known.append(prefix)
-    if len(known) > _SLOTS:
-        del known[0]
+    keep(_PREFIXES[raw], prefix, _SLOTS)
 
 
 _NOT_A_RECORD = object()
