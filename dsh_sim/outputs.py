@@ -133,9 +133,12 @@ def replace_staged(temp: str, path: str, directory: str) -> None:
 
 
 def _staged(directory: str, name: str, text: str | bytes) -> str:
-    """A temp file in ``directory`` holding ``text`` (UTF-8) or bytes, fsynced; the caller gives it its name."""
+    """A temp file in ``directory`` holding ``text`` (UTF-8) or bytes, fsynced; the caller gives it its name.
+
+    Text a log or a scenario holds may carry a lone surrogate, which has no UTF-8: it is written
+    as its escape (``\\ud800``), which is also how JSON spells it, so a JSON document stays exact."""
     fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
-    data = text.encode("utf-8") if isinstance(text, str) else text
+    data = text.encode("utf-8", "backslashreplace") if isinstance(text, str) else text
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -124,7 +124,7 @@ class WorkspaceService(Service):
         if op == "read":
             return False, {"path": path, "text": self.files.get(path)}
         self.files[path] = text  # a write is an effect even when the content is unchanged
-        return True, {"path": path, "bytes": len(text.encode())}
+        return True, {"path": path, "bytes": len(text.encode("utf-8", "surrogatepass"))}  # a lone surrogate counts 3
 
 
 _T = TypeVar("_T")

@@ -28,12 +28,13 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 from typing import Any
 
 KINDS = ("integers", "floats", "bytes", "strings")
-FORMAT = 1
+FORMAT = 2  # 2: a string holding a surrogate is stored as its surrogatepass bytes
 KEEP = 8  # cache files kept (the newest): each edit of a source file makes a new key
 
 
@@ -100,11 +101,17 @@ def cache_dir() -> str:
     return os.path.join(base, "dsh-sim")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _encode(kind: str, value: Any) -> Any:
     if kind == "floats":
         return float(value).hex()
     if kind == "bytes":
         return bytes(value).hex()
+    if kind == "strings" and not value.isascii() and _SURROGATE.search(value) is not None:
+        # JSON would read an escaped surrogate pair held as two code points back as one
+        return ["surrogatepass", value.encode("utf-8", "surrogatepass").hex()]
     return value
 
 
@@ -117,6 +124,8 @@ def _decode(kind: str, value: Any) -> Any:
         return value
     if kind == "strings" and isinstance(value, str):
         return value
+    if kind == "strings" and isinstance(value, list) and len(value) == 2 and value[0] == "surrogatepass":
+        return bytes.fromhex(value[1]).decode("utf-8", "surrogatepass")
     raise ValueError(f"not a {kind} literal: {value!r}")
 
 

@@ -351,14 +351,10 @@ def unsafe_values(name: str, source: Source, compression: str) -> Iterator[Case]
 
 # JSON text the format refuses wherever it stands, spelled as a writer other than Python's might
 # spell it: the integer -0 (JavaScript's negative zero), non-finite numbers and numbers that
-# overflow to them, an integer past 2**53 by its digits, a raw lone surrogate; the envelope's seq
-# and time also negative.  Left out: an *escaped* lone surrogate ("\\ud800") — settled against
-# the published DSH (2026-12-07): DSH reads a v0 log whose user message holds one, as the spec's
-# reader does (the spec's lossless rules do not name lone surrogates), and dsh-sim's runtime
-# refuses it at migration ("not losslessly JSON-serializable: a lone surrogate"), so ours is the
-# divergence and this case waits for that fix (the runtime, the lossless_refused judge and the
-# edge values refuse lone surrogates alike); and a raw-mode line whose seq is not a safe integer
-# (both refuse; ours as an invalid event, the spec's as a seq gap closed by a later turn/end).
+# overflow to them, an integer past 2**53 by its digits, the raw bytes of a lone surrogate (not
+# UTF-8: a JavaScript reader would read U+FFFD in their place); the envelope's seq and time also
+# negative.  Left out: a raw-mode line whose seq is not a safe integer (both refuse; ours as an
+# invalid event, the spec's as a seq gap closed by a later turn/end).
 UNSAFE_TEXTS: tuple[tuple[str, bytes], ...] = (
     ("int-negative-zero", b"-0"),
     ("nan", b"NaN"),
@@ -392,6 +388,19 @@ def unsafe_texts(name: str, source: Source, compression: str) -> Iterator[Case]:
         plain = line(record).replace(f'"{_SLOT}"'.encode(), text) + end
         data = base + (zstd_frame(plain) if compression == "zstd" else plain)
         yield Case(f"{name}/unsafe-text-{where}", compression, data, source.header)
+
+
+def lone_surrogates(name: str, source: Source, compression: str) -> Iterator[Case]:
+    """The source with one more committed batch whose record holds lone surrogates, escaped as
+    ``JSON.stringify`` writes them (the spec refuses none: every reader hands them back as written),
+    in a value, in a key, and a low one before a high one (no pair)."""
+    seq = len(source.records)
+    data = {"v": ["a\ud800b", "\udbff"], "\udc00": "\udfff\ud800"}
+    record = {"type": "dsh-sim/pad", "seq": seq, "time": 2000, "data": data, "ignorable": True}
+    end = {"type": "turn/end", "seq": seq + 1, "time": 2001, "data": {"turn": 0, "reason": {"kind": "completed"}}}
+    plain = json.dumps(record, separators=(",", ":")).encode() + b"\n" + line(end)
+    base = encode(source, compression)
+    yield Case(f"{name}/lone-surrogates", compression, base + (zstd_frame(plain) if compression == "zstd" else plain), source.header)
 
 
 def bombs(source: Source, rng: random.Random, limit: int | None) -> Iterator[Case]:

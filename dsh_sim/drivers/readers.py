@@ -253,6 +253,7 @@ def cases(sources: Sequence[rc.Source], originals: Sequence[Original], plan: Pla
             yield from rc.source_seqs(name, source, compression)
             yield from rc.unsafe_values(name, source, compression)
             yield from rc.unsafe_texts(name, source, compression)
+            yield from rc.lone_surrogates(name, source, compression)
             yield from rc.flips(name, source, data, compression, rng, plan.flips // 4)
             if compression == "none":
                 yield from rc.raw_damage(name, source, data)

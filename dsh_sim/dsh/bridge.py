@@ -24,6 +24,15 @@ import attrs
 from dsh_sim.dsh.install import Installation, js_dir
 
 
+def _message_line(message: dict[str, Any]) -> bytes:
+    """One request as UTF-8 JSON; text holding a lone surrogate goes escaped (``\\ud800``), which
+    Node's ``JSON.parse`` reads back as that code unit (raw, it is not UTF-8 at all)."""
+    try:
+        return (json.dumps(message, ensure_ascii=False) + "\n").encode()
+    except UnicodeEncodeError:
+        return (json.dumps(message) + "\n").encode()
+
+
 class BridgeError(RuntimeError):
     """The Node side died or broke the protocol (the message carries its stderr tail)."""
 
@@ -92,7 +101,7 @@ class Bridge:
     def _write(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write((json.dumps(message, ensure_ascii=False) + "\n").encode())
+            self.proc.stdin.write(_message_line(message))
             self.proc.stdin.flush()
         except BrokenPipeError:
             raise BridgeError(self._died()) from None

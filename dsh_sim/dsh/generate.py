@@ -192,6 +192,15 @@ def _vocabulary_cases(corpus: Corpus, compression: str) -> None:
         log.add("future/event", {"x": 1}, **extra)
         log.cut()
         corpus.write(f"{compression}/{name}", log, compression)
+    # text that is no Unicode scalar value: lone surrogates, which JSON.stringify escapes and every
+    # lossless reader must hand back as written (a user message and a streamed answer)
+    log = Log("v-lone-surrogates")
+    log.balanced_turn("a\ud800b \udc00 \udbff", None)
+    log.start_turn("\udfff\ud800 after")
+    log.cut()
+    log.answer("x\udc00y\ud800zz\udbffw", deltas=True)  # packed: three deltas
+    log.cut()
+    corpus.write(f"{compression}/lone-surrogates", log, compression)
     sid = "v-legacy"
     data, _ = corpus.write(f"{compression}/base-legacy", shape("balanced", sid, turns=1), compression)
     n = len(shape("balanced", sid, turns=1).events)

@@ -302,7 +302,7 @@ def _edit_record(
 
 
 def _dump(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
 # -- structure -----------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ class NotProjectable(Exception):  # not a ValueError: those mean "copy verbatim"
 
 
 def _dumps(record: Any) -> bytes:
-    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "backslashreplace")
 
 
 def _frame(plain: bytes) -> bytes:

@@ -1,8 +1,8 @@
 """Edge values of event data, with what the spec says of each (§1.1 "lossless JSON").
 
 Session data crosses languages, so an append accepts only what every reader gets back exactly:
-``-0``, NaN/±Infinity, integers outside the IEEE-754 safe range, lone surrogates, non-string
-keys, tuples, sets and cycles are refused at ``Session.append`` with a ``TypeError`` naming
+``-0``, NaN/±Infinity, integers outside the IEEE-754 safe range, a surrogate pair held as two
+code points, non-string keys, tuples, sets and cycles are refused at ``Session.append`` with a ``TypeError`` naming
 "losslessly JSON-serializable", and nothing is stored; the rest must read back unchanged.  The
 verdicts here are written from the spec, apart from the runtime's own check
 (``runtime/session/lossless.py``), so a slip there shows: a refused value the runtime stores
@@ -41,7 +41,7 @@ EDGE_VALUES: dict[str, EdgeValue] = {
     "negative-unsafe-integer": EdgeValue(lambda: -_MAX_SAFE - 1, True, "outside the IEEE-754 safe range"),
     "nan": EdgeValue(lambda: float("nan"), True, "NaN is not JSON"),
     "infinity": EdgeValue(lambda: [float("-inf")], True, "±Infinity is not JSON"),
-    "lone-surrogate": EdgeValue(lambda: "a\ud800b", True, "a lone surrogate is not a Unicode scalar value"),
+    "split-surrogate-pair": EdgeValue(lambda: ["\ud83d\ude00"], True, "two code points JSON reads back as one (U+1F600)"),
     "non-string-key": EdgeValue(lambda: {1: "one"}, True, "JSON object keys are strings"),
     "tuple": EdgeValue(lambda: {"pair": (1, 2)}, True, "a tuple would read back as a list"),
     "set": EdgeValue(lambda: {1, 2}, True, "a set is not JSON"),
@@ -52,6 +52,12 @@ EDGE_VALUES: dict[str, EdgeValue] = {
     "tiny-float": EdgeValue(lambda: 5e-324, False, "the smallest subnormal"),
     "huge-float": EdgeValue(lambda: -1.7976931348623157e308, False, "the largest finite magnitude"),
     "astral-text": EdgeValue(lambda: 'é😀\u2028\x00"\\', False, "non-ASCII, astral, line separator, NUL, quote, backslash"),
+    "lone-surrogate": EdgeValue(
+        lambda: "a\ud800b", False, "JSON.stringify escapes a lone surrogate (\\ud800) and JSON.parse reads it back"
+    ),
+    "lone-surrogates-in-keys": EdgeValue(
+        lambda: {"\udc00": ["\udbff", "\udfff\ud800"]}, False, "lone surrogates in a key, high at the end, low before high"
+    ),
     "deep": EdgeValue(lambda: {"k": [[[[{"": None, "t": True}]]]]}, False, "nesting, an empty key, null and true"),
 }
 EDGE_NAMES = tuple(EDGE_VALUES)

@@ -147,7 +147,7 @@ def found_name(scenario: Scenario) -> str:
     content hash — unique, and readable in a directory listing."""
     origin = scenario.origin
     invariant = scenario.expect.invariant or "violation"
-    digest = hashlib.sha256(dumps(scenario).encode()).hexdigest()[:8]
+    digest = hashlib.sha256(dumps(scenario).encode("utf-8", "backslashreplace")).hexdigest()[:8]
     if origin.get("found_by") == "explore":
         parts = ["explore", str(origin.get("scenario", scenario.name)), invariant, str(origin.get("point")), str(origin.get("crash"))]
     else:

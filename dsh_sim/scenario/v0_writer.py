@@ -14,7 +14,7 @@ from typing import Any
 from runtime.persistence.v0_format import V0Header
 from runtime.persistence.v0_records import ROW_TAGS, V0Event
 from runtime.persistence.zstd_frames import compress_frame
-from runtime.session.lossless import dumps
+from runtime.session.lossless import dumps, encode_utf8
 
 MIN_RUN = 3  # the reference packs runs of three or more same-block deltas into one row
 
@@ -86,9 +86,9 @@ def pack_records(events: Iterable[V0Event]) -> list[dict[str, Any]]:
 
 def encode_v0(header: V0Header, batches: Sequence[Sequence[V0Event]], compression: str) -> bytes:
     """A v0 file as the reference writes it: header frame (or line), one frame per batch."""
-    parts = [(dumps(header.to_record()) + "\n").encode()]
+    parts = [encode_utf8(dumps(header.to_record()) + "\n")]
     for batch in batches:
-        parts.append("".join(dumps(r) + "\n" for r in pack_records(batch)).encode())
+        parts.append(encode_utf8("".join(dumps(r) + "\n" for r in pack_records(batch))))
     if compression == "zstd":
         return b"".join(compress_frame(p) for p in parts)
     return b"".join(parts)

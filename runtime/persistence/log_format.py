@@ -36,7 +36,7 @@ from runtime.persistence.log_records import (
 )
 from runtime.persistence.zstd_frames import FrameFormatError, compress_frame, decode_frame, first_frame
 from runtime.session.events import Event
-from runtime.session.lossless import dumps, dumps_lines
+from runtime.session.lossless import dumps, dumps_lines, encode_utf8
 
 __all__ = [
     "COMPRESSIONS",
@@ -73,12 +73,12 @@ class DecodedLog:
 
 
 def header_line(header: SessionHeader) -> bytes:
-    return (dumps(header.to_record()) + "\n").encode()
+    return encode_utf8(dumps(header.to_record()) + "\n")
 
 
 def event_lines(events: Sequence[Event]) -> bytes:
     """Events admitted by a write handle or built by a decoder (never a cycle in their data)."""
-    return dumps_lines([event.to_record() for event in events]).encode()
+    return encode_utf8(dumps_lines([event.to_record() for event in events]))
 
 
 def encode_header(header: SessionHeader, compression: str) -> bytes:

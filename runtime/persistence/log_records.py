@@ -58,11 +58,13 @@ _PLAIN_DECODER = json.JSONDecoder()  # for text without "-0": integers parsed in
 
 
 def _text_of(line: bytes) -> str:
-    """The line as ``json.loads`` would decode bytes (encoding detected, surrogates kept for
-    the checks).  A line starting ``{`` and a non-NUL byte is UTF-8 to ``detect_encoding``."""
+    """The line as ``json.loads`` would decode bytes (encoding detected), except that bytes of
+    a surrogate are refused (``UnicodeDecodeError``, a ``ValueError``): they are not UTF-8, and
+    reading them as the code unit would hand back text a JavaScript reader reads as U+FFFD.  A
+    line starting ``{`` and a non-NUL byte is UTF-8 to ``detect_encoding``."""
     if line[:1] == b"{" and line[1:2] != b"\x00":
-        return line.decode("utf-8", "surrogatepass")
-    return line.decode(json.detect_encoding(line), "surrogatepass")
+        return line.decode("utf-8")
+    return line.decode(json.detect_encoding(line))
 
 
 def load_json(line: bytes) -> Any:

@@ -2,8 +2,11 @@
 
 Session data crosses languages (the reference runtime is TypeScript), so a value is
 accepted only when every reader would get back exactly what was written: no tuples or sets,
-no NaN/Infinity, no ``-0.0``, no integers outside the IEEE-754 safe range, no cycles, no lone
-surrogates, only string keys.
+no NaN/Infinity, no ``-0.0``, no integers outside the IEEE-754 safe range, no cycles, only
+string keys.  A lone surrogate is JSON text like any other (spec §1.1 does not refuse it):
+written escaped as ``JSON.stringify`` writes it (``"\\ud800"``), it reads back unchanged in
+both languages.  What is refused is a surrogate pair held as two code points, a Python string
+JavaScript cannot hold apart from the astral character it spells: JSON reads it back as one.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ def check_parsed(value: Any, where: str = "data") -> None:
 
     A value ``json.loads`` just returned is already made of plain JSON types and owned by no
     one else, so copying it buys nothing; it can still hold what JSON allows and this format
-    does not (an unsafe integer, ``NaN``/``Infinity``, ``-0``, a lone surrogate), so it is
+    does not (an unsafe integer, ``NaN``/``Infinity``, ``-0``), so it is
     walked once.  The refusal is the very ``TypeError`` ``lossless_copy`` would raise.  Only
     for parsed JSON: it never meets a cycle, a tuple or a non-string key, so it does not look.
     """
@@ -68,11 +71,11 @@ def check_parsed(value: Any, where: str = "data") -> None:
 
 # Everything check_parsed refuses leaves a trace in the JSON text it was parsed from: an unsafe
 # integer or a float that overflows to infinity needs 16 digits in a row or an exponent; NaN and
-# Infinity are spelled so; negative zero starts "-0"; a lone surrogate is a \\uD... escape or raw
-# bytes starting 0xED (surrogatepass).  The test may fire on clean text (a "3e" in an id): that
-# only costs the walk.  Substring tests on the digits mapped to "0" are several times faster
-# than one regular expression with these alternatives.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD]")
+# Infinity are spelled so; negative zero starts "-0".  (Parsed JSON never holds a split surrogate
+# pair: the decoder joins an escaped pair, and raw surrogate bytes are not UTF-8, so the reader
+# refuses them before parsing.)  The test may fire on clean text (a "3e" in an id): that only
+# costs the walk.  Substring tests on the digits mapped to "0" are several times faster than one
+# regular expression with these alternatives.
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
@@ -80,9 +83,7 @@ def text_may_refuse(text: bytes) -> bool:
     """Whether JSON parsed from ``text`` could hold a value :func:`check_parsed` refuses: when it
     is ``False`` the walk is sure to pass and can be skipped (tests/runtime/test_lossless.py
     checks that implication on generated JSON)."""
-    if b"-0" in text or b"NaN" in text or b"Infinity" in text or b"\xed" in text:
-        return True
-    if b"\\u" in text and _SURROGATE_ESCAPE.search(text) is not None:
+    if b"-0" in text or b"NaN" in text or b"Infinity" in text:
         return True
     digits = text.translate(_DIGITS_AS_ZERO)
     return b"0000000000000000" in digits or b"0e" in digits or b"0E" in digits
@@ -166,7 +167,7 @@ def _copy(value: Any, step: int | str | None, active: set[int]) -> Any:
 def _check_leaf(value: Any, kind: type) -> None:
     """Refuse a scalar JSON cannot carry losslessly (or anything that is not a JSON scalar)."""
     if kind is str:
-        if not value.isascii():  # only a non-ASCII string can hold a lone surrogate
+        if not value.isascii():  # only a non-ASCII string can hold a surrogate
             _check_text(value)
     elif kind is int:
         if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
@@ -260,11 +261,15 @@ def _walk_container(value: Any, kind: type, active: set[int]) -> None:
         active.discard(ident)
 
 
+_SPLIT_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
 def _check_text(text: str) -> None:
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _Refused("a lone surrogate in a string") from None
+    except UnicodeEncodeError:  # it holds a surrogate: lone ones are fine, a pair spelled as two is not
+        if _SPLIT_PAIR.search(text) is not None:
+            raise _Refused("a surrogate pair held as two code points (JSON reads it back as one) in a string") from None
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)  # json.dumps with these builds one per call
@@ -285,6 +290,14 @@ def _acyclic_encoder() -> Callable[[Any, int], Any] | None:
 
 
 _ACYCLIC = _acyclic_encoder()
+
+
+def encode_utf8(text: str) -> bytes:
+    """JSON text from :func:`dumps` as UTF-8, a lone surrogate escaped as ``JSON.stringify``
+    escapes it (``\\ud800``, lower-case hex: exactly what ``backslashreplace`` writes).  A
+    surrogate is the only code point UTF-8 cannot carry and stands only inside a string of the
+    text, where the escape means the same code unit; everything else is written as it is."""
+    return text.encode("utf-8", "backslashreplace")
 
 
 def dumps_lines(values: Iterable[Any]) -> str:

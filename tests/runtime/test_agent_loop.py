@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -546,3 +547,28 @@ def test_file_tools_refuse_a_fifo_or_directory_planted_in_the_workspace(tmp_path
         os.close(fd)
         pytest.fail("a file tool blocked on a FIFO in the workspace")
     assert outcomes == ["NOT_A_REGULAR_FILE"] * 3
+
+
+def test_write_file_refuses_text_with_a_lone_surrogate_before_touching_the_file(tmp_path):
+    """The log holds lone surrogates (spec §1.1), so a model's arguments can carry one; it has no
+    UTF-8, and the tool refused it only after opening — and truncating — the file it replaces."""
+    from runtime.adapters import production_ports
+    from runtime.agent.signal import AbortSignal
+    from runtime.tools.files import WriteFileTool
+    from runtime.tools.registry import ToolExecution
+    from runtime.tools.results import HarnessError
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "kept.txt").write_text("before")
+    args = {"path": "kept.txt", "content": "a\ud800b"}
+    ex = ToolExecution(call_id="c", root_call_id="c", name="write_file", arguments=args, raw_arguments="{}", signal=AbortSignal())
+    with pytest.raises(HarnessError, match="not UTF-8 text: a lone surrogate at index 1") as err:
+        trio.run(WriteFileTool(production_ports().fs, str(workspace)).execute, ex)
+    assert err.value.code == "INVALID_ARGUMENTS"
+    assert (workspace / "kept.txt").read_text() == "before"
+    named = {"path": "x\udc80.txt", "content": "ok"}  # the OS could name it (surrogateescape: byte 0x80); SimFS too
+    ex = ToolExecution(call_id="c", root_call_id="c", name="write_file", arguments=named, raw_arguments="{}", signal=AbortSignal())
+    with pytest.raises(HarnessError, match="path is not UTF-8 text: a lone surrogate at index 1"):
+        trio.run(WriteFileTool(production_ports().fs, str(workspace)).execute, ex)
+    assert sorted(os.listdir(workspace)) == ["kept.txt"]

@@ -258,6 +258,25 @@ def test_raw_file_is_the_logical_jsonl_text(root: str) -> None:
     run(main)
 
 
+def test_lone_surrogates_are_written_as_json_stringify_writes_them_and_read_back(root: str, mode: str) -> None:
+    """Spec §1.1 refuses no lone surrogate: JSON.stringify escapes it (lower-case hex) and
+    JSON.parse reads it back, so the log holds the escape and the reader the very string."""
+    data = {"turn": 1, "\udc00k": ["a\ud800b", "\udbff", "\udfff\ud800", "é😀"]}
+    events = [Event("turn/start", 0, 1, data)]
+
+    async def main() -> None:
+        await stored(backend(root, mode), "lone", events)
+        assert await read_all(backend(root, mode), "lone") == events
+        if mode == "none":
+            written = read_bytes(log_path(root, "lone", "none")).splitlines()[1]
+            assert written == (
+                b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"\\udc00k":'
+                b'["a\\ud800b","\\udbff","\\udfff\\ud800","\xc3\xa9\xf0\x9f\x98\x80"]}}'
+            )
+
+    run(main)
+
+
 def test_append_contiguity_names_the_expected_seq(root: str, mode: str) -> None:
     async def main() -> None:
         handle = await backend(root, mode).create(meta("contiguity"))
@@ -274,7 +293,7 @@ def test_append_contiguity_names_the_expected_seq(root: str, mode: str) -> None:
     run(main)
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.0, 2**53, (1,), {1}, object(), len, {"k": {2: 1}}, "\ud800"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.0, 2**53, (1,), {1}, object(), len, {"k": {2: 1}}, "\ud83d\ude00"])
 def test_append_rejects_non_lossless_data_and_stores_nothing(root: str, mode: str, bad: Any) -> None:
     async def main() -> None:
         handle = await backend(root, mode).create(meta("non-json"))

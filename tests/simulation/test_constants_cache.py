@@ -90,3 +90,13 @@ def test_only_the_newest_cache_files_are_kept(cache) -> None:  # type: ignore[no
         names.append(f"constants-{constants_cache.key(sources)}.json")
         os.utime(cache / names[-1], (1_000_000 + n, 1_000_000 + n))  # each file older than the next
     assert sorted(p.name for p in cache.iterdir()) == sorted(names[-constants_cache.KEEP :])
+
+
+def test_strings_holding_surrogates_come_back_as_they_were_parsed(cache) -> None:  # type: ignore[no-untyped-def]
+    """JSON reads an escaped surrogate pair held as two code points back as one: the cached pool
+    differed from a fresh parse once the sources held such a literal (the edge values do)."""
+    sources = [("pkg/a.py", b"pair = '\\ud83d\\ude00!'\nlone = 'a\\udc00b'\nplain = 'caf\\xe9 ok'\n")]
+    computed = constants_cache.pool(sources)
+    reloaded = constants_cache.pool(sources)
+    assert {"\ud83d\ude00!", "a\udc00b"} <= computed.strings
+    assert _same(computed, _fresh(sources)) and _same(reloaded, _fresh(sources))

@@ -34,6 +34,18 @@ REFUSES_SUBNORMALS = Edit(
     "        if not math.isfinite(value):\n",
     "        if not math.isfinite(value) or 0 < abs(value) < 1e-300:\n",
 )
+REFUSES_LONE_SURROGATES = Edit(
+    "runtime.session.lossless", "_check_text", "        if _SPLIT_PAIR.search(text) is not None:\n", "        if True:\n"
+)
+ACCEPTS_SPLIT_PAIRS = Edit(
+    "runtime.session.lossless", "_check_text", "        if _SPLIT_PAIR.search(text) is not None:\n", "        if False:\n"
+)
+WRITES_SURROGATES_RAW = Edit(
+    "runtime.session.lossless",
+    "encode_utf8",
+    '    return text.encode("utf-8", "backslashreplace")\n',
+    '    return text.encode("utf-8", "surrogatepass")\n',
+)
 
 
 @pytest.mark.parametrize("name", list(EDGE_VALUES))
@@ -55,8 +67,14 @@ def test_every_edge_value_is_judged():
 
 @pytest.mark.parametrize(
     ("slip", "invariant"),
-    [(FORGETS_NEGATIVE_ZERO, "lossless_refused"), (REFUSES_SUBNORMALS, "lossless_refused")],
-    ids=["stores-minus-zero", "refuses-subnormal"],
+    [
+        (FORGETS_NEGATIVE_ZERO, "lossless_refused"),
+        (REFUSES_SUBNORMALS, "lossless_refused"),
+        (REFUSES_LONE_SURROGATES, "lossless_refused"),
+        (ACCEPTS_SPLIT_PAIRS, "lossless_refused"),
+        (WRITES_SURROGATES_RAW, "format_conformance"),
+    ],
+    ids=["stores-minus-zero", "refuses-subnormal", "refuses-lone-surrogates", "stores-a-split-pair", "writes-surrogates-raw"],
 )
 def test_a_check_that_refuses_the_wrong_values_is_caught(slip, invariant):
     with capture_runtime_logs(), applied([slip]):

@@ -81,3 +81,40 @@ def test_a_file_the_harness_corrupted_on_purpose_is_not_held_against_the_runtime
     document.pop("trace_digest", None)
     result, _ = run_scenario(parse(document))
     assert result.violations == () and result.not_applicable is None
+
+
+LONE = os.path.join(ROOT, "scenarios", "regressions", "write-file-refuses-a-lone-surrogate.json")
+# the tool as it was: the file opened (and truncated) before the content failed to encode
+TRUNCATES_FIRST = Edit(
+    "runtime.tools.files",
+    "WriteFileTool.execute",
+    '        data = _utf8(content, "content")  # before the file is opened (and truncated)\n',
+    '        data = content.encode("utf-8", "surrogatepass")\n',
+)
+ENCODES_AFTER_OPENING = Edit(
+    "runtime.tools.files",
+    "WriteFileTool.execute",
+    "            await self._fs.write(fd, data)\n",
+    '            await self._fs.write(fd, _utf8(content, "content"))\n',
+)
+WRITES_SURROGATES = Edit(
+    "runtime.tools.files", "_utf8", "        return text.encode()\n", '        return text.encode("utf-8", "surrogatepass")\n'
+)
+
+
+def test_a_lone_surrogate_is_refused_and_the_file_kept():
+    result, sim = run_scenario(load(LONE))
+    assert result.violations == () and result.not_applicable is None
+    assert sim.disk.read_path("/sim/workspace/report.txt") == b"v1"
+    assert result.stats["checked"]["file_effects_durable"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("slip", "invariant"),
+    [([TRUNCATES_FIRST, ENCODES_AFTER_OPENING], "file_effects_durable"), ([WRITES_SURROGATES], "turn_progress")],
+    ids=["truncates-then-fails", "writes-surrogate-bytes"],
+)
+def test_a_write_file_that_mishandles_a_lone_surrogate_is_caught(slip, invariant):
+    with capture_runtime_logs(), applied(slip):
+        result, _ = run_scenario(load(LONE))
+    assert invariant in [v.invariant for v in result.violations], result.violations

@@ -205,6 +205,12 @@ SLIPS = {
         "        if expected != located.session_dir:\n",
         "        if expected.rsplit('/', 1)[-1] != located.session_dir.rsplit('/', 1)[-1]:\n",
     ),
+    "raw-surrogate-bytes-read": Edit(
+        "runtime.persistence.log_records",
+        "_text_of",
+        '        return line.decode("utf-8")\n',
+        '        return line.decode("utf-8", "surrogatepass")\n',
+    ),
 }
 FOUND_IN = {
     "header-shape-text": "header-type-other",
@@ -216,6 +222,7 @@ FOUND_IN = {
     "stored-data-unchecked": "unsafe-negative-zero-member",
     "header-id-refusal-broken": "header-id-of-another-session",
     "identity-by-name-only": "header-cwd-of-another-project",
+    "raw-surrogate-bytes-read": "unsafe-text-raw-lone-surrogate-data",
 }
 
 

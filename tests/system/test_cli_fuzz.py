@@ -204,3 +204,37 @@ def test_a_lone_surrogate_in_a_log_is_printed_escaped(tmp_path: Any) -> None:
     for extra in ((), ("--json",)):
         code, err = run("inspect", str(log), *extra)
         assert code == 0, err
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+def test_inspect_shows_the_lone_surrogates_a_log_holds(tmp_path: Any, compression: str) -> None:
+    """The format holds lone surrogates (spec §1.1); ``inspect`` spooled the events through a
+    UTF-8 file and died with a traceback on the first one."""
+    import trio
+
+    from runtime.session.events import Event
+    from tests.support.persistence import backend, log_path, meta, one_turn_log
+
+    events = one_turn_log()
+    at = [event.type for event in events].index("user/message")
+    user = events[at]
+    events[at] = Event(
+        user.type, user.seq, user.time, {**user.data, "content": [{"type": "text", "text": "a\ud800b"}]}, surface_op="append"
+    )
+
+    async def write() -> None:
+        handle = await backend(tmp_path, compression).create(meta("lone"))
+        await handle.append(events)
+        await handle.close()
+
+    trio.run(write)
+    path = log_path(tmp_path, "lone", compression)
+    outputs = []
+    for extra in ((), ("--json",)):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            assert main(["inspect", path, *extra]) == 0, err.getvalue()
+        outputs.append(out.getvalue())
+    assert "a\ud800b" in outputs[0]
+    document = json.loads(outputs[1])
+    assert [e["data"] for e in document["events"] if e["type"] == "user/message"] == [events[at].data]

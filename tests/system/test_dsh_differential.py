@@ -238,6 +238,8 @@ def test_a_recorded_reference_that_is_not_one_is_refused_in_one_line(tmp_path: P
         "corrupt-record-early-balanced/none",
         "header-version-99/zstd",
         "unknown-type/none",
+        "lone-surrogates/none",
+        "lone-surrogates/zstd",
     ],
 )
 def test_class_reads_alike(corpus_diffs: dict[str, Any], case: str) -> None:

@@ -88,8 +88,9 @@ def print_report(report: dict[str, Any]) -> None:
 def main(args: Any) -> int:
     # The events stream through a spool file while the log is read: a log of any size in
     # bounded memory, and nothing printed before the whole log is known to read (later damage
-    # refuses it all, in one line).
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
+    # refuses it all, in one line).  A lone surrogate (the format holds them) passes through the
+    # spool as it is and reaches the output escaped (the CLI's streams write ``\ud800``).
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="surrogatepass") as spool:
         if args.json:
             scan = api.scan_log(args.path, lambda event: spool.write(encode_item(event.to_record()) + "\n"))
         else:

@@ -7,7 +7,8 @@ is judged: if its durable result is a success, the file is on the medium with ex
 content (spec §5: a success is reported only once the effect is complete — for a new file,
 that includes its directory entry).  A later call to the same path whose outcome the log does
 not settle makes the path unjudgeable, and without the checkpoint policy a body may run before
-its call is durable, so nothing is judged then.
+its call is durable, so nothing is judged then.  A call whose path or content is no UTF-8 text
+(a lone surrogate) is refused before it opens the file, so it changes nothing and is passed over.
 """
 
 from __future__ import annotations
@@ -52,11 +53,24 @@ def check_file_effects(obs: Judge, events: Sequence[Any]) -> None:
 
 
 def _target(arguments: Any, workspace: str) -> tuple[str | None, str | None]:
+    """The path a call writes and its content; no path for a call refused before it touches a
+    file (its path or content is no UTF-8 text: a lone surrogate), which leaves the file as the
+    calls before it made it."""
     args = parse_arguments(arguments) if isinstance(arguments, str) else None
     if not isinstance(args, dict) or not isinstance(args.get("path"), str):
         return None, None
     content = args.get("content")
+    if not _is_utf8(args["path"]) or (isinstance(content, str) and not _is_utf8(content)):
+        return None, None
     return posixpath.normpath(posixpath.join(workspace, args["path"])), content if isinstance(content, str) else None
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 FILE_EFFECTS_DURABLE = Invariant(

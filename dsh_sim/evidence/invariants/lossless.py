@@ -57,8 +57,9 @@ LOSSLESS_REFUSED = Invariant(
     NAME,
     (
         "an append refuses exactly the data the spec refuses as not losslessly JSON-serializable (-0, "
-        "NaN/Infinity, unsafe integers, lone surrogates, non-string keys, tuples, sets, cycles) with a "
-        "TypeError naming it and nothing stored, and appends the rest"
+        "NaN/Infinity, unsafe integers, a surrogate pair held as two code points, non-string keys, tuples, "
+        "sets, cycles) with a TypeError naming it and nothing stored, and appends the rest (lone surrogates "
+        "included)"
     ),
     checks={"step": _step},
 )

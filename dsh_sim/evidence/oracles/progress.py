@@ -26,7 +26,8 @@ as the spec describes the route (§5, §6, §7):
   it does (``read-only`` refuses every write, ``workspace-write`` refuses writes outside the
   workspace);
 * a ``write_file`` call (the runtime's own tool) succeeds when its content is text and its path
-  names a file directly in the workspace (the simulated workspace holds no directories);
+  names a file directly in the workspace (the simulated workspace holds no directories), both
+  UTF-8 text (a lone surrogate, which the log may hold, has no UTF-8);
 * every other call — payments, messages, reads, notes, nested batches — succeeds.
 
 The runtime's log must show exactly that: each scripted call once, in order, each with one
@@ -119,10 +120,16 @@ def _shell_succeeds(arguments: Any, mode: str, workspace: str) -> bool:
     return True
 
 
+def _is_utf8(text: str) -> bool:
+    return not any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+
+
 def _write_file_succeeds(arguments: Any, workspace: str) -> bool:
     """The runtime's ``write_file``: a text file at a path inside the workspace (not a link's
     way out, not through a missing directory: the simulated workspace holds no directories)."""
     if not isinstance(arguments, dict) or not isinstance(arguments.get("content"), str) or not isinstance(arguments.get("path"), str):
+        return False
+    if not (_is_utf8(arguments["content"]) and _is_utf8(arguments["path"])):
         return False
     path = posixpath.normpath(posixpath.join(workspace, arguments["path"]))
     return posixpath.dirname(path) == posixpath.normpath(workspace)

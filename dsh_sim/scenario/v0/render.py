@@ -31,7 +31,7 @@ from dsh_sim.scenario.v0.plan import Plan
 from dsh_sim.scenario.v0_writer import pack_records
 from runtime.persistence.v0_records import V0Event
 from runtime.persistence.zstd_frames import compress_frame
-from runtime.session.lossless import dumps
+from runtime.session.lossless import dumps, encode_utf8
 
 _CITING = ("assistant/message", "tool/result")  # their cites are v0 sourceEventSeqs
 
@@ -62,7 +62,7 @@ def events(plan: Plan, start: int, end: int) -> list[V0Event]:
 
 
 def lines(records: tuple[dict[str, Any], ...]) -> bytes:
-    return "".join(dumps(r) + "\n" for r in records).encode()
+    return encode_utf8("".join(dumps(r) + "\n" for r in records))
 
 
 def members(record: dict[str, Any]) -> int:
@@ -74,7 +74,7 @@ def members(record: dict[str, Any]) -> int:
 
 def render(plan: Plan, compression: str) -> Source:
     records = tuple(tuple(pack_records(events(plan, a, b))) for a, b in plan.batches)
-    parts = [(dumps(plan.header_record()) + "\n").encode()] + [lines(r) for r in records]
+    parts = [encode_utf8(dumps(plan.header_record()) + "\n")] + [lines(r) for r in records]
     if compression == "zstd":
         parts = [compress_frame(p) for p in parts]
     data = b"".join(parts)
@@ -98,7 +98,7 @@ def _final_frame(source: Source) -> Layout:
 def _line_starts(source: Source) -> list[int]:
     starts = [source.tail_start]
     for record in source.records[-1]:
-        starts.append(starts[-1] + len(dumps(record).encode()) + 1)
+        starts.append(starts[-1] + len(encode_utf8(dumps(record))) + 1)
     return starts
 
 
