@@ -26,6 +26,7 @@ from runtime.ports.model import (
     Usage,
 )
 from runtime.session.events import Event
+from runtime.session.lossless import join_text
 from runtime.session.session import Session
 from runtime.tools.scheduler import StepTools, ToolCallBlock
 
@@ -127,12 +128,12 @@ class _Assembly:
         self.records.append({"type": "chunk", "time": time, "chunk": part.to_chunk()})
         if isinstance(part, TextDelta):
             block = self.blocks.setdefault(part.index, {"type": "text", "text": ""})
-            block["text"] += part.text
+            block["text"] = join_text(block["text"], part.text)
         elif isinstance(part, ToolCallDelta):
             block = self.blocks.setdefault(part.index, {"type": "tool-call", "id": part.id, "name": "", "arguments": ""})
             if part.name:
                 block["name"] = part.name
-            block["arguments"] += part.arguments_delta
+            block["arguments"] = join_text(block["arguments"], part.arguments_delta)
         elif isinstance(part, Usage):
             self.usage = part
         elif isinstance(part, Finish):

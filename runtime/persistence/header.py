@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from runtime.session.lossless import is_safe_integer
+from runtime.session.lossless import holds_split_pair, is_safe_integer
 from runtime.session.vocabulary import SESSION_FORMAT_VERSION
 
 
@@ -52,8 +52,12 @@ class SessionHeader:
         return record
 
     def validate(self) -> None:
-        """Refuse a header this runtime would refuse to read back."""
-        parse_header(self.to_record())
+        """Refuse a header this runtime would refuse to read back, or would read back changed."""
+        record = self.to_record()
+        parse_header(record)
+        for key, value in record.items():
+            if type(value) is str and not value.isascii() and holds_split_pair(value):
+                raise HeaderError(f"session header {key} holds a surrogate pair as two code points (it would read back as one)")
 
 
 def _non_negative_int(value: Any) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from runtime.session.lossless import MAX_SAFE_INTEGER, check_lossless, check_parsed, is_safe_integer, lossless_copy
+from runtime.session.lossless import MAX_SAFE_INTEGER, check_lossless, check_parsed, holds_split_pair, is_safe_integer, lossless_copy
 from runtime.session.vocabulary import SURFACE_EVENT_TYPES
 
 # 'append' or {"op": "replace", "startSeq": a, "endSeq": b}
@@ -185,6 +185,8 @@ def _check_envelope(copy: Event) -> None:
         raise EnvelopeError("event type must be a non-empty string")
     if kind == "request/header-delta":
         raise EnvelopeError('event type "request/header-delta" is a retired format and is refused')
+    if not kind.isascii() and holds_split_pair(kind):
+        raise EnvelopeError("event type holds a surrogate pair as two code points (it would read back as one)")
     if not is_safe_integer(seq) or seq < 0:
         raise EnvelopeError(f"{kind} event seq must be a non-negative safe integer, got {seq!r}")
     if not is_safe_integer(copy.time):

@@ -264,12 +264,29 @@ def _walk_container(value: Any, kind: type, active: set[int]) -> None:
 _SPLIT_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
 
-def _check_text(text: str) -> None:
+def holds_split_pair(text: str) -> bool:
+    """Whether ``text`` holds a surrogate pair as two code points: written as JSON it reads back
+    as the one astral character (every string a log holds is checked for it, not only data)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # it holds a surrogate: lone ones are fine, a pair spelled as two is not
-        if _SPLIT_PAIR.search(text) is not None:
-            raise _Refused("a surrogate pair held as two code points (JSON reads it back as one) in a string") from None
+        return _SPLIT_PAIR.search(text) is not None
+    return False
+
+
+def join_text(left: str, right: str) -> str:
+    """``left + right`` as JavaScript concatenates strings: a high surrogate ending ``left`` and a
+    low one starting ``right`` become the one character they spell (streamed text may be cut
+    inside a pair; kept as two code points, the message would be refused as a split pair)."""
+    if left and right and "\ud800" <= left[-1] <= "\udbff" and "\udc00" <= right[0] <= "\udfff":
+        pair = 0x10000 + ((ord(left[-1]) - 0xD800) << 10) + (ord(right[0]) - 0xDC00)
+        return left[:-1] + chr(pair) + right[1:]
+    return left + right
+
+
+def _check_text(text: str) -> None:
+    if holds_split_pair(text):
+        raise _Refused("a surrogate pair held as two code points (JSON reads it back as one) in a string")
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)  # json.dumps with these builds one per call

@@ -17,7 +17,7 @@ from typing import Any
 from runtime.log_text import error_text
 from runtime.ports.clock import Clock
 from runtime.session.events import EnvelopeError, Event, SurfaceOp, owned, validate_surface
-from runtime.session.lossless import lossless_copy
+from runtime.session.lossless import holds_split_pair, lossless_copy
 
 Listener = Callable[[Event], None]
 _SEQ = operator.attrgetter("seq")
@@ -95,6 +95,8 @@ class Session:
         ignorable: bool = False,
     ) -> Event:
         """Commit one event in memory; ``TypeError`` (nothing stored) for non-lossless data."""
+        if not type.isascii() and holds_split_pair(type):
+            raise ValueError("event type holds a surrogate pair as two code points (it would read back as one)")
         copied = lossless_copy(data)
         op = lossless_copy(surface_op, "surfaceOp") if surface_op is not None else None
         sources = tuple(source_event_seqs) if source_event_seqs is not None else None

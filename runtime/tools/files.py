@@ -17,6 +17,7 @@ import posixpath
 from typing import Any
 
 from runtime.ports.fs import FileSystem, OpenFlags
+from runtime.tools.arguments import utf8_text
 from runtime.tools.registry import ToolExecution
 from runtime.tools.results import HarnessError, ToolResult
 
@@ -37,25 +38,15 @@ def confine_path(workspace: str, path: Any) -> str:
 
 async def confine_real(fs: FileSystem, workspace: str, path: Any) -> str:
     """The confined path, refused when a symbolic link on the way leads out of the workspace,
-    or when it is no UTF-8 text (a lone surrogate: the OS cannot name it, SimFS could)."""
+    or when it is no UTF-8 text (a lone surrogate: see :mod:`runtime.tools.arguments`)."""
     if isinstance(path, str):
-        _utf8(path, "path")
+        utf8_text(path, "path")
     resolved = confine_path(workspace, path)
     root = await fs.realpath(workspace)
     parent = await fs.realpath(posixpath.dirname(resolved))
     if parent != root and not parent.startswith(root.rstrip("/") + "/"):
         raise WorkspaceEscapeError(f'path "{path}" leads outside the workspace through a symbolic link')
     return resolved
-
-
-def _utf8(text: str, what: str) -> bytes:
-    """``text`` as UTF-8; a lone surrogate (the log holds them, spec §1.1) has none: refused."""
-    try:
-        return text.encode()
-    except UnicodeEncodeError as err:
-        raise HarnessError(
-            f"{what} is not UTF-8 text: a lone surrogate at index {err.start}", name="InvalidArguments", code="INVALID_ARGUMENTS"
-        ) from None
 
 
 def _not_regular(path: str, kind: str) -> HarnessError:
@@ -133,7 +124,7 @@ class WriteFileTool:
         content = args.get("content")
         if not isinstance(content, str):
             raise HarnessError("content must be a string", name="InvalidArguments", code="INVALID_ARGUMENTS")
-        data = _utf8(content, "content")  # before the file is opened (and truncated)
+        data = utf8_text(content, "content")  # before the file is opened (and truncated)
         fd = await _open(self._fs, path, OpenFlags.WRITE | OpenFlags.CREATE | OpenFlags.TRUNCATE, 0o644)
         try:
             await self._fs.write(fd, data)

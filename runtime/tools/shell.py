@@ -14,6 +14,7 @@ from typing import Any
 from runtime.agent.sandbox import SANDBOX_UNAVAILABLE, SandboxUnavailableError, UnsafeWorkspaceError
 from runtime.ports.probe import Probe
 from runtime.ports.process import ProcessRunner
+from runtime.tools.arguments import utf8_text
 from runtime.tools.registry import ToolExecution
 from runtime.tools.results import HarnessError, ToolResult
 
@@ -35,6 +36,8 @@ class ShellTool:
         argv = ex.arguments.get("argv") if isinstance(ex.arguments, dict) else None
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
             raise HarnessError("argv must be a non-empty list of strings", name="InvalidArguments", code="INVALID_ARGUMENTS")
+        for index, arg in enumerate(argv):
+            utf8_text(arg, f"argv[{index}]")
         sandbox = ex.registry.service("sandbox") if ex.registry is not None else None
         if sandbox is None:
             raise HarnessError(

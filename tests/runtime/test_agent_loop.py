@@ -572,3 +572,36 @@ def test_write_file_refuses_text_with_a_lone_surrogate_before_touching_the_file(
     with pytest.raises(HarnessError, match="path is not UTF-8 text: a lone surrogate at index 1"):
         trio.run(WriteFileTool(production_ports().fs, str(workspace)).execute, ex)
     assert sorted(os.listdir(workspace)) == ["kept.txt"]
+
+
+def test_text_streamed_in_halves_of_a_surrogate_pair_is_joined_as_javascript_joins_it(tmp_path):
+    """A provider counting UTF-16 units may cut an astral character between two deltas: each
+    chunk then holds a lone surrogate (stored as is, in the message's stream), and the message joins them into the one
+    character, as JavaScript's concatenation does — kept as two code points, the message was
+    refused as a split pair and the turn ended in error."""
+    from runtime.adapters import production_ports
+    from runtime.adapters.script_model import ScriptedResponse, ScriptModel
+    from runtime.agent.runtime import RuntimeConfig, open_runtime
+    from runtime.ports.model import Finish, TextDelta, Usage
+
+    class Halves(ScriptedResponse):
+        def parts(self):  # type: ignore[no-untyped-def]
+            return [TextDelta(0, "smile \ud83d"), TextDelta(0, "\ude00!"), Usage(input_tokens=1, output_tokens=1), Finish("stop")]
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    async def main() -> list[Any]:
+        config = RuntimeConfig(root=str(tmp_path / "root"), compression="none")
+        async with open_runtime(production_ports(), config, ScriptModel([Halves()]), []) as rt:
+            agent = await rt.create_agent("s", cwd=str(workspace))
+            outcome = await agent.run_turn("hi")
+            assert outcome.reason == {"kind": "completed"}
+            events = list(agent.session.events)
+            await rt.close_agent(agent)
+            return events
+
+    events = trio.run(main)
+    [data] = [e.data for e in events if e.type == "assistant/message"]
+    assert data["message"]["content"] == [{"type": "text", "text": "smile \U0001f600!"}]
+    assert "'smile \\ud83d'" in repr(data["stream"]) and "'\\ude00!'" in repr(data["stream"])  # the chunks as streamed

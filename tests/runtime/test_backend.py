@@ -1057,3 +1057,36 @@ def test_a_read_handle_never_goes_backwards(root: str, mode: str) -> None:
             await reader.read()
 
     run(main)
+
+
+@pytest.mark.parametrize(
+    "field",
+    [{"session_id": "s\ud83d\ude00"}, {"session_id": "s", "cwd": "/w\ud83d\ude00"}, {"session_id": "s", "agent_preset": "p\udbff\udfff"}],
+    ids=["id", "cwd", "agentPreset"],
+)
+def test_a_header_holding_a_split_surrogate_pair_is_refused(root: str, field: dict[str, Any]) -> None:
+    """Such a pair would read back as one astral character: a session created so could never
+    be opened again (its id no longer matches).  Lone surrogates in the header are fine."""
+    header = SessionHeader(id=field["session_id"], created_at=1000, cwd=field.get("cwd"), agent_preset=field.get("agent_preset"))
+
+    async def main() -> None:
+        with pytest.raises(ValueError, match="session metadata: session header .* holds a surrogate pair as two code points"):
+            await backend(root, "none").create(header)
+        assert not os.path.exists(root)
+        lone = SessionHeader(id="s\ud800", created_at=1000, cwd="/w\udc00", agent_preset="p\udbff")
+        await stored(backend(root, "none"), lone.id, one_turn_log(), cwd=lone.cwd)
+        assert await read_all(backend(root, "none"), lone.id) == one_turn_log()
+
+    run(main)
+
+
+def test_an_event_type_holding_a_split_surrogate_pair_is_refused(root: str) -> None:
+    async def main() -> None:
+        handle = await backend(root, "none").create(meta("types"))
+        with pytest.raises(ValueError, match="invalid event: event type holds a surrogate pair as two code points"):
+            await handle.append([Event("x/\ud83d\ude00", 0, 1, {}, ignorable=True)])
+        await handle.append([Event("x/\ud800", 0, 1, {}, ignorable=True)])  # a lone one reads back as it is
+        assert [e.type for e in await handle.read()] == ["x/\ud800"]
+        await handle.close()
+
+    run(main)

@@ -339,3 +339,11 @@ def test_checked_as_is_admits_the_callers_event_itself_and_stores_what_the_copy_
 )
 def test_a_batchs_lines_are_dumps_of_every_value(values: list[Any]) -> None:
     assert dumps_lines(values) == "".join(dumps(value) + "\n" for value in values)
+
+
+def test_session_append_refuses_a_type_holding_a_split_surrogate_pair() -> None:
+    session = Session("s", TickClock())
+    with pytest.raises(ValueError, match="surrogate pair as two code points"):
+        session.append("x/\ud83d\ude00", {})
+    assert len(session) == 0
+    session.append("x/\ud800", {})  # a lone surrogate is text like any other

@@ -112,3 +112,14 @@ def test_an_unsafe_workspace_is_refused_and_nothing_runs():
     with pytest.raises(HarnessError) as err:
         execute(tool, registry, Agent())
     assert err.value.code == "UNSAFE_WORKSPACE" and "filesystem root" in str(err.value) and runner.ran == []
+
+
+@pytest.mark.parametrize("argv", [["ls", "a\ud800"], ["x\udc80"]], ids=["lone-surrogate", "surrogateescape-range"])
+def test_an_argv_with_no_utf8_is_refused_before_anything_runs(argv):
+    """The log holds lone surrogates (spec §1.1); the OS takes no such argv (``\\ud800`` raised
+    inside the spawn, ``\\udc80`` went through as a raw byte) while SimFS ran it: refused up front."""
+    tool, registry, runner, _ = setup(Wrapping())
+    ex = ToolExecution("c1", "c1", "shell", {"argv": argv}, "{}", AbortSignal(), agent=Agent(), registry=registry)
+    with pytest.raises(HarnessError, match=r"argv\[\d\] is not UTF-8 text: a lone surrogate") as err:
+        trio.run(tool.execute, ex)
+    assert err.value.code == "INVALID_ARGUMENTS" and runner.ran == []

@@ -35,10 +35,10 @@ REFUSES_SUBNORMALS = Edit(
     "        if not math.isfinite(value) or 0 < abs(value) < 1e-300:\n",
 )
 REFUSES_LONE_SURROGATES = Edit(
-    "runtime.session.lossless", "_check_text", "        if _SPLIT_PAIR.search(text) is not None:\n", "        if True:\n"
+    "runtime.session.lossless", "holds_split_pair", "        return _SPLIT_PAIR.search(text) is not None\n", "        return True\n"
 )
 ACCEPTS_SPLIT_PAIRS = Edit(
-    "runtime.session.lossless", "_check_text", "        if _SPLIT_PAIR.search(text) is not None:\n", "        if False:\n"
+    "runtime.session.lossless", "holds_split_pair", "        return _SPLIT_PAIR.search(text) is not None\n", "        return False\n"
 )
 WRITES_SURROGATES_RAW = Edit(
     "runtime.session.lossless",

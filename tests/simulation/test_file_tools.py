@@ -88,17 +88,19 @@ LONE = os.path.join(ROOT, "scenarios", "regressions", "write-file-refuses-a-lone
 TRUNCATES_FIRST = Edit(
     "runtime.tools.files",
     "WriteFileTool.execute",
-    '        data = _utf8(content, "content")  # before the file is opened (and truncated)\n',
+    '        data = utf8_text(content, "content")  # before the file is opened (and truncated)\n',
     '        data = content.encode("utf-8", "surrogatepass")\n',
 )
 ENCODES_AFTER_OPENING = Edit(
     "runtime.tools.files",
     "WriteFileTool.execute",
     "            await self._fs.write(fd, data)\n",
-    '            await self._fs.write(fd, _utf8(content, "content"))\n',
+    '            await self._fs.write(fd, utf8_text(content, "content"))\n',
 )
+PATH_UNCHECKED = Edit("runtime.tools.files", "confine_real", '        utf8_text(path, "path")\n', "        pass\n")
+ARGV_UNCHECKED = Edit("runtime.tools.shell", "ShellTool.execute", '            utf8_text(arg, f"argv[{index}]")\n', "            pass\n")
 WRITES_SURROGATES = Edit(
-    "runtime.tools.files", "_utf8", "        return text.encode()\n", '        return text.encode("utf-8", "surrogatepass")\n'
+    "runtime.tools.arguments", "utf8_text", "        return text.encode()\n", '        return text.encode("utf-8", "surrogatepass")\n'
 )
 
 
@@ -111,8 +113,13 @@ def test_a_lone_surrogate_is_refused_and_the_file_kept():
 
 @pytest.mark.parametrize(
     ("slip", "invariant"),
-    [([TRUNCATES_FIRST, ENCODES_AFTER_OPENING], "file_effects_durable"), ([WRITES_SURROGATES], "turn_progress")],
-    ids=["truncates-then-fails", "writes-surrogate-bytes"],
+    [
+        ([TRUNCATES_FIRST, ENCODES_AFTER_OPENING], "file_effects_durable"),
+        ([WRITES_SURROGATES], "turn_progress"),
+        ([PATH_UNCHECKED], "turn_progress"),
+        ([ARGV_UNCHECKED], "turn_progress"),
+    ],
+    ids=["truncates-then-fails", "writes-surrogate-bytes", "path-unchecked", "argv-unchecked"],
 )
 def test_a_write_file_that_mishandles_a_lone_surrogate_is_caught(slip, invariant):
     with capture_runtime_logs(), applied(slip):

@@ -107,3 +107,15 @@ def test_a_misplaced_seed_v0_is_refused_at_load_not_failed_at_replay(tmp_path: A
     assert not result.ok and any(problem in line for line in result.problems), result.problems
     with pytest.raises(InputError, match="seed_v0"):
         api.load(str(path))
+
+
+def test_new_writes_a_name_from_argv_that_is_not_utf8_and_never_overwrites(tmp_path: Any) -> None:
+    """A name typed as bytes that are not UTF-8 reaches Python as a lone surrogate (``\\udcff``):
+    ``new`` died writing it and left an empty file that a retry then refused to replace."""
+    out = tmp_path / "n.json"
+    assert main(["new", "--name", "n\udcff", "--out", str(out)]) == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["name"] == "n\udcff"
+    assert api.validate(str(out)).ok
+    before = out.read_bytes()
+    assert main(["new", "--out", str(out)]) == 2  # already exists: one line, nothing replaced
+    assert out.read_bytes() == before

@@ -8,7 +8,7 @@ from typing import Any
 
 from dsh_sim import api
 from dsh_sim.cli.commands.common import EXIT_OK, EXIT_VIOLATION, CliError, emit_json
-from dsh_sim.outputs import check_output_file, write_replacing
+from dsh_sim.outputs import check_output_file, write_new, write_replacing
 
 
 def _write(text: str, out: str | None) -> None:
@@ -45,8 +45,10 @@ def new(args: Any) -> int:
     if os.path.exists(args.out):
         raise CliError(f"{args.out}: already exists; new never overwrites")
     check_output_file(args.out, "--out")
-    with open(args.out, "x", encoding="utf-8") as handle:
-        handle.write(text)
+    try:  # whole or not at all; a name holding a lone surrogate (from argv) is written escaped
+        write_new(args.out, text)
+    except FileExistsError:
+        raise CliError(f"{args.out}: already exists; new never overwrites") from None
     print(f"wrote {args.out}; check it with: dsh-sim replay --update-digest {args.out}")
     return EXIT_OK
 

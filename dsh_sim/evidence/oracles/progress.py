@@ -22,8 +22,8 @@ as the spec describes the route (§5, §6, §7):
 * a turn whose scripted delays (gates, guards, the user's answers) add up to its horizon or
   more may not finish within it: it is not judged (nor is one given less than the default
   horizon that has not finished when its prompt returns);
-* a shell call succeeds when its command exists and the session's sandbox mode allows what
-  it does (``read-only`` refuses every write, ``workspace-write`` refuses writes outside the
+* a shell call succeeds when its command exists, its argv is UTF-8 text (no lone surrogate)
+  and the session's sandbox mode allows what it does (``read-only`` refuses every write, ``workspace-write`` refuses writes outside the
   workspace);
 * a ``write_file`` call (the runtime's own tool) succeeds when its content is text and its path
   names a file directly in the workspace (the simulated workspace holds no directories), both
@@ -107,6 +107,8 @@ def predict(
 def _shell_succeeds(arguments: Any, mode: str, workspace: str) -> bool:
     argv = arguments.get("argv") if isinstance(arguments, dict) else None
     if not isinstance(argv, list) or not argv:
+        return False
+    if not all(isinstance(arg, str) and _is_utf8(arg) for arg in argv):  # refused before it runs
         return False
     if argv[0] == "echo":
         return True
