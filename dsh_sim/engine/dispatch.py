@@ -144,7 +144,7 @@ _MARKED = frozenset({"persist.batch.durable", "tools.call.appended", "tools.exec
 def _record_marks(sim: Simulation, life: Lifetime, name: str, details: dict[str, Any]) -> None:
     """The history a judge needs of this point: an acknowledged batch, a logged call, a body run."""
     history = sim.history
-    if name == "persist.batch.durable":
+    if name == "persist.batch.durable" and details.get("session_id") == sim.config.session_id:  # (not a second session's)
         batch, before, after = tuple(details.get("_events", ())), history.acked_bytes, sim.log_as_written()
         history.acknowledged(life.index, batch, after)
         if batch:

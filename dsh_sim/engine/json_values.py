@@ -42,6 +42,7 @@ EDGE_VALUES: dict[str, EdgeValue] = {
     "nan": EdgeValue(lambda: float("nan"), True, "NaN is not JSON"),
     "infinity": EdgeValue(lambda: [float("-inf")], True, "±Infinity is not JSON"),
     "split-surrogate-pair": EdgeValue(lambda: ["\ud83d\ude00"], True, "two code points JSON reads back as one (U+1F600)"),
+    "split-surrogate-pair-key": EdgeValue(lambda: {"ok": 1, "\udbff\udfff": 2}, True, "the same in an object's key (U+10FFFF)"),
     "non-string-key": EdgeValue(lambda: {1: "one"}, True, "JSON object keys are strings"),
     "tuple": EdgeValue(lambda: {"pair": (1, 2)}, True, "a tuple would read back as a list"),
     "set": EdgeValue(lambda: {1, 2}, True, "a set is not JSON"),

@@ -33,6 +33,7 @@ class Lifetime:
     store: Any = None  # the process's SessionStore
     session: Any = None  # the live Session (the agent's, or the storage process's)
     handle: Any = None  # storage processes: the write handle
+    direct_read: Any = None  # storage processes: the second session's events after an append at the handle (lossless_refused)
     opening: Any = None  # the application's cancel scope around its session open (a cancel fault during boot)
     step_error: BaseException | None = None  # what the last step raised to its caller (errors_documented)
     hung: Hung | None = None  # a command hung the process (see engine.hang); the harness killed it

@@ -94,6 +94,7 @@ class Simulation:
         self.approval_delay: list[float] = [0.0]  # the simulated user's time to answer (a cell the prompt sets)
         self.call_policies: dict[str, CallPolicy] = {}  # config policy: how the deployment answers each call
         self.lifetimes: list[Lifetime] = []
+        self.handle_sessions = 0  # second sessions the storage machine's handle-seam appends created
         self.primary: Lifetime | None = None
         self.retries = 0  # harness-minted retry call ids stay unique
         self.history = History()

@@ -172,6 +172,9 @@ class PlantLinkArgs:
     )
 
 
+APPEND_SEAMS = ("session", "handle")
+
+
 @attrs.frozen
 class AppendArgs:
     """Append events to the live session (write-behind queues them)."""
@@ -187,9 +190,21 @@ class AppendArgs:
         ),
     )
 
+    via: str = attrs.field(
+        default="session",
+        validator=member(APPEND_SEAMS, "seam"),
+        metadata=doc(
+            "session: through `Session.append` (the write-behind persists it).  handle: a `value` event built by the "
+            "caller, appended straight to a write handle of a new session of the same process (`<session_id>.handle-<n>`) "
+            "and read back through a read handle — the persistence seam, which the spec holds to the same lossless rules"
+        ),
+    )
+
     def __attrs_post_init__(self) -> None:
         if self.count * self.size > MAX_APPEND_BYTES:
             raise FieldError("count", f"count × size must be at most {MAX_APPEND_BYTES} bytes, got {self.count * self.size}")
+        if self.via == "handle" and self.value is None:
+            raise FieldError("via", "the handle seam takes an edge `value`")
 
 
 @attrs.frozen

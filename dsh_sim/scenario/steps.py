@@ -18,6 +18,7 @@ import trio
 
 from dsh_sim.adapters.policy import CallPolicy
 from dsh_sim.engine import links
+from dsh_sim.engine.determinism import EPOCH_MS
 from dsh_sim.engine.faults import CrashSpec
 from dsh_sim.engine.history import Corruption, SeededLog
 from dsh_sim.engine.json_values import EDGE_VALUES
@@ -47,6 +48,8 @@ from dsh_sim.scenario.v0.legacy import legacy_append
 from dsh_sim.scenario.v0.plan import build
 from dsh_sim.scenario.v0.render import render
 from runtime.adapters.script_model import ScriptedResponse, ScriptedToolCall
+from runtime.persistence.header import SessionHeader
+from runtime.session.events import Event
 
 
 def _outcome(life: Lifetime, reply: Any) -> str:
@@ -205,8 +208,11 @@ async def _cancel_after(timer: trio.CancelScope, scope: trio.CancelScope, second
 
 
 def op_append(sim: Simulation, args: AppendArgs) -> str:
-    """Storage machine: append ``count`` events to the live session (write-behind queues them)."""
+    """Storage machine: append ``count`` events to the live session (write-behind queues them),
+    or (``via="handle"``) straight to a write handle of a second session (:func:`_append_at_handle`)."""
     life = _require_session(sim)
+    if args.via == "handle":
+        return _outcome(life, sim.run(lambda life: _append_at_handle(sim, life, args)))
 
     async def append(life: Lifetime) -> None:
         for _index in range(args.count):
@@ -216,6 +222,33 @@ def op_append(sim: Simulation, args: AppendArgs) -> str:
                 life.session.append("todo/write", {"n": len(life.session), "value": EDGE_VALUES[args.value].make()})
 
     return _outcome(life, sim.run(append))
+
+
+async def _append_at_handle(sim: Simulation, life: Lifetime, args: AppendArgs) -> None:
+    """Events the caller built, each holding the edge value, appended to a write handle of a new
+    session ``<session_id>.handle-<n>`` (one per step, so an earlier step's faults cannot reach
+    it; closed before the step ends): the persistence seam checks them itself (spec §1.1:
+    "rejected at Session.append and at every persistence append").  What a read handle then
+    reads is kept for ``lossless_refused``."""
+    backend = life.handle._backend
+    sim.handle_sessions += 1
+    side = f"{sim.config.session_id}.handle-{sim.handle_sessions}"
+    life.direct_read = None
+    handle = await backend.create(SessionHeader(side, EPOCH_MS, cwd=sim.config.workspace))
+    try:
+        for _index in range(args.count):
+            seq = handle.next_seq
+            event = Event("todo/write", seq, EPOCH_MS + seq, {"n": seq, "value": EDGE_VALUES[str(args.value)].make()})
+            await handle.append([event])
+        await handle.flush()
+    finally:
+        await handle.close()
+        if handle.next_seq:
+            reader = await backend.open(side, "read")
+            try:
+                life.direct_read = tuple(await reader.read())
+            finally:
+                await reader.close()
 
 
 def op_read_only(sim: Simulation, args: ReadOnlyArgs) -> str:

@@ -12,12 +12,14 @@ from dsh_sim.engine.logs import capture_runtime_logs
 from dsh_sim.evidence.document import Meta
 
 
-@pytest.mark.parametrize(("machine", "examples"), [("durability", 12), ("storage", 30)])
-def test_a_clean_run_of_n_examples_runs_exactly_n(machine: str, examples: int, tmp_path: object) -> None:
+# seed 7 overruns Hypothesis' buffer in each machine, so some executions are discarded: the count
+# must leave them out (the storage machine's draws moved with its edge values and seams: 2 -> 1)
+@pytest.mark.parametrize(("machine", "examples", "discarded"), [("durability", 12, 2), ("storage", 30, 1)])
+def test_a_clean_run_of_n_examples_runs_exactly_n(machine: str, examples: int, discarded: int, tmp_path: object) -> None:
     with capture_runtime_logs():
         run = fuzz(machine, examples=examples, seed=7, budget=3600, out_dir=str(tmp_path))
     assert run.found is None
     assert run.examples == examples  # (was 14, and 28 for storage: 30 executions counted)
-    assert run.discarded == 2 and run.shrink_replays == 0  # (seed 7 overruns twice in each)
+    assert run.discarded == discarded and run.shrink_replays == 0
     meta = run.document(Meta()).meta
-    assert meta is not None and (meta.examples, meta.discarded_examples, meta.shrink_replays) == (examples, 2, 0)
+    assert meta is not None and (meta.examples, meta.discarded_examples, meta.shrink_replays) == (examples, discarded, 0)

@@ -30,7 +30,7 @@ from dsh_sim.engine.json_values import EDGE_NAMES
 from dsh_sim.engine.machine import Simulation
 from dsh_sim.engine.points import POINTS
 from dsh_sim.evidence.checker import Checker
-from dsh_sim.scenario.args import FlushArgs, PlantLinkArgs, Step
+from dsh_sim.scenario.args import APPEND_SEAMS, FlushArgs, PlantLinkArgs, Step
 from dsh_sim.scenario.v0.legacy import growth
 from dsh_sim.scenario.v0.strategy import seed_v0_args
 
@@ -98,11 +98,12 @@ class StorageMachine(SimulationMachine):
         self.do(typed.append(count=count, size=size))
 
     @precondition(is_alive)
-    @rule(value=st.sampled_from(EDGE_NAMES))
-    def append_edge_value(self, value: str) -> None:
-        """An event whose data is an edge value of JSON: refused at append if the spec refuses
-        it (``lossless_refused``), else stored and read back exactly."""
-        self.do(typed.append(value=value))
+    @rule(value=st.sampled_from(EDGE_NAMES), via=st.sampled_from(APPEND_SEAMS))
+    def append_edge_value(self, value: str, via: str) -> None:
+        """An event whose data is an edge value of JSON, at either seam (``Session.append``, or a
+        write handle given the caller's event): refused if the spec refuses it
+        (``lossless_refused``), else stored and read back exactly."""
+        self.do(typed.append(value=value, via=via))
 
     @precondition(is_alive)
     @rule(

@@ -59,9 +59,9 @@ def arm(rule: dict[str, Any]) -> Step:
     return Step("arm", ArmArgs(fault_rule(rule)))
 
 
-def append(*, count: int = 1, size: int = 8, value: str | None = None) -> Step:
-    """The storage machine's appends (``count``, ``size`` or an edge ``value``)."""
-    return Step("append", AppendArgs(count=count, size=size, value=value))
+def append(*, count: int = 1, size: int = 8, value: str | None = None, via: str = "session") -> Step:
+    """The storage machine's appends (``count``, ``size`` or an edge ``value``, at either seam)."""
+    return Step("append", AppendArgs(count=count, size=size, value=value, via=via))
 
 
 def crash_now(spec: dict[str, Any]) -> Step:

@@ -1,10 +1,12 @@
 """``lossless_refused``: an append refuses exactly the data the spec refuses (§1.1).
 
 Judged after each storage ``append`` step that carries an edge value of JSON
-(:mod:`dsh_sim.engine.json_values`): a value the spec refuses must end the step with the
-``TypeError`` naming "losslessly JSON-serializable" and leave nothing of it in the session; a
-value it accepts must be appended (that it reads back exactly is what ``eventually_durable``
-and the recovery judges hold it to).
+(:mod:`dsh_sim.engine.json_values`), at either seam the spec names: ``Session.append``, or a
+write handle given an event the caller built (``via="handle"``, a second session of the same
+process).  A value the spec refuses must end the step with the ``TypeError`` naming "losslessly
+JSON-serializable" and leave nothing of it stored; a value it accepts must be appended — and
+read back exactly (at the session seam ``eventually_durable`` and the recovery judges hold it to
+that; at the handle seam this judge, from what a read handle reads).
 """
 
 from __future__ import annotations
@@ -21,14 +23,19 @@ if TYPE_CHECKING:
 NAME = "lossless_refused"
 
 
-def check_edge_append(obs: Judge, life: Lifetime | None, value: str, outcome: str, error: BaseException | None) -> None:
+def check_edge_append(
+    obs: Judge, life: Lifetime | None, value: str, outcome: str, error: BaseException | None, via: str = "session"
+) -> None:
     if life is None or life.session is None or life.dead or outcome.startswith("crashed"):
         return
     obs.count(NAME)
     edge = EDGE_VALUES[value]
-    last = life.session.events[-1] if life.session.events else None
+    events = life.session.events if via == "session" else (life.direct_read or ())
+    last = events[-1] if events else None
     data = last.data if last is not None else None
     kept = isinstance(data, dict) and "value" in data and repr(data["value"]) == repr(edge.make())
+    if via == "handle" and not edge.refused and outcome == "ok" and not kept:
+        fail(obs, NAME, f"an append of {value} at the write handle was accepted, but a read handle reads it back changed: {data!r}")
     if edge.refused:
         if outcome != "error:TypeError" or REFUSAL_TEXT not in str(error):
             fail(
@@ -50,7 +57,11 @@ def owns_step_error(op: str, args: object) -> bool:
 def _step(obs: Judge, step: Step) -> None:
     if owns_step_error(step.op, step.args):
         current = step.current
-        check_edge_append(obs, current, step.args.value, step.outcome, current.step_error if current is not None else None)
+        via = getattr(step.args, "via", "session")
+        if via == "handle" and not step.quiet:
+            return  # the handle seam does its own I/O: a fault there says nothing of what it would accept
+        error = current.step_error if current is not None else None
+        check_edge_append(obs, current, step.args.value, step.outcome, error, via)
 
 
 LOSSLESS_REFUSED = Invariant(
