@@ -68,13 +68,22 @@ class ScriptedResponse:
                 out.append(TextDelta(index, word if i == len(words) - 1 else word + " "))
             index += 1
         for call in self.tool_calls:
-            half = len(call.arguments) // 2
-            out.append(ToolCallDelta(index, call.id, call.name, call.arguments[:half]))
-            out.append(ToolCallDelta(index, call.id, None, call.arguments[half:]))
+            first, second = _halves(call.arguments)
+            out.append(ToolCallDelta(index, call.id, call.name, first))
+            out.append(ToolCallDelta(index, call.id, None, second))
             index += 1
         out.append(Usage(input_tokens=10, output_tokens=max(1, len(self.text) // 4)))
         out.append(Finish(self.finish or ("tool-calls" if self.tool_calls else "stop")))
         return out
+
+
+def _halves(text: str) -> tuple[str, str]:
+    """``text`` cut in two at the middle of its UTF-16 code units, as a provider counting them
+    cuts a stream: an astral character there is split into its two surrogates (the runtime
+    joins them back as JavaScript does)."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    half = len(units) // 4 * 2
+    return units[:half].decode("utf-16-le", "surrogatepass"), units[half:].decode("utf-16-le", "surrogatepass")
 
 
 class ScriptModel:

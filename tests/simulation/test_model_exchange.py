@@ -228,3 +228,33 @@ def test_the_spec_table_payloads_pass() -> None:
         "session/end-seed": {},
     }
     assert {kind: payloads.problem(kind, data) for kind, data in good.items()} == dict.fromkeys(good)
+
+
+CUT_PAIR = os.path.join(REGRESSIONS, "tool-arguments-streamed-cut-inside-a-surrogate-pair.json")
+
+
+@pytest.mark.parametrize(
+    ("slip", "invariant"),
+    [
+        (
+            Edit(
+                "runtime.agent.loop",
+                "_Assembly.add",
+                'block["arguments"] = join_text(block["arguments"], part.arguments_delta)',
+                'block["arguments"] += part.arguments_delta',
+            ),
+            "turn_progress",
+        ),
+        (Edit("runtime.session.lossless", "join_text", "<< 10)", "<< 11)"), "model_exchange"),
+        (Edit("runtime.session.lossless", "join_text", "+ right[1:]", "+ right[2:]"), "model_exchange"),
+    ],
+    ids=["halves-kept-apart", "pair-miscomputed", "character-after-dropped"],
+)
+def test_arguments_cut_inside_a_surrogate_pair_are_joined_as_javascript_joins_them(slip: Edit, invariant: str) -> None:
+    """The scripted model cuts a call's arguments at the middle of their UTF-16 code units, as a
+    provider may: here inside an astral character (join_text had no case in the harness)."""
+    result, _ = run_scenario(load(CUT_PAIR))
+    assert result.violations == ()
+    with applied([slip]):
+        result, _ = run_scenario(load(CUT_PAIR))
+    assert invariant in [v.invariant for v in result.violations], result.violations

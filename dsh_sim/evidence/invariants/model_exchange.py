@@ -158,6 +158,14 @@ def problems(
     return out
 
 
+def _as_utf16(text: str) -> str:
+    """``text`` as a sequence of UTF-16 code units reads back: a high and a low surrogate next to
+    each other are one character (lone ones stay as they are)."""
+    if text.isascii():
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
 def assemble(chunks: Sequence[Any], *, interrupted: bool) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The content and usage a stream's chunks make (spec §1.5 chunk types; §10.1: the embedded
     stream must reproduce the message): text deltas joined per block, tool-call deltas joined into
@@ -178,6 +186,9 @@ def assemble(chunks: Sequence[Any], *, interrupted: bool) -> tuple[list[dict[str
             usage = {"inputTokens": chunk["inputTokens"], "outputTokens": chunk["outputTokens"]}
         elif kind == "finish":
             finish = chunk["reason"]["kind"]
+    for block in blocks.values():  # deltas cut inside a surrogate pair join as JavaScript strings do
+        key = "text" if block["type"] == "text" else "arguments"
+        block[key] = _as_utf16(block[key])
     content = [blocks[i] for i in sorted(blocks)]
     if interrupted or finish == "max-tokens":
         content = [b for b in content if b["type"] != "tool-call"]
