@@ -25,12 +25,9 @@ from dsh_sim.dsh.install import Installation, js_dir
 
 
 def _message_line(message: dict[str, Any]) -> bytes:
-    """One request as UTF-8 JSON; text holding a lone surrogate goes escaped (``\\ud800``), which
-    Node's ``JSON.parse`` reads back as that code unit (raw, it is not UTF-8 at all)."""
-    try:
-        return (json.dumps(message, ensure_ascii=False) + "\n").encode()
-    except UnicodeEncodeError:
-        return (json.dumps(message) + "\n").encode()
+    """One request as UTF-8 JSON; a lone surrogate goes escaped (``\\ud800``, what
+    ``backslashreplace`` writes), which Node's ``JSON.parse`` reads back as that code unit."""
+    return (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
 
 
 class BridgeError(RuntimeError):

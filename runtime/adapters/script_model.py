@@ -81,6 +81,9 @@ def _halves(text: str) -> tuple[str, str]:
     """``text`` cut in two at the middle of its UTF-16 code units, as a provider counting them
     cuts a stream: an astral character there is split into its two surrogates (the runtime
     joins them back as JavaScript does)."""
+    if text.isascii():  # one code unit per character: the common case, cut without encoding
+        half = len(text) // 2
+        return text[:half], text[half:]
     units = text.encode("utf-16-le", "surrogatepass")
     half = len(units) // 4 * 2
     return units[:half].decode("utf-16-le", "surrogatepass"), units[half:].decode("utf-16-le", "surrogatepass")

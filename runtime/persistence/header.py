@@ -56,7 +56,7 @@ class SessionHeader:
         record = self.to_record()
         parse_header(record)
         for key, value in record.items():
-            if type(value) is str and not value.isascii() and holds_split_pair(value):
+            if type(value) is str and holds_split_pair(value):
                 raise HeaderError(f"session header {key} holds a surrogate pair as two code points (it would read back as one)")
 
 

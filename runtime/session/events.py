@@ -185,7 +185,7 @@ def _check_envelope(copy: Event) -> None:
         raise EnvelopeError("event type must be a non-empty string")
     if kind == "request/header-delta":
         raise EnvelopeError('event type "request/header-delta" is a retired format and is refused')
-    if not kind.isascii() and holds_split_pair(kind):
+    if holds_split_pair(kind):
         raise EnvelopeError("event type holds a surrogate pair as two code points (it would read back as one)")
     if not is_safe_integer(seq) or seq < 0:
         raise EnvelopeError(f"{kind} event seq must be a non-negative safe integer, got {seq!r}")

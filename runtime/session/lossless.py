@@ -167,7 +167,7 @@ def _copy(value: Any, step: int | str | None, active: set[int]) -> Any:
 def _check_leaf(value: Any, kind: type) -> None:
     """Refuse a scalar JSON cannot carry losslessly (or anything that is not a JSON scalar)."""
     if kind is str:
-        if not value.isascii():  # only a non-ASCII string can hold a surrogate
+        if not value.isascii():  # only a non-ASCII string can hold a surrogate (and no call for the rest)
             _check_text(value)
     elif kind is int:
         if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
@@ -267,6 +267,8 @@ _SPLIT_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 def holds_split_pair(text: str) -> bool:
     """Whether ``text`` holds a surrogate pair as two code points: written as JSON it reads back
     as the one astral character (every string a log holds is checked for it, not only data)."""
+    if text.isascii():
+        return False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # it holds a surrogate: lone ones are fine, a pair spelled as two is not

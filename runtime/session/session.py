@@ -95,7 +95,7 @@ class Session:
         ignorable: bool = False,
     ) -> Event:
         """Commit one event in memory; ``TypeError`` (nothing stored) for non-lossless data."""
-        if not type.isascii() and holds_split_pair(type):
+        if holds_split_pair(type):
             raise ValueError("event type holds a surrogate pair as two code points (it would read back as one)")
         copied = lossless_copy(data)
         op = lossless_copy(surface_op, "surfaceOp") if surface_op is not None else None

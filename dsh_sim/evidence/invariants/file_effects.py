@@ -20,6 +20,7 @@ from typing import Any
 from dsh_sim.evidence.invariants.base import Invariant, Judge, fail
 from dsh_sim.evidence.invariants.moments import accepted
 from dsh_sim.evidence.oracles.agreement import parse_arguments
+from dsh_sim.evidence.oracles.progress import is_utf8_text
 
 NAME = "file_effects_durable"
 
@@ -60,17 +61,9 @@ def _target(arguments: Any, workspace: str) -> tuple[str | None, str | None]:
     if not isinstance(args, dict) or not isinstance(args.get("path"), str):
         return None, None
     content = args.get("content")
-    if not _is_utf8(args["path"]) or (isinstance(content, str) and not _is_utf8(content)):
+    if not is_utf8_text(args["path"]) or (isinstance(content, str) and not is_utf8_text(content)):
         return None, None
     return posixpath.normpath(posixpath.join(workspace, args["path"])), content if isinstance(content, str) else None
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 FILE_EFFECTS_DURABLE = Invariant(

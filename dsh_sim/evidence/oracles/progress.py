@@ -108,7 +108,7 @@ def _shell_succeeds(arguments: Any, mode: str, workspace: str) -> bool:
     argv = arguments.get("argv") if isinstance(arguments, dict) else None
     if not isinstance(argv, list) or not argv:
         return False
-    if not all(isinstance(arg, str) and _is_utf8(arg) for arg in argv):  # refused before it runs
+    if not all(isinstance(arg, str) and is_utf8_text(arg) for arg in argv):  # refused before it runs
         return False
     if argv[0] == "echo":
         return True
@@ -122,8 +122,14 @@ def _shell_succeeds(arguments: Any, mode: str, workspace: str) -> bool:
     return True
 
 
-def _is_utf8(text: str) -> bool:
-    return not any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+def is_utf8_text(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form: a lone surrogate (which the log may hold) has none, and
+    the runtime's tools refuse such a path, content or argv before touching anything."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _write_file_succeeds(arguments: Any, workspace: str) -> bool:
@@ -131,7 +137,7 @@ def _write_file_succeeds(arguments: Any, workspace: str) -> bool:
     way out, not through a missing directory: the simulated workspace holds no directories)."""
     if not isinstance(arguments, dict) or not isinstance(arguments.get("content"), str) or not isinstance(arguments.get("path"), str):
         return False
-    if not (_is_utf8(arguments["content"]) and _is_utf8(arguments["path"])):
+    if not (is_utf8_text(arguments["content"]) and is_utf8_text(arguments["path"])):
         return False
     path = posixpath.normpath(posixpath.join(workspace, arguments["path"]))
     return posixpath.dirname(path) == posixpath.normpath(workspace)
