@@ -62,7 +62,11 @@ def shuffle_batch(rng: random.Random, batch: list[Any]) -> None:
     trio shuffles every scheduler batch, and most hold a single task (a simulated process
     steps one task at a time between filesystem calls).  ``Random.shuffle`` draws nothing for
     a list that short, so skipping it leaves the generator's state, and every schedule,
-    exactly as they were."""
+    exactly as they were.
+
+    The batch is kept in the run's thread-local context while its tasks run: trio pops them
+    from its end, so it holds the tasks still to run (:mod:`dsh_sim.engine.checkpoints`)."""
+    _CONTEXT.batch = batch
     if len(batch) > 1:
         random.Random.shuffle(rng, batch)
 
@@ -122,3 +126,4 @@ class SimIds:
 
 
 check_trio()
+_CONTEXT = run_module().GLOBAL_RUN_CONTEXT  # trio's thread-local run context (see shuffle_batch)

@@ -299,7 +299,7 @@ class Simulation:
 
         tracer: list[trio.abc.Instrument] = [TaskTracer(self.trace, index, self.clock)] if self.trace.enabled else []
         proc = SimProcess(index, main, clock=self.clock, seed=derive_seed(self.seed, "sched", index), instruments=tracer)
-        view = ProcessView(self.disk, index, None, now_ns=lambda: int(self.now() * 1e9))
+        view = ProcessView(self.disk, index, None, now_ns=lambda: int(self.now() * 1e9), checkpoint=proc.checkpoint)
         life = Lifetime(index, proc, view)
         life.log_at_boot = self.disk.read_path(self.config.log_path)
         view.gate = Gate(self.point, self.trace, life)

@@ -41,6 +41,7 @@ import trio
 import trio.testing
 
 from dsh_sim.adapters.simfs.disk import FidelityError
+from dsh_sim.engine.checkpoints import continue_at_checkpoint, round_trip_seen
 from dsh_sim.engine.determinism import run_module, seed_scheduler
 from dsh_sim.engine.hang import CHECK_EVERY, KILL_ROUNDS, STOP_GRACE, Hung, crash_tasks
 from dsh_sim.engine.instruments import fast_instruments
@@ -116,6 +117,7 @@ class SimProcess:
         self._parked: trio.lowlevel.Task | None = None  # the driver, waiting for a command
         self._sleepers = Sleepers()  # the harness's timed sleeps in this run (see sleepers)
         self._settle: _Settle | None = None
+        self._batches_run = 0  # scheduler batches of the current command (the spin check counts them)
         self.ready = False  # set by main when the process finished booting
         self.exited = False
         self.exit_error: BaseException | None = None
@@ -201,6 +203,18 @@ class SimProcess:
         sleep's own coroutine, awaited by the caller: no frame of its own in between)."""
         return timed_sleep(self._sleepers, self._clock, seconds)
 
+    async def checkpoint(self) -> None:
+        """``trio.lowlevel.checkpoint()`` for the harness's ports in this process, without the
+        round trip through the scheduler when it could only resume the task at once
+        (:mod:`dsh_sim.engine.checkpoints`)."""
+        runner = self._runner
+        task = continue_at_checkpoint(runner, self._sleepers.next_deadline(), self._clock.current_time(), self._batches_run)
+        if task is None:
+            await trio.lowlevel.checkpoint()
+            return
+        self._batches_run += 1
+        round_trip_seen(runner, task)
+
     def _check_alive(self) -> None:
         if self.exited:
             raise RuntimeError(f"process {self.pid} has already exited")
@@ -232,7 +246,8 @@ class SimProcess:
         return reply
 
     def _batches(self, first: Any, watch: Watch) -> Reply:
-        send, gen, runner, batches = first, self._gen, self._runner, 0
+        send, gen, runner = first, self._gen, self._runner
+        self._batches_run = 0
         queue = runner.entry_queue
         sleeping = self._sleepers.heap
         clock = self._clock
@@ -248,7 +263,7 @@ class SimProcess:
                 _BROKEN.append((gen, runner))
                 return self._exited(outcome.Error(err))
             if watch.fired:  # the watchdog's stall: no further step before the harness kills it
-                return Reply("hung", error=Hung(self.pid, "stall", batches, clock.current_time()))
+                return Reply("hung", error=Hung(self.pid, "stall", self._batches_run, clock.current_time()))
             send = _NO_IO
             if queue.queue or queue.idempotent_queue:
                 # trio's own callbacks (``run_sync_soon``: the run's shutdown uses one)
@@ -260,14 +275,14 @@ class SimProcess:
                     if reply is not None:
                         return reply
                 elif not self._sleep_on():  # the driver is busy (unwinding a stop): trio's autojump
-                    return Reply("hung", error=Hung(self.pid, "deadlock", batches, clock.current_time()))
+                    return Reply("hung", error=Hung(self.pid, "deadlock", self._batches_run, clock.current_time()))
                 elif clock.current_time() - started > STOP_GRACE:
-                    return Reply("hung", error=Hung(self.pid, "overrun", batches, clock.current_time()))
-            batches += 1
-            if batches % CHECK_EVERY == 0:
+                    return Reply("hung", error=Hung(self.pid, "overrun", self._batches_run, clock.current_time()))
+            self._batches_run += 1  # (a checkpoint that went on in place counted itself: self.checkpoint)
+            if self._batches_run % CHECK_EVERY == 0:
                 now = self._clock.current_time()
                 if now == still:  # a whole window of batches at one instant
-                    return Reply("hung", error=Hung(self.pid, "spin", batches, now))
+                    return Reply("hung", error=Hung(self.pid, "spin", self._batches_run, now))
                 still = now
 
     def _when_blocked(self) -> Reply | None:

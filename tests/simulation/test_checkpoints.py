@@ -1,0 +1,292 @@
+"""A checkpoint that goes on in place schedules exactly as one that goes round the scheduler.
+
+:mod:`dsh_sim.engine.checkpoints` lets a simulated process's port checkpoint continue the task
+without yielding when yielding could only resume it.  These tests run one program — tasks
+that checkpoint while others are runnable or still to run in the batch, a task started
+mid-batch, deadlines and harness sleeps due at the very instant of a checkpoint, a scope
+cancelled around a checkpoint loop, trio's own callbacks, a spin — with the shortcut and with
+every checkpoint taking the long way, and require the same task steps (the trace), the same
+results and the same replies, and that the shortcut was taken.  Each condition of the
+shortcut, left out, is caught (the seeded slips below).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import trio
+
+from dsh_sim.engine import checkpoints
+from dsh_sim.engine import hang as hang_module
+from dsh_sim.engine import process as process_module
+from dsh_sim.engine.determinism import new_clock
+from dsh_sim.engine.process import SimProcess
+from dsh_sim.engine.trace import TaskTracer, Trace
+from dsh_sim.mutants.patch import Edit, applied
+
+
+def _program(seen: list[Any]) -> Any:
+    async def main(proc: SimProcess) -> None:
+        token = trio.lowlevel.current_trio_token()
+        ready = trio.Event()
+
+        async def worker(name: str, times: int, pause: float) -> None:
+            for index in range(times):
+                await proc.checkpoint()
+                seen.append((name, index, trio.current_time()))
+                if index % 3 == 2:
+                    await trio.sleep(pause)  # (0: a bare yield with others runnable)
+
+        async def waiter() -> None:
+            await ready.wait()
+            for index in range(4):
+                await proc.checkpoint()
+                seen.append(("waiter", index, trio.current_time()))
+
+        async def deadline_at_a_checkpoint() -> None:
+            with trio.move_on_after(0.02) as scope:  # expires at the instant the loop below checkpoints
+                while True:
+                    await trio.sleep(0.01)
+                    await proc.checkpoint()
+                    seen.append(("deadline-loop", trio.current_time()))
+            seen.append(("deadline-expired", scope.cancelled_caught, trio.current_time()))
+
+        async def sleeper_at_a_checkpoint() -> None:
+            await proc.sleep(0.03)  # a harness sleep due at the instant another task checkpoints
+            seen.append(("harness-sleeper", trio.current_time()))
+
+        async def cancelled_loop() -> None:
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                for index in range(3):
+                    try:
+                        await proc.checkpoint()
+                    except trio.Cancelled:
+                        seen.append(("cancelled-at", index))
+                        raise
+            seen.append(("cancelled-caught", scope.cancelled_caught))
+
+        async def alone_at_a_checkpoint() -> None:
+            """Moments when the checkpointing task is the only one to run, but must not go on."""
+            await trio.sleep(0.07)
+            with trio.CancelScope() as scope:
+                scope.deadline = trio.current_time()  # due now: the next pass cancels it
+                await proc.checkpoint()
+                seen.append(("not-cancelled-at-its-deadline",))
+            seen.append(("deadline-now", scope.cancelled_caught))
+            await trio.sleep(0.02)
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await proc.checkpoint()
+                seen.append(("not-cancelled",))
+            seen.append(("cancelled-alone", scope.cancelled_caught))
+            await trio.sleep(0.02)
+            token.run_sync_soon(seen.append, ("callback-alone",))
+            await proc.checkpoint()
+            seen.append(("after-the-callback",))
+
+        async def sleeps_for_nothing() -> None:
+            await trio.sleep(0.13)
+            await proc.sleep(1e-18)  # a harness sleep due at once (0.13 + 1e-18 == 0.13)
+            seen.append(("woken-at", trio.current_time()))
+
+        async def checkpoints_beside_it() -> None:
+            await trio.sleep(0.13)
+            for index in range(3):
+                await proc.checkpoint()
+                seen.append(("beside", index))
+
+        async def spawner(nursery: trio.Nursery) -> None:
+            for index in range(3):
+                await proc.checkpoint()
+                nursery.start_soon(worker, f"spawned-{index}", 2, 0.0)
+                token.run_sync_soon(seen.append, ("callback", index))
+                await proc.checkpoint()
+            ready.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(worker, "a", 9, 0.01)
+            nursery.start_soon(worker, "b", 7, 0.0)
+            nursery.start_soon(waiter)
+            nursery.start_soon(deadline_at_a_checkpoint)
+            nursery.start_soon(sleeper_at_a_checkpoint)
+            nursery.start_soon(cancelled_loop)
+            nursery.start_soon(spawner, nursery)
+            nursery.start_soon(alone_at_a_checkpoint)
+            nursery.start_soon(sleeps_for_nothing)
+            nursery.start_soon(checkpoints_beside_it)
+            for _ in range(5):  # checkpoints at 0.03, when the harness sleeper is due
+                await trio.sleep(0.01)
+                await proc.checkpoint()
+                seen.append(("main", trio.current_time()))
+        proc.ready = True
+        await trio.sleep_forever()
+
+    return main
+
+
+def _run(seed: int) -> tuple[list[Any], list[Any], list[str]]:
+    clock = new_clock()
+    trace = Trace(keep=True)
+    seen: list[Any] = []
+    proc = SimProcess(1, _program(seen), clock=clock, seed=seed, instruments=[TaskTracer(trace, 1, clock)])
+    states = [proc.start().state]
+
+    async def from_the_host() -> None:
+        for _ in range(20):
+            await proc.checkpoint()
+        await trio.sleep(0.05)
+        await proc.checkpoint()
+
+    states.append(proc.call(from_the_host).state)
+    states.append(proc.advance(1.0).state)
+    states.append(proc.stop().state)
+    return trace.records, seen, states
+
+
+def _spin_run(spins: int) -> tuple[list[Any], Any]:
+    clock = new_clock()
+    trace = Trace(keep=True)
+    seen: list[Any] = []
+
+    async def main(proc: SimProcess) -> None:
+        proc.ready = True
+        await trio.sleep_forever()
+
+    proc = SimProcess(1, main, clock=clock, seed=5, instruments=[TaskTracer(trace, 1, clock)])
+    proc.start()
+
+    async def spin() -> None:
+        for index in range(spins):  # virtual time stands still: a spin (bounded, should nothing look)
+            await proc.checkpoint()
+            seen.append(index)
+        await trio.sleep(1.0)
+
+    reply = proc.call(spin)
+    return seen, (reply.state, getattr(reply.error, "kind", None), getattr(reply.error, "batches", None))
+
+
+class _Counted:
+    """How often the shortcut was taken (the original function, counted)."""
+
+    def __init__(self) -> None:
+        self.taken = 0
+        self.original = checkpoints.continue_at_checkpoint
+
+    def __call__(self, *args: Any) -> Any:
+        task = self.original(*args)
+        self.taken += task is not None
+        return task
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Counted]:
+    counter = _Counted()
+    monkeypatch.setattr(process_module, "continue_at_checkpoint", counter)
+    yield counter
+
+
+def _long_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(process_module, "continue_at_checkpoint", lambda *args: None)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_going_on_in_place_schedules_exactly_as_going_round(seed: int, counted: _Counted, monkeypatch: pytest.MonkeyPatch) -> None:
+    shortcut = _run(seed)
+    assert counted.taken >= 20  # (the host's command alone checkpoints 20 times with nothing else to run)
+    with monkeypatch.context() as patch:
+        _long_way(patch)
+        long_way = _run(seed)
+    assert shortcut == long_way
+    records, seen, states = shortcut
+    assert states == ["idle", "idle", "idle", "exited"]
+    assert ("deadline-expired", True, 0.02) in seen and ("harness-sleeper", 0.03) in seen
+    assert ("cancelled-at", 0) in seen and ("cancelled-caught", True) in seen
+    assert [s for s in seen if s[0] == "callback"] == [("callback", 0), ("callback", 1), ("callback", 2)]
+    assert ("deadline-now", True) in seen and ("cancelled-alone", True) in seen
+    assert ("callback-alone",) in seen and ("woken-at", 0.13) in seen
+
+
+def test_a_spin_is_found_at_the_same_batch(counted: _Counted, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hang_module, "CHECK_EVERY", 100)
+    monkeypatch.setattr(process_module, "CHECK_EVERY", 100)
+    monkeypatch.setattr(checkpoints, "CHECK_EVERY", 100)
+    shortcut = _spin_run(1_000)
+    assert counted.taken >= 90
+    with monkeypatch.context() as patch:
+        _long_way(patch)
+        long_way = _spin_run(1_000)
+    assert shortcut == long_way
+    assert shortcut[1] == ("hung", "spin", 100)
+
+
+# Each condition of the shortcut, left out: the schedule (or the spin check) moves.
+SLIPS = {
+    "another task runnable": Edit(
+        "dsh_sim.engine.checkpoints",
+        "continue_at_checkpoint",
+        '    if runner.runq or getattr(_CONTEXT, "batch", True) or not _RUN._ALLOW_DETERMINISTIC_SCHEDULING:\n',
+        '    if getattr(_CONTEXT, "batch", True) or not _RUN._ALLOW_DETERMINISTIC_SCHEDULING:\n',
+    ),
+    "tasks left in the batch": Edit(
+        "dsh_sim.engine.checkpoints",
+        "continue_at_checkpoint",
+        '    if runner.runq or getattr(_CONTEXT, "batch", True) or not _RUN._ALLOW_DETERMINISTIC_SCHEDULING:\n',
+        "    if runner.runq or not _RUN._ALLOW_DETERMINISTIC_SCHEDULING:\n",
+    ),
+    "a deadline or sleeper due": Edit(
+        "dsh_sim.engine.checkpoints",
+        "continue_at_checkpoint",
+        "    if next_sleeper <= now or runner.deadlines.next_deadline() <= now:\n",
+        "    if False:\n",
+    ),
+    "a harness sleeper due": Edit(
+        "dsh_sim.engine.checkpoints",
+        "continue_at_checkpoint",
+        "    if next_sleeper <= now or runner.deadlines.next_deadline() <= now:\n",
+        "    if runner.deadlines.next_deadline() <= now:\n",
+    ),
+    "a cancelled scope": Edit(
+        "dsh_sim.engine.checkpoints",
+        "continue_at_checkpoint",
+        "    if task._cancel_status.effectively_cancelled or (task is runner.main_task and runner.ki_pending):\n",
+        "    if task is runner.main_task and runner.ki_pending:\n",
+    ),
+    "a callback queued": Edit(
+        "dsh_sim.engine.checkpoints",
+        "continue_at_checkpoint",
+        "    if queue.queue or queue.idempotent_queue:\n",
+        "    if False:\n",
+    ),
+    "the trace's task step": Edit(
+        "dsh_sim.engine.checkpoints",
+        "round_trip_seen",
+        "            else:\n                instruments.call(hook, task)\n",
+        '            elif hook != "before_task_step":\n                instruments.call(hook, task)\n',
+    ),
+}
+
+
+@pytest.mark.parametrize("slip", list(SLIPS))
+def test_each_condition_left_out_is_caught(slip: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as patch:
+        _long_way(patch)
+        expected = [_run(seed) for seed in (1, 2, 3, 4)]
+    with applied([SLIPS[slip]]):
+        try:
+            got = [_run(seed) for seed in (1, 2, 3, 4)]
+        except (AssertionError, trio.TrioInternalError, RuntimeError) as err:  # (a slip may break trio itself)
+            got = [repr(err)]
+    assert got != expected
+
+
+def test_a_spin_check_skipped_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hang_module, "CHECK_EVERY", 100)
+    monkeypatch.setattr(process_module, "CHECK_EVERY", 100)
+    monkeypatch.setattr(checkpoints, "CHECK_EVERY", 100)
+    slip = Edit("dsh_sim.engine.checkpoints", "continue_at_checkpoint", "    if (batches + 1) % CHECK_EVERY == 0:\n", "    if False:\n")
+    with applied([slip]):
+        seen, reply = _spin_run(1_000)
+    assert reply != ("hung", "spin", 100) and len(seen) == 1_000  # the spin ran to its end unseen
