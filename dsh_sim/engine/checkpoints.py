@@ -41,6 +41,7 @@ _RUN = run_module()
 _CONTEXT = _RUN.GLOBAL_RUN_CONTEXT  # trio's thread-local run context (the running task, the batch)
 # the instrument hooks one round trip through the scheduler calls, in trio's order
 _ROUND_TRIP_HOOKS = ("task_scheduled", "after_task_step", "before_io_wait", "after_io_wait", "before_task_step")
+_MAX_TIMEOUT = _RUN._MAX_TIMEOUT
 
 
 def continue_at_checkpoint(runner: Any, next_sleeper: float, now: float, batches: int) -> Any:
@@ -75,3 +76,41 @@ def round_trip_seen(runner: Any, task: Any) -> None:
                 instruments.call(hook, 0)  # the timeout of a pass with a task runnable
             else:
                 instruments.call(hook, task)
+
+
+def sleep_passes_alone(runner: Any, next_sleeper: float, now: float, due: float) -> bool:
+    """Whether nothing but the sleeper itself wakes up to ``due``: no deadline of trio's and no
+    other harness sleep falls due before it or with it (the pass that wakes it would wake them too)."""
+    return next_sleeper > due and runner.deadlines.next_deadline() > due
+
+
+def round_trip_slept(runner: Any, task: Any, clock: Any, gap: float) -> None:
+    """What a timed sleep through the scheduler leaves visible, done in place: the task parks,
+    the loop finds nothing to run and hands the host an idle pass, the host moves the clock
+    by ``gap`` (exactly as :meth:`.process.SimProcess._when_blocked` moves it) and wakes the
+    sleeper, and the next pass runs it alone."""
+    task._schedule_points += 1
+    task._cancel_points += 1
+    task.custom_sleep_data = None
+    instruments = runner.instruments
+    if "after_task_step" in instruments:
+        instruments.call("after_task_step", task)
+    timeout = _idle_timeout(runner, clock) if "before_io_wait" in instruments or "after_io_wait" in instruments else 0.0
+    if "before_io_wait" in instruments:
+        instruments.call("before_io_wait", timeout)
+    clock.jump(gap)
+    if "task_scheduled" in instruments:
+        instruments.call("task_scheduled", task)
+    if "after_io_wait" in instruments:
+        instruments.call("after_io_wait", timeout)
+    if "before_task_step" in instruments:
+        instruments.call("before_task_step", task)
+
+
+def _idle_timeout(runner: Any, clock: Any) -> float:
+    """The I/O timeout trio computes for a pass with nothing runnable (its instruments see it)."""
+    timeout = min(max(0, clock.deadline_to_sleep_time(runner.deadlines.next_deadline())), _MAX_TIMEOUT)
+    if runner.waiting_for_idle:
+        cushion, _ = runner.waiting_for_idle.keys()[0]
+        return float(cushion if cushion < timeout else timeout)
+    return float(runner.clock_autojump_threshold if runner.clock_autojump_threshold < timeout else timeout)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextvars
 import math
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -41,7 +41,7 @@ import trio
 import trio.testing
 
 from dsh_sim.adapters.simfs.disk import FidelityError
-from dsh_sim.engine.checkpoints import continue_at_checkpoint, round_trip_seen
+from dsh_sim.engine.checkpoints import continue_at_checkpoint, round_trip_seen, round_trip_slept, sleep_passes_alone
 from dsh_sim.engine.determinism import run_module, seed_scheduler
 from dsh_sim.engine.hang import CHECK_EVERY, KILL_ROUNDS, STOP_GRACE, Hung, crash_tasks
 from dsh_sim.engine.instruments import fast_instruments
@@ -198,10 +198,26 @@ class SimProcess:
     def stop(self) -> Reply:
         return self._send("stop", None)
 
-    def sleep(self, seconds: float) -> Coroutine[Any, Any, None]:
-        """``trio.sleep`` for the harness's own code in this process, timed by the host (the
-        sleep's own coroutine, awaited by the caller: no frame of its own in between)."""
-        return timed_sleep(self._sleepers, self._clock, seconds)
+    async def sleep(self, seconds: float) -> None:
+        """``trio.sleep`` for the harness's own code in this process, timed by the host; where
+        the sleeper is the only thing that could run until it wakes, the clock moves in place
+        (:mod:`dsh_sim.engine.checkpoints`)."""
+        if seconds == 0:
+            await self.checkpoint()  # what trio.sleep(0) is
+            return
+        runner, clock, sleepers = self._runner, self._clock, self._sleepers
+        if seconds > 0 and self._parked is not None:  # (not while a stop unwinds: the host counts its grace)
+            now = clock.current_time()
+            next_sleeper = sleepers.next_deadline()
+            task = continue_at_checkpoint(runner, next_sleeper, now, self._batches_run)
+            if task is not None:
+                due = now + seconds
+                gap = float(due - now)  # what the host's look at the next deadline computes
+                if gap > 0 and sleep_passes_alone(runner, next_sleeper, now, due) and self._jumps(now, gap):
+                    self._batches_run += 1
+                    round_trip_slept(runner, task, clock, gap)
+                    return
+        await timed_sleep(sleepers, clock, seconds)
 
     async def checkpoint(self) -> None:
         """``trio.lowlevel.checkpoint()`` for the harness's ports in this process, without the
@@ -292,6 +308,10 @@ class SimProcess:
         gap = self._to_next_deadline()
         if gap <= 0:
             return None  # a timer is due now: trio wakes its task at the next step
+        if self._jumps(now, gap):
+            self._clock.jump(gap)
+            self._wake_due()
+            return None
         settle = self._settle
         assert settle is not None
         if settle.boot is not None and settle.boot.done:
@@ -300,18 +320,23 @@ class SimProcess:
             assert task is not None
             self._runner.reschedule(task, outcome.Value(("booted", None)))  # main ended: so does the run
             return None
+        if settle.until is not None and now < settle.until and not settle.done():
+            # nothing is due before the end of the advance: time reaches it, and the run
+            # is as blocked there as it is now (stepping it would let trio's autojump
+            # move the clock on to its next deadline, past the end)
+            self._clock.jump(settle.until - now)
+        return settle.reply()
+
+    def _jumps(self, now: float, gap: float) -> bool:
+        """Whether the host, finding every task blocked with the next timer ``gap`` ahead, moves
+        the clock there and steps on (rather than replying to the command or ending the boot)."""
+        settle = self._settle
+        assert settle is not None
+        if settle.boot is not None and settle.boot.done:
+            return False
         if settle.done():
-            return settle.reply()
-        if math.isinf(gap) or now + gap > settle.limit:
-            if settle.until is not None and now < settle.until:
-                # nothing is due before the end of the advance: time reaches it, and the run
-                # is as blocked there as it is now (stepping it would let trio's autojump
-                # move the clock on to its next deadline, past the end)
-                self._clock.jump(settle.until - now)
-            return settle.reply()
-        self._clock.jump(gap)
-        self._wake_due()
-        return None
+            return False
+        return not (math.isinf(gap) or now + gap > settle.limit)
 
     def _to_next_deadline(self) -> float:
         """``current_statistics().seconds_to_next_deadline`` without building the statistics

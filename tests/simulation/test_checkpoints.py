@@ -168,6 +168,74 @@ def _spin_run(spins: int) -> tuple[list[Any], Any]:
     return seen, (reply.state, getattr(reply.error, "kind", None), getattr(reply.error, "batches", None))
 
 
+def _sleepy(seen: list[Any], nurseries: list[trio.Nursery]) -> Any:
+    async def main(proc: SimProcess) -> None:
+        async def alone() -> None:
+            for index in range(6):
+                await proc.sleep(0.125)  # nothing else due meanwhile: the clock moves in place
+                seen.append(("alone", index, trio.current_time()))
+
+        async def on_trio_deadline() -> None:
+            await trio.sleep(2.75)  # the same instant a harness sleep below falls due
+            seen.append(("trio-deadline", trio.current_time()))
+
+        async def with_trio_deadline() -> None:
+            await trio.sleep(2.5)
+            await proc.sleep(0.25)  # due at 2.75, with on_trio_deadline
+            seen.append(("with-trio-deadline", trio.current_time()))
+
+        async def first_sleeper() -> None:
+            await proc.sleep(3.5)
+            seen.append(("first-sleeper", trio.current_time()))
+
+        async def second_sleeper() -> None:
+            await trio.sleep(3.0)
+            await proc.sleep(0.5)  # due at 3.5, with first_sleeper
+            seen.append(("second-sleeper", trio.current_time()))
+
+        async with trio.open_nursery() as nursery:
+            for task in (alone, on_trio_deadline, with_trio_deadline, first_sleeper, second_sleeper):
+                nursery.start_soon(task)
+        proc.ready = True
+        async with trio.open_nursery() as nursery:
+            nurseries.append(nursery)
+            await trio.sleep_forever()
+
+    return main
+
+
+def _sleepy_run(seed: int) -> tuple[list[Any], list[Any], list[Any]]:
+    clock = new_clock()
+    trace = Trace(keep=True)
+    seen: list[Any] = []
+    nurseries: list[trio.Nursery] = []
+    proc = SimProcess(1, _sleepy(seen, nurseries), clock=clock, seed=seed, instruments=[TaskTracer(trace, 1, clock)])
+    replies = [(proc.start().state, clock.current_time())]
+
+    async def background() -> None:
+        for index in range(4):
+            await proc.sleep(0.25)  # goes on after the command that started it returned
+            seen.append(("background", index, trio.current_time()))
+
+    async def starts_background() -> None:
+        nurseries[0].start_soon(background)
+
+    async def past_the_horizon() -> None:
+        await proc.sleep(0.5)
+        seen.append(("past-the-horizon", trio.current_time()))
+
+    for command in (
+        lambda: proc.call(starts_background),
+        lambda: proc.call(past_the_horizon, horizon=0.375),
+        lambda: proc.advance(0.625),
+        lambda: proc.advance(2.0),
+    ):
+        reply = command()
+        replies.append((reply.state, reply.done, clock.current_time()))
+    replies.append((proc.stop().state, clock.current_time()))
+    return trace.records, seen, replies
+
+
 class _Counted:
     """How often the shortcut was taken (the original function, counted)."""
 
@@ -207,6 +275,25 @@ def test_going_on_in_place_schedules_exactly_as_going_round(seed: int, counted: 
     assert [s for s in seen if s[0] == "callback"] == [("callback", 0), ("callback", 1), ("callback", 2)]
     assert ("deadline-now", True) in seen and ("cancelled-alone", True) in seen
     assert ("callback-alone",) in seen and ("woken-at", 0.13) in seen
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_a_sleep_that_passes_in_place_schedules_exactly_as_one_through_the_host(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    slept = []
+    original = process_module.round_trip_slept
+    monkeypatch.setattr(process_module, "round_trip_slept", lambda *args: slept.append(1) or original(*args))
+    in_place = _sleepy_run(seed)
+    assert len(slept) >= 4  # (most of the lone sleeper's, the background's)
+    with monkeypatch.context() as patch:
+        patch.setattr(process_module, "sleep_passes_alone", lambda *args: False)
+        through_the_host = _sleepy_run(seed)
+    assert in_place == through_the_host
+    _, seen, replies = in_place
+    assert ("with-trio-deadline", 2.75) in seen and ("second-sleeper", 3.5) in seen
+    # the boot ends at 3.5; the horizon (3.875) replies at 3.75, before the sleep ends at 4.0;
+    # the background sleeper goes on between commands and through the advances
+    assert replies[2] == ("idle", False, 3.75) and ("past-the-horizon", 4.0) in seen
+    assert [s for s in seen if s[0] == "background"] == [("background", i, 3.75 + 0.25 * i) for i in range(4)]
 
 
 def test_a_spin_is_found_at_the_same_batch(counted: _Counted, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -278,6 +365,47 @@ def test_each_condition_left_out_is_caught(slip: str, monkeypatch: pytest.Monkey
         try:
             got = [_run(seed) for seed in (1, 2, 3, 4)]
         except (AssertionError, trio.TrioInternalError, RuntimeError) as err:  # (a slip may break trio itself)
+            got = [repr(err)]
+    assert got != expected
+
+
+SLEEP_SLIPS = {
+    "a trio deadline due with it": Edit(
+        "dsh_sim.engine.checkpoints",
+        "sleep_passes_alone",
+        "    return next_sleeper > due and runner.deadlines.next_deadline() > due\n",
+        "    return next_sleeper > due\n",
+    ),
+    "a harness sleep due with it": Edit(
+        "dsh_sim.engine.checkpoints",
+        "sleep_passes_alone",
+        "    return next_sleeper > due and runner.deadlines.next_deadline() > due\n",
+        "    return runner.deadlines.next_deadline() > due\n",
+    ),
+    "the host would reply first": Edit(
+        "dsh_sim.engine.process",
+        "SimProcess.sleep",
+        "                if gap > 0 and sleep_passes_alone(runner, next_sleeper, now, due) and self._jumps(now, gap):\n",
+        "                if gap > 0 and sleep_passes_alone(runner, next_sleeper, now, due):\n",
+    ),
+    "the trace's wake-up": Edit(
+        "dsh_sim.engine.checkpoints",
+        "round_trip_slept",
+        "    clock.jump(gap)\n",
+        "    clock.jump(gap) if False else None\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("slip", list(SLEEP_SLIPS))
+def test_each_condition_of_a_sleep_left_out_is_caught(slip: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as patch:
+        patch.setattr(process_module, "sleep_passes_alone", lambda *args: False)
+        expected = [_sleepy_run(seed) for seed in (1, 2, 3, 4)]
+    with applied([SLEEP_SLIPS[slip]]):
+        try:
+            got = [_sleepy_run(seed) for seed in (1, 2, 3, 4)]
+        except (AssertionError, trio.TrioInternalError, RuntimeError) as err:
             got = [repr(err)]
     assert got != expected
 
