@@ -213,7 +213,7 @@ class SimProcess:
             if task is not None:
                 due = now + seconds
                 gap = float(due - now)  # what the host's look at the next deadline computes
-                if gap > 0 and sleep_passes_alone(runner, next_sleeper, now, due) and self._jumps(now, gap):
+                if gap > 0 and sleep_passes_alone(runner, next_sleeper, due) and self._jumps(now, gap):
                     self._batches_run += 1
                     round_trip_slept(runner, task, clock, gap)
                     return

@@ -127,11 +127,45 @@ def _program(seen: list[Any]) -> Any:
     return main
 
 
+class _EveryHook(trio.abc.Instrument):
+    """Every instrument hook trio calls, in order, with what it is given (the shortcut calls
+    the same ones, in the same order, with the same values)."""
+
+    def __init__(self, calls: list[Any], clock: Any) -> None:
+        self.calls, self.clock = calls, clock
+
+    def _add(self, hook: str, what: Any) -> None:
+        self.calls.append((hook, what if isinstance(what, float) else getattr(what, "name", what), self.clock.current_time()))
+        if hook == "task_scheduled":
+            # trio expires deadlines due together in the order of their scopes' ids (memory
+            # addresses; the batch is sorted before it runs): a run of wake-ups is kept sorted
+            start = len(self.calls) - 1
+            while start and self.calls[start - 1][0] == "task_scheduled":
+                start -= 1
+            self.calls[start:] = sorted(self.calls[start:])
+
+    def task_scheduled(self, task: trio.lowlevel.Task) -> None:
+        self._add("task_scheduled", task)
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        self._add("after_task_step", task)
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self._add("before_task_step", task)
+
+    def before_io_wait(self, timeout: float) -> None:
+        self._add("before_io_wait", float(timeout))
+
+    def after_io_wait(self, timeout: float) -> None:
+        self._add("after_io_wait", float(timeout))
+
+
 def _run(seed: int) -> tuple[list[Any], list[Any], list[str]]:
     clock = new_clock()
     trace = Trace(keep=True)
     seen: list[Any] = []
-    proc = SimProcess(1, _program(seen), clock=clock, seed=seed, instruments=[TaskTracer(trace, 1, clock)])
+    hooks: list[Any] = []
+    proc = SimProcess(1, _program(seen), clock=clock, seed=seed, instruments=[TaskTracer(trace, 1, clock), _EveryHook(hooks, clock)])
     states = [proc.start().state]
 
     async def from_the_host() -> None:
@@ -143,7 +177,7 @@ def _run(seed: int) -> tuple[list[Any], list[Any], list[str]]:
     states.append(proc.call(from_the_host).state)
     states.append(proc.advance(1.0).state)
     states.append(proc.stop().state)
-    return trace.records, seen, states
+    return trace.records + hooks, seen, states
 
 
 def _spin_run(spins: int) -> tuple[list[Any], Any]:
@@ -208,8 +242,10 @@ def _sleepy_run(seed: int) -> tuple[list[Any], list[Any], list[Any]]:
     clock = new_clock()
     trace = Trace(keep=True)
     seen: list[Any] = []
+    hooks: list[Any] = []
     nurseries: list[trio.Nursery] = []
-    proc = SimProcess(1, _sleepy(seen, nurseries), clock=clock, seed=seed, instruments=[TaskTracer(trace, 1, clock)])
+    instruments = [TaskTracer(trace, 1, clock), _EveryHook(hooks, clock)]
+    proc = SimProcess(1, _sleepy(seen, nurseries), clock=clock, seed=seed, instruments=instruments)
     replies = [(proc.start().state, clock.current_time())]
 
     async def background() -> None:
@@ -233,7 +269,7 @@ def _sleepy_run(seed: int) -> tuple[list[Any], list[Any], list[Any]]:
         reply = command()
         replies.append((reply.state, reply.done, clock.current_time()))
     replies.append((proc.stop().state, clock.current_time()))
-    return trace.records, seen, replies
+    return trace.records + hooks, seen, replies
 
 
 class _Counted:
@@ -347,6 +383,12 @@ SLIPS = {
         "    if queue.queue or queue.idempotent_queue:\n",
         "    if False:\n",
     ),
+    "the hooks' order": Edit(
+        "dsh_sim.engine.checkpoints",
+        "round_trip_seen",
+        "    for hook in _ROUND_TRIP_HOOKS:\n",
+        "    for hook in reversed(_ROUND_TRIP_HOOKS):\n",
+    ),
     "the trace's task step": Edit(
         "dsh_sim.engine.checkpoints",
         "round_trip_seen",
@@ -385,8 +427,14 @@ SLEEP_SLIPS = {
     "the host would reply first": Edit(
         "dsh_sim.engine.process",
         "SimProcess.sleep",
-        "                if gap > 0 and sleep_passes_alone(runner, next_sleeper, now, due) and self._jumps(now, gap):\n",
-        "                if gap > 0 and sleep_passes_alone(runner, next_sleeper, now, due):\n",
+        "                if gap > 0 and sleep_passes_alone(runner, next_sleeper, due) and self._jumps(now, gap):\n",
+        "                if gap > 0 and sleep_passes_alone(runner, next_sleeper, due):\n",
+    ),
+    "the wake-up before the clock moves": Edit(
+        "dsh_sim.engine.checkpoints",
+        "round_trip_slept",
+        '    clock.jump(gap)\n    if "task_scheduled" in instruments:\n        instruments.call("task_scheduled", task)\n',
+        '    if "task_scheduled" in instruments:\n        instruments.call("task_scheduled", task)\n    clock.jump(gap)\n',
     ),
     "the trace's wake-up": Edit(
         "dsh_sim.engine.checkpoints",
