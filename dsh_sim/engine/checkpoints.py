@@ -31,6 +31,11 @@ the clock to the sleep's end and wake it — unless it replies first (the comman
 horizon is nearer: :meth:`.process.SimProcess._jumps` decides both ways).  Then the clock
 moves in place (:func:`sleep_passes_alone`, :func:`round_trip_slept`).
 
+The hooks are called from inside the running task, where trio calls the I/O-wait hooks between
+task steps and every hook in the host's context: only a run whose instruments are all
+:class:`.instruments.PlainInstrument` (they read what they are given and the clock, such as
+the trace's :class:`.trace.TaskTracer`) takes the shortcuts.
+
 The batch trio is running is the list it hands its scheduler's shuffle
 (:func:`.determinism.shuffle_batch` keeps it in the run's thread-local context, which each
 run has of its own: :mod:`.run_locals`); trio pops the batch's tasks from its end, so while a
@@ -86,8 +91,16 @@ def round_trip_seen(runner: Any, task: Any) -> None:
 
 def sleep_passes_alone(runner: Any, next_sleeper: float, due: float) -> bool:
     """Whether nothing but the sleeper itself wakes up to ``due``: no deadline of trio's and no
-    other harness sleep falls due before it or with it (the pass that wakes it would wake them too)."""
-    return next_sleeper > due and runner.deadlines.next_deadline() > due
+    other harness sleep falls due before it or with it (the pass that wakes it would wake them
+    too), and the idle pass is the plain one — no task waits for the run to go idle
+    (``wait_all_tasks_blocked``: its cushion would be the pass's timeout), the clock's autojump
+    threshold is the simulator's 0 (trio hands the pass's hooks that threshold)."""
+    return (
+        next_sleeper > due
+        and runner.deadlines.next_deadline() > due
+        and not runner.waiting_for_idle
+        and runner.clock_autojump_threshold == 0
+    )
 
 
 def round_trip_slept(runner: Any, task: Any, clock: Any, gap: float) -> None:
@@ -101,7 +114,7 @@ def round_trip_slept(runner: Any, task: Any, clock: Any, gap: float) -> None:
     instruments = runner.instruments
     if "after_task_step" in instruments:
         instruments.call("after_task_step", task)
-    timeout = 0.0  # what trio hands an idle pass's hooks under the simulator's clock (autojump threshold 0)
+    timeout = runner.clock_autojump_threshold  # an idle pass's timeout: the threshold, 0 (see sleep_passes_alone)
     if "before_io_wait" in instruments:
         instruments.call("before_io_wait", timeout)
     clock.jump(gap)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import trio
+
 from dsh_sim.engine.determinism import run_module
 
 _TRIO_TABLE: Any = run_module().Instruments  # trio's own (private) instrument table class
@@ -38,3 +40,11 @@ def fast_instruments(runner: Any) -> None:
     table = HookTable()
     table.update(runner.instruments.data)
     runner.instruments = table
+
+
+class PlainInstrument(trio.abc.Instrument):
+    """An instrument whose hooks read only what they are given and the clock — never trio's
+    current task, never a context variable.  Only a run whose every instrument is plain takes
+    the scheduler shortcuts of :mod:`dsh_sim.engine.checkpoints`, which call the hooks a round
+    trip would call, in trio's order, but from inside the running task (where trio calls
+    ``before_io_wait`` and ``after_io_wait`` between task steps, in the host's context)."""

@@ -44,7 +44,7 @@ from dsh_sim.adapters.simfs.disk import FidelityError
 from dsh_sim.engine.checkpoints import continue_at_checkpoint, round_trip_seen, round_trip_slept, sleep_passes_alone
 from dsh_sim.engine.determinism import run_module, seed_scheduler
 from dsh_sim.engine.hang import CHECK_EVERY, KILL_ROUNDS, STOP_GRACE, Hung, crash_tasks
-from dsh_sim.engine.instruments import fast_instruments
+from dsh_sim.engine.instruments import PlainInstrument, fast_instruments
 from dsh_sim.engine.quiet_io import setup_quiet_runner
 from dsh_sim.engine.run_locals import RunLocals
 from dsh_sim.engine.sleepers import Sleepers
@@ -111,6 +111,8 @@ class SimProcess:
         self._clock = clock
         self._seed = seed
         self._instruments = instruments or []
+        # the scheduler shortcuts call the hooks from inside the task: only for plain instruments
+        self._in_place = all(isinstance(instrument, PlainInstrument) for instrument in self._instruments)
         self._runner: Any = None
         self._gen: Any = None  # trio's run loop, a generator of I/O timeouts
         self._locals = RunLocals()  # this run's thread-local trio state between steps
@@ -206,7 +208,7 @@ class SimProcess:
             await self.checkpoint()  # what trio.sleep(0) is
             return
         runner, clock, sleepers = self._runner, self._clock, self._sleepers
-        if seconds > 0 and self._parked is not None:  # (not while a stop unwinds: the host counts its grace)
+        if seconds > 0 and self._parked is not None and self._in_place:  # (not while a stop unwinds: the host counts its grace)
             now = clock.current_time()
             next_sleeper = sleepers.next_deadline()
             task = continue_at_checkpoint(runner, next_sleeper, now, self._batches_run)
@@ -224,7 +226,11 @@ class SimProcess:
         round trip through the scheduler when it could only resume the task at once
         (:mod:`dsh_sim.engine.checkpoints`)."""
         runner = self._runner
-        task = continue_at_checkpoint(runner, self._sleepers.next_deadline(), self._clock.current_time(), self._batches_run)
+        task = (
+            continue_at_checkpoint(runner, self._sleepers.next_deadline(), self._clock.current_time(), self._batches_run)
+            if self._in_place
+            else None
+        )
         if task is None:
             await trio.lowlevel.checkpoint()
             return

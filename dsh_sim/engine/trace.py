@@ -16,6 +16,8 @@ from typing import Any
 import attrs
 import trio
 
+from dsh_sim.engine.instruments import PlainInstrument
+
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
 
@@ -109,7 +111,7 @@ class Trace:
         return self._hash.hexdigest()
 
 
-class TaskTracer(trio.abc.Instrument):
+class TaskTracer(PlainInstrument):
     """Feeds every scheduled task step (virtual time, task name) into the trace."""
 
     def __init__(self, trace: Trace, pid: int, clock: trio.abc.Clock | None = None) -> None:

@@ -17,11 +17,13 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from dsh_sim.engine import checkpoints
 from dsh_sim.engine import hang as hang_module
 from dsh_sim.engine import process as process_module
 from dsh_sim.engine.determinism import new_clock
+from dsh_sim.engine.instruments import PlainInstrument
 from dsh_sim.engine.process import SimProcess
 from dsh_sim.engine.trace import TaskTracer, Trace
 from dsh_sim.mutants.patch import Edit, applied
@@ -127,7 +129,7 @@ def _program(seen: list[Any]) -> Any:
     return main
 
 
-class _EveryHook(trio.abc.Instrument):
+class _EveryHook(PlainInstrument):
     """Every instrument hook trio calls, in order, with what it is given (the shortcut calls
     the same ones, in the same order, with the same values)."""
 
@@ -345,6 +347,93 @@ def test_a_spin_is_found_at_the_same_batch(counted: _Counted, monkeypatch: pytes
     assert shortcut[1] == ("hung", "spin", 100)
 
 
+def _idle_waiter_run(seed: int) -> tuple[list[Any], list[Any], list[Any]]:
+    """Sleeps beside a task waiting for the run to go idle (its cushion is the idle pass's
+    timeout, which the I/O-wait hooks are handed)."""
+    clock = new_clock()
+    trace = Trace(keep=True)
+    seen: list[Any] = []
+    hooks: list[Any] = []
+
+    async def main(proc: SimProcess) -> None:
+        async def idle_waiter() -> None:
+            await trio.testing.wait_all_tasks_blocked(cushion=0.5)
+            seen.append(("idle", trio.current_time()))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(idle_waiter)
+            for index in range(3):
+                await proc.sleep(0.125)
+                seen.append(("slept", index, trio.current_time()))
+            proc.ready = True
+            await trio.sleep_forever()
+
+    proc = SimProcess(1, main, clock=clock, seed=seed, instruments=[TaskTracer(trace, 1, clock), _EveryHook(hooks, clock)])
+    replies = [(proc.start().state, clock.current_time())]
+    replies.append((proc.stop().state, clock.current_time()))
+    return trace.records + hooks, seen, replies
+
+
+def test_a_task_waiting_for_idle_keeps_sleeps_the_long_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    in_place = _idle_waiter_run(1)
+    with monkeypatch.context() as patch:
+        patch.setattr(process_module, "sleep_passes_alone", lambda *args: False)
+        through_the_host = _idle_waiter_run(1)
+    assert in_place == through_the_host
+    assert ("before_io_wait", 0.5, 0.125) in in_place[0]  # (the cushion, as trio hands it)
+
+
+class _WhereHooksRun(trio.abc.Instrument):
+    """An instrument that looks at the run: the current task its I/O-wait hooks see (none: trio
+    calls them between task steps).  Not plain, so its runs take no shortcut."""
+
+    def __init__(self, calls: list[Any]) -> None:
+        self.calls = calls
+
+    def _where(self, hook: str) -> None:
+        try:
+            self.calls.append((hook, trio.lowlevel.current_task().name))
+        except RuntimeError:
+            self.calls.append((hook, None))
+
+    def before_io_wait(self, timeout: float) -> None:
+        self._where("before_io_wait")
+
+    def after_io_wait(self, timeout: float) -> None:
+        self._where("after_io_wait")
+
+
+def _hook_context_run() -> list[Any]:
+    calls: list[Any] = []
+
+    async def main(proc: SimProcess) -> None:
+        proc.ready = True
+        await trio.sleep_forever()
+
+    proc = SimProcess(1, main, clock=new_clock(), seed=1, instruments=[_WhereHooksRun(calls)])
+    proc.start()
+
+    async def checkpoints_alone() -> None:
+        for _ in range(3):
+            await proc.checkpoint()
+            await proc.sleep(0.25)
+
+    proc.call(checkpoints_alone)
+    proc.stop()
+    return calls
+
+
+def test_an_instrument_that_looks_at_the_run_keeps_the_long_way(counted: _Counted, monkeypatch: pytest.MonkeyPatch) -> None:
+    shortcut = _hook_context_run()
+    assert counted.taken == 0
+    with monkeypatch.context() as patch:
+        _long_way(patch)
+        patch.setattr(process_module, "sleep_passes_alone", lambda *args: False)
+        long_way = _hook_context_run()
+    assert shortcut == long_way
+    assert ("before_io_wait", None) in shortcut
+
+
 # Each condition of the shortcut, left out: the schedule (or the spin check) moves.
 SLIPS = {
     "another task runnable": Edit(
@@ -415,14 +504,14 @@ SLEEP_SLIPS = {
     "a trio deadline due with it": Edit(
         "dsh_sim.engine.checkpoints",
         "sleep_passes_alone",
-        "    return next_sleeper > due and runner.deadlines.next_deadline() > due\n",
-        "    return next_sleeper > due\n",
+        "        and runner.deadlines.next_deadline() > due\n",
+        "",
     ),
     "a harness sleep due with it": Edit(
         "dsh_sim.engine.checkpoints",
         "sleep_passes_alone",
-        "    return next_sleeper > due and runner.deadlines.next_deadline() > due\n",
-        "    return runner.deadlines.next_deadline() > due\n",
+        "        next_sleeper > due\n",
+        "        True\n",
     ),
     "the host would reply first": Edit(
         "dsh_sim.engine.process",
@@ -456,6 +545,26 @@ def test_each_condition_of_a_sleep_left_out_is_caught(slip: str, monkeypatch: py
         except (AssertionError, trio.TrioInternalError, RuntimeError) as err:
             got = [repr(err)]
     assert got != expected
+
+
+def test_the_review_s_conditions_left_out_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    idle_waiter = Edit("dsh_sim.engine.checkpoints", "sleep_passes_alone", "        and not runner.waiting_for_idle\n", "")
+    with monkeypatch.context() as patch:
+        patch.setattr(process_module, "sleep_passes_alone", lambda *args: False)
+        expected = _idle_waiter_run(1)
+    with applied([idle_waiter]):
+        assert _idle_waiter_run(1) != expected
+    looking = Edit(
+        "dsh_sim.engine.process",
+        "SimProcess.checkpoint",
+        "            if self._in_place\n",
+        "            if True\n",
+    )
+    with monkeypatch.context() as patch:
+        _long_way(patch)
+        expected_calls = _hook_context_run()
+    with applied([looking]):
+        assert _hook_context_run() != expected_calls
 
 
 def test_a_spin_check_skipped_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
