@@ -154,3 +154,27 @@ def test_a_barrier_in_the_pause_after_the_write_before_may_take_the_expired_wind
     assert _slow_write_then_barrier(0.46).problems == []
     late = _slow_write_then_barrier(0.50)  # past the pause: the worker had to start that write first
     assert any("no background write took it" in p for p in late.problems)
+
+
+def _stood_still_then_barrier(stood_until: float, barrier_at: float) -> WindowModel:
+    """Seq 0's window expires at 0.2; the process stood still until ``stood_until`` (another
+    process ran meanwhile); then a barrier — the stop that woke it, say — drains the queue."""
+    model = WindowModel(1, bound=0.3, tail=0.02)
+    model.feed([WindowFact("admit", 1, 0.0, 0)])
+    model.stretched = stood_until
+    model.feed(
+        [WindowFact("barrier", 1, barrier_at, label="explicit flush"), WindowFact("ack", 1, barrier_at + 0.04, 0, 1, "explicit flush")]
+    )
+    return model
+
+
+def test_a_barrier_as_a_process_that_stood_still_resumes_may_take_its_expired_window() -> None:
+    """A second writer ran for the rest of the primary's window; the primary's stop, the first
+    thing it did again, cancelled the timer and drained the queue after the flush point's pause
+    (fuzz, durability seed 1492608404)."""
+    assert _stood_still_then_barrier(0.2, 0.21).problems == []
+    assert _stood_still_then_barrier(0.3, 0.31).problems == []  # stood still past the expiry
+    late = _stood_still_then_barrier(0.2, 0.25)  # past the resume's pause: the timer's write came first
+    assert any("no background write took it" in p for p in late.problems)
+    ran = _stood_still_then_barrier(float("-inf"), 0.21)  # it ran through the expiry: the timer took it
+    assert any("no background write took it" in p for p in ran.problems)

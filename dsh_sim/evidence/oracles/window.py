@@ -98,6 +98,11 @@ class WindowModel:
         if self.active is None and not self.barrier and self.deadline is not None and self.deadline < now - TIE and self.pending:
             start = max(self.deadline, self.last_end)
             latest = max(self.deadline, self.last_end + self.tail)
+            if self.stretched >= start - TIE:
+                # the process stood still at the expiry (another process ran, a delay fault): its
+                # timer fires when it runs again, and whatever it does first then — a barrier of the
+                # command that woke it, its pauses included — may take the queue before the timer
+                latest = max(latest, self.stretched + self.tail)
             inside = tuple(seq for seq, at in self.pending if at < start - TIE)
             if not self.uncertain:
                 self.active = _Write(start, latest, inside, latest + self.bound)
