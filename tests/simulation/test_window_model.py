@@ -178,3 +178,24 @@ def test_a_barrier_as_a_process_that_stood_still_resumes_may_take_its_expired_wi
     assert any("no background write took it" in p for p in late.problems)
     ran = _stood_still_then_barrier(float("-inf"), 0.21)  # it ran through the expiry: the timer took it
     assert any("no background write took it" in p for p in ran.problems)
+
+
+def test_a_barrier_slowed_past_a_write_s_time_that_fails_leaves_the_queue_unjudged() -> None:
+    """A delay fault held a flush's fsync for 0.5 s; the model took the barrier for over (no
+    write within a write's time), so its failure did not count as a barrier's, and the next
+    window went unseen: "a background write ... but no window was armed" (fuzz, storage seed
+    2991931795).  A failed barrier write proves the barrier: who owns the queue after it is not
+    observable, so the model follows without judging until the queue is empty."""
+    model = WindowModel(1, bound=0.05)
+    model.feed(
+        [
+            WindowFact("admit", 1, 0.36, 5),
+            WindowFact("fail", 1, 0.56, label="window write"),
+            WindowFact("barrier", 1, 0.57, label="explicit flush"),
+            WindowFact("fail", 1, 1.065, label="explicit flush"),
+            WindowFact("barrier", 1, 1.07, label="explicit flush"),
+            WindowFact("admit", 1, 1.075, 8),
+            WindowFact("ack", 1, 1.28, 5, 4, "window write"),
+        ]
+    )
+    assert model.problems == []

@@ -237,8 +237,11 @@ class WindowModel:
                 self.deadline, self.uncertain, self.fallback = None, False, None
                 self.last_end = fact.time
                 self.failing_until = fact.time + self.bound
-        elif fact.label is not None and self.barrier:
-            self.barrier = False  # the flush raised: the batch is kept, the timer paused
+        elif fact.label is not None:
+            # a barrier's write failed — proof of a barrier at work even where the model had taken
+            # it for over (a delay fault slows a flush past a write's time): the flush raised, the
+            # batch is kept, the timer paused
+            self.barrier = False
             self.deadline = None
             self.murky = True
 
