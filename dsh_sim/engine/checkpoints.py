@@ -46,11 +46,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from dsh_sim.engine.determinism import RUN_CONTEXT as _CONTEXT
 from dsh_sim.engine.determinism import run_module
 from dsh_sim.engine.hang import CHECK_EVERY
 
 _RUN = run_module()
-_CONTEXT = _RUN.GLOBAL_RUN_CONTEXT  # trio's thread-local run context (the running task, the batch)
 # the instrument hooks one round trip through the scheduler calls, in trio's order
 _ROUND_TRIP_HOOKS = ("task_scheduled", "after_task_step", "before_io_wait", "after_io_wait", "before_task_step")
 

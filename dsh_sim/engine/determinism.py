@@ -66,7 +66,7 @@ def shuffle_batch(rng: random.Random, batch: list[Any]) -> None:
 
     The batch is kept in the run's thread-local context while its tasks run: trio pops them
     from its end, so it holds the tasks still to run (:mod:`dsh_sim.engine.checkpoints`)."""
-    _CONTEXT.batch = batch
+    RUN_CONTEXT.batch = batch
     if len(batch) > 1:
         random.Random.shuffle(rng, batch)
 
@@ -126,4 +126,4 @@ class SimIds:
 
 
 check_trio()
-_CONTEXT = run_module().GLOBAL_RUN_CONTEXT  # trio's thread-local run context (see shuffle_batch)
+RUN_CONTEXT = run_module().GLOBAL_RUN_CONTEXT  # trio's thread-local run context: the running task, the batch (shuffle_batch)
