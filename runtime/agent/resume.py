@@ -29,7 +29,7 @@ class RecoveryReport:
 
 async def repair_and_seed(handle: WriteHandle) -> RecoveryReport:
     torn = handle.torn_tail
-    events = tuple(await handle.read())
+    events = tuple(handle.read_opened())  # the spec's read(0) right after open, without reading the log again
     try:
         closers = tuple(interrupted_turn_closers(events))
     except RepairRefused as err:

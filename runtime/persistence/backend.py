@@ -188,8 +188,8 @@ class JsonlBackend:
             # After a kill the page cache may still hold writes (or a published name) that were
             # never fsynced; a writer must not build on what a power cut could take back
             # (PostgreSQL fsyncs its data directory at crash recovery for the same reason).
-            await make_durable(self.fs, self.root, located.log)
-            decoded = await self._decode(session_id, located)
+            # ... and the bytes made durable are the ones decoded: the log is read once.
+            decoded = self._decode_durable(session_id, located, *await make_durable(self.fs, self.root, located.log))
         except BaseException:
             self._claims.pop(session_id, None)
             if lock_fd is not None:
@@ -205,6 +205,7 @@ class JsonlBackend:
             committed_bytes=torn.truncate_to if torn else decoded.file_size,
             torn=torn,
             lock_fd=lock_fd,
+            opened=decoded.events,
         )
         self._claims[session_id] = handle
         return handle
@@ -323,10 +324,10 @@ class JsonlBackend:
         decoded = self._decode_bytes(session_id, located, data)
         return decoded.header, decoded.events, decoded.torn.torn_bytes if decoded.torn else 0, st
 
-    async def _decode(self, session_id: str, located: Located) -> DecodedLog:
-        """The log a write open builds on: it must have no second name (hard link) through
-        which a writer in another root could reach it without this session's lock."""
-        data, st = await read_stable(self.fs, located.log)
+    def _decode_durable(self, session_id: str, located: Located, data: bytes, st: StatResult) -> DecodedLog:
+        """The log a write open builds on (the bytes it just made durable, ``st`` the file's
+        stat): it must have no second name (hard link) through which a writer in another root
+        could reach it without this session's lock."""
         if st.nlink != 1:
             raise UnsafeSessionPathError.hard_linked(located.log, st.nlink)
         return self._decode_bytes(session_id, located, data)

@@ -123,7 +123,7 @@ async def ensure_dir_durable(fs: FileSystem, path: str, base: str) -> None:
         await fs.fsync_dir(posixpath.dirname(directory))
 
 
-async def make_durable(fs: FileSystem, root: str, path: str) -> None:
+async def make_durable(fs: FileSystem, root: str, path: str) -> tuple[bytes, StatResult]:
     """Make an existing file durable *and reachable*: its content, its name, its directories.
 
     After a crash, what a new process finds may live only in the page cache — unsynced
@@ -136,11 +136,13 @@ async def make_durable(fs: FileSystem, root: str, path: str) -> None:
     exactly that, and the next writer would read those bytes, build on them and acknowledge
     batches whose prefix a power cut still takes away.  So the file's bytes are written again
     — identical, but dirty — before the fsync.
+
+    Returns what :func:`rewrite_synced` returns: the bytes now durable and the file's stat.
     """
     directory = posixpath.dirname(path)
     await ensure_dir_durable(fs, directory, root)
     await fs.fsync_dir(directory)
-    await rewrite_synced(fs, path)
+    return await rewrite_synced(fs, path)
 
 
 async def write_new_synced(fs: FileSystem, path: str, data: bytes) -> None:
@@ -256,13 +258,18 @@ async def read_prefix(fs: FileSystem, path: str, complete: Callable[[bytes], boo
     return data
 
 
-async def rewrite_synced(fs: FileSystem, path: str) -> None:
+async def rewrite_synced(fs: FileSystem, path: str) -> tuple[bytes, StatResult]:
     """Write a file's bytes over themselves and fsync: whatever reads now see becomes durable
-    even where the page cache holds pages a failed fsync marked clean (see :func:`make_durable`)."""
+    even where the page cache holds pages a failed fsync marked clean (see :func:`make_durable`).
+
+    Returns those bytes and the stat of the file they are written to, taken through the
+    descriptor they are written through (its links: a writer that opens a log decodes exactly
+    what it made durable, and does not read the file again for it)."""
     require_regular(await fs.lstat(path), path)  # opening a FIFO planted there would block
     data = await read_all(fs, path)
     fd = await open_nofollow(fs, path, OpenFlags.WRITE)
     try:
+        st = await fs.fstat(fd)
         if data:
             await fs.write(fd, data)
         await fs.fsync(fd)
@@ -270,3 +277,4 @@ async def rewrite_synced(fs: FileSystem, path: str) -> None:
         await close_after_error(fs, fd)
         raise
     await close_shielded(fs, fd)
+    return data, st

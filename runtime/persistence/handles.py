@@ -172,6 +172,7 @@ class WriteHandle:
         committed_bytes: int,
         torn: TornTail | None,
         lock_fd: int | None,
+        opened: Sequence[Event] = (),
     ) -> None:
         self._backend = backend
         self._fs = backend.fs
@@ -189,6 +190,20 @@ class WriteHandle:
         self._committing: Sequence[_Waiting] = ()  # the group being written
         self._closed = False
         self._observed = 0
+        self._opened: Sequence[Event] | None = opened
+
+    def read_opened(self) -> list[Event]:
+        """The stored events as this handle decoded them when it opened (the valid prefix,
+        recovered torn records included): what :meth:`read` returns before anything is
+        appended, without reading the log again — the open read it once, to make those very
+        bytes durable.  Only before the first append, once (a resume's repair reads it)."""
+        self._check_open("read")
+        opened = self._opened
+        if opened is None:
+            raise RuntimeError("read_opened: only once, before the first append")
+        self._opened = None
+        self._observed = _never_backwards(self.session_id, opened, self._observed)
+        return list(opened)
 
     @property
     def next_seq(self) -> int:
@@ -230,6 +245,7 @@ class WriteHandle:
         batch = [_admit(event) for event in events]
         if not batch:
             return
+        self._opened = None  # (what it decoded at open is no longer the stored log)
         next_seq = self._tail_seq()
         for index, event in enumerate(batch):
             if event.seq != next_seq + index:

@@ -26,6 +26,7 @@ from runtime.persistence.errors import (
     SessionPersistenceCorruptionError,
     SessionPersistenceNotFoundError,
     SessionReadOnlyError,
+    UnsafeSessionPathError,
 )
 from runtime.persistence.header import SessionHeader
 from runtime.persistence.log_format import (
@@ -601,6 +602,48 @@ def test_torn_tail_is_never_served_and_durably_truncated_by_the_write_path(root:
         data = read_bytes(path)
         assert data == committed + encode_batch(second_turn(), mode)
         assert seqs(await read_all(backend(root, mode), "torn")) == list(range(8))
+
+    run(main)
+
+
+def test_a_write_open_reads_the_log_once_and_hands_what_it_decoded_to_the_repair(root: str, mode: str) -> None:
+    """A resume reads its log once: the bytes a write open makes durable are the ones it
+    decodes, and the repair's read right after open is served from that decode (it read the
+    whole file three times: to rewrite it, to decode it, and again for the repair)."""
+
+    async def main() -> None:
+        await stored(backend(root, mode), "once", one_turn_log())
+        path = log_path(root, "once", mode)
+        append_bytes(path, lines(open_turn()) if mode == "none" else compress_frame(lines(open_turn())))
+        corrupt_tail(path, mode)
+        fs = FaultFS()
+        writer = await backend(root, mode, fs).open("once", "write")
+        opened = writer.read_opened()
+        assert [arg for op, arg in fs.calls if op == "open" and arg == path] == [path, path]  # read it, write it back
+        assert opened == await writer.read() and seqs(opened) == list(range(8))  # what a read serves
+        with pytest.raises(RuntimeError, match="only once"):
+            writer.read_opened()
+        await writer.append(interrupted_turn_closers(opened))
+        assert seqs(await writer.read()) == list(range(10))
+        await writer.close()
+        fresh = await backend(root, mode).open("once", "write")
+        await fresh.append([e.with_seq(e.seq + 4) for e in second_turn()])
+        with pytest.raises(RuntimeError, match="only once"):  # what it decoded is no longer the log
+            fresh.read_opened()
+        await fresh.close()
+
+    run(main)
+
+
+def test_a_write_open_refuses_a_log_with_a_second_name(root: str, mode: str) -> None:
+    """The stat a write open judges the log's links by is the rewritten file's own."""
+
+    async def main() -> None:
+        await stored(backend(root, mode), "linked", one_turn_log())
+        path = log_path(root, "linked", mode)
+        os.link(path, os.path.join(root, "elsewhere"))
+        with pytest.raises(UnsafeSessionPathError, match="hard links; another name"):
+            await backend(root, mode).open("linked", "write")
 
     run(main)
 

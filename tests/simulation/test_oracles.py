@@ -257,8 +257,9 @@ def test_fsyncgate_a_writer_rewrites_what_a_failed_fsync_left_in_the_page_cache(
     fsync_only = Edit(  # open, fsync, close: what a failed fsync marked clean is never written again
         "runtime.persistence.durable",
         "make_durable",
-        "    await rewrite_synced(fs, path)",
-        "    fd = await open_nofollow(fs, path, OpenFlags.READ)\n    await fs.fsync(fd)\n    await fs.close(fd)",
+        "    return await rewrite_synced(fs, path)",
+        "    fd = await open_nofollow(fs, path, OpenFlags.READ)\n    await fs.fsync(fd)\n    st = await fs.fstat(fd)\n"
+        "    await fs.close(fd)\n    return await read_all(fs, path), st",
     )
     with applied([fsync_only]):
         result, _ = run_scenario(scenario)
