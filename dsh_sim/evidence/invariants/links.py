@@ -46,9 +46,12 @@ def check_links_not_followed(obs: Judge) -> None:
 def foreign_log(obs: Judge) -> bool:
     """Another process's file (``target_exists``) stands at the session log's name (as it was
     put there, or as the harness's own corrupt fault left it)."""
+    foreign = obs.history.foreign_files
+    if not foreign:
+        return False  # (nearly every run: nothing planted)
     log = obs.sim.config.log_path
     corrupted = any(corruption.path == log for corruption in obs.corruptions)
-    return any(path == log and (corrupted or obs.sim.disk.read_path(path) == data) for path, data in obs.history.foreign_files)
+    return any(path == log and (corrupted or obs.sim.disk.read_path(path) == data) for path, data in foreign)
 
 
 def refused_for_a_link(obs: Judge, error: BaseException | None) -> bool:
@@ -68,9 +71,11 @@ def blocked_by_a_link(obs: Judge) -> bool:
     """Whether a planted link stands at the log, at the lock file (a first publication takes the
     lock) or at a directory above them — or another process's file at the log's name: while it
     does, every write of the session may be refused (whatever the judges of timeliness expect)."""
-    paths = obs.sim.config.paths
     if foreign_log(obs):
         return True
+    if not obs.history.planted:
+        return False  # (nearly every run: nothing planted)
+    paths = obs.sim.config.paths
     return any(
         planted.path in (paths.log, paths.lock) or paths.log.startswith(planted.path + "/")
         for planted in links.standing(obs.sim.disk, obs.sim.history)
