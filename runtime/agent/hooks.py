@@ -9,6 +9,7 @@ so a runtime works with any subset of policies mounted.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -59,15 +60,23 @@ class Hooks:
 
     async def waterfall(self, name: str, value: Any, final: Callable[[Any], Awaitable[Any]]) -> Any:
         """Run the handlers registered now (a snapshot), each deciding whether to call ``next``."""
-        chain = tuple(self._chains[name])
+        return await _Waterfall(tuple(self._chains[name]), final).call(0, value)
 
-        async def call(index: int, current: Any) -> Any:
-            if index == len(chain):
-                return await final(current)
-            result = chain[index].handler(current, lambda nxt: call(index + 1, nxt))
-            return await result if inspect.isawaitable(result) else result
 
-        return await call(0, value)
+@attrs.frozen
+class _Waterfall:
+    """One run of a chain.  A method, not a closure that calls itself: such a closure is a
+    reference cycle, and everything it holds (the handlers, ``final`` and what that closes
+    over) would wait for the garbage collector after every hook call instead of going at once."""
+
+    chain: tuple[_Entry, ...]
+    final: Callable[[Any], Awaitable[Any]]
+
+    async def call(self, index: int, current: Any) -> Any:
+        if index == len(self.chain):
+            return await self.final(current)
+        result = self.chain[index].handler(current, functools.partial(self.call, index + 1))
+        return await result if inspect.isawaitable(result) else result
 
 
 class Plugin(Protocol):

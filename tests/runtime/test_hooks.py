@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -87,6 +89,35 @@ def test_dispose_removes_exactly_one_handler_and_a_running_waterfall_uses_a_snap
         assert hooks.count("tools/execute") == 1
 
     trio.run(main)
+
+
+def test_a_waterfall_leaves_no_reference_cycle_behind() -> None:
+    """What a hook call held (its ``final``, the handlers' values) goes when the call returns,
+    by reference counting: a chain that called itself through a closure was a cycle, so every
+    hook call left its final and whatever that closed over to the garbage collector."""
+    hooks = Hooks()
+    hooks.on("llm/stream", lambda value, nxt: nxt(value + 1))
+    hooks.on("llm/stream", lambda value, nxt: nxt(value * 2))
+
+    class Held:
+        pass
+
+    async def main() -> weakref.ref[Held]:
+        held = Held()
+
+        async def final(value: int) -> int:
+            return value + (held is not None)
+
+        assert await hooks.waterfall("llm/stream", 1, final) == 5
+        return weakref.ref(held)
+
+    gc.collect()
+    gc.disable()
+    try:
+        gone = trio.run(main)
+        assert gone() is None, "the waterfall's final outlived the call (a reference cycle holds it)"
+    finally:
+        gc.enable()
 
 
 def test_unknown_hook_name_is_refused() -> None:
