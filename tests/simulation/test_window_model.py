@@ -41,6 +41,10 @@ SLIPS = {
     "failure-retried-every-window": [
         Edit(W, "WriteBehind._write", PAUSED, "            self._deadline = trio.current_time() + self._window\n")
     ],
+    # a failed flush re-arms the window: a background retry 200 ms later that no new event armed
+    "failed-flush-rearms-the-window": [
+        Edit(W, "WriteBehind._write", PAUSED, "            self._deadline = None if background else trio.current_time() + self._window\n")
+    ],
     # half the window
     "window-too-short": [
         Edit(
@@ -199,3 +203,31 @@ def test_a_barrier_slowed_past_a_write_s_time_that_fails_leaves_the_queue_unjudg
         ]
     )
     assert model.problems == []
+
+
+def test_a_failed_barrier_pauses_the_timer_until_the_next_event() -> None:
+    """After a failed flush the queue's owner is not observable, and the model follows it without
+    judging until it is empty — but the timer is paused (spec §3.5): a background write with no
+    event admitted since the failure is one the rules never start (a flush that re-armed the
+    window retried on its own and went unseen)."""
+    facts = [
+        WindowFact("admit", 1, 0.0, 0),
+        WindowFact("fail", 1, 0.2, label="window write"),
+        WindowFact("admit", 1, 0.21, 1),  # arms a window the flush then cancels
+        WindowFact("barrier", 1, 0.21, label="explicit flush"),
+        WindowFact("fail", 1, 0.21, label="explicit flush"),
+    ]
+    retried = _model(*facts, WindowFact("ack", 1, 0.41, 0, 2, "window write"))
+    assert any("no window was armed" in p for p in retried.problems), retried.problems
+    armed = _model(*facts, WindowFact("admit", 1, 0.3, 2), WindowFact("ack", 1, 0.5, 0, 3, "window write"))
+    assert armed.problems == []
+
+
+def test_a_failed_write_no_barrier_made_pauses_no_window() -> None:
+    """An append straight through the write handle that fails (its first publication met a
+    foreign file) is no barrier of the queue: the armed window expires as it would have
+    (storage fuzz, seed 77: judged as a failed barrier's, its on-time write was "one no window armed")."""
+    facts = [WindowFact("admit", 1, 0.07, 9, label="bound"), WindowFact("fail", 1, 0.17, label="first publication")]
+    model = _model(*facts, WindowFact("ack", 1, 0.27, 9, 1, "window write"))
+    assert model.problems == []
+    assert _model(*facts).overdue(0.28) is not None  # and it is judged: a write that never comes is late

@@ -8,7 +8,8 @@ a write starts its batch as soon as that write ends.  A failed background write 
 back in front and pauses: only the next admitted event arms a fresh window (retained and new
 events together).  A flush is a barrier: it cancels the timer, waits for the write in flight,
 and drains the queue itself (events admitted meanwhile too); a failed barrier write keeps the
-batch and pauses the timer.
+batch and pauses the timer.  A failed write no barrier of the queue made (an append straight
+through the write handle) pauses nothing.
 
 :class:`WindowModel` replays these rules over what the simulator saw of one process, in the
 order it happened (:class:`~dsh_sim.engine.history.WindowFact`): each event admitted (its
@@ -23,6 +24,10 @@ exactly which events it holds, and holds the acknowledgements to it:
   own time (the configured latency of its operations and the perturbation's pauses);
 * a background write the rules never start (a retry after a failure no new event armed) is one
   too many, and a window that expired with no write acknowledged by then is one too few;
+* after a failed barrier write, who owns the queue is not observable (its flush may be
+  cancelled, a second flush may take over), so the model follows it without timing or
+  checking batches until it is empty — except that the timer stays paused: a background write
+  needs an event admitted since the failure;
 * at every instant the judge visits, no expired window waits without a write.
 """
 
@@ -74,6 +79,8 @@ class WindowModel:
     # may take over or fail with it) is not observable, so until the queue is empty again the
     # model follows without judging
     murky: bool = False
+    admitted_since_failure: bool = False  # an event was admitted after the last failed barrier write (only one arms a window)
+    drained: bool = False  # a barrier set out to drain the queue since it was last empty
     written: set[int] = attrs.field(factory=set)
     admitted: dict[int, float] = attrs.field(factory=dict)  # seq -> when it was admitted
     fed: int = 0  # facts consumed from the run's list
@@ -129,6 +136,7 @@ class WindowModel:
             return
         self.admitted[fact.seq] = fact.time
         self.pending.append((fact.seq, fact.time))
+        self.admitted_since_failure = True
         if self.deadline is None and not self.barrier:
             self.deadline = fact.time + WINDOW
             self.early_ok = fact.label == "bound"
@@ -154,6 +162,8 @@ class WindowModel:
         self.deadline = None
         if self.active is None and not self.pending:
             self.barrier = False  # nothing to drain: the barrier returns at once
+        else:
+            self.drained = True
 
     def _ack(self, fact: WindowFact) -> None:
         seqs = tuple(seq for seq in range(fact.seq, fact.seq + fact.count) if seq in self.admitted)
@@ -176,7 +186,7 @@ class WindowModel:
 
     def _background_ack(self, fact: WindowFact, seqs: tuple[int, ...]) -> None:
         write = self.active
-        if write is None and self.murky:
+        if write is None and self.murky and self.admitted_since_failure:
             write = _Write(fact.time, fact.time, (), float("inf"), exact=False, optional=True)
         if write is None:
             waited = [seq for seq, _ in self.pending]
@@ -237,19 +247,22 @@ class WindowModel:
                 self.deadline, self.uncertain, self.fallback = None, False, None
                 self.last_end = fact.time
                 self.failing_until = fact.time + self.bound
-        elif fact.label is not None:
-            # a barrier's write failed — proof of a barrier at work even where the model had taken
-            # it for over (a delay fault slows a flush past a write's time): the flush raised, the
-            # batch is kept, the timer paused
+        elif fact.label is not None and (self.barrier or self.drained):
+            # a barrier's write failed — even where the model had taken the barrier for over (a
+            # delay fault slows a flush past a write's time): the flush raised, the batch is kept,
+            # the timer paused.  (A write no barrier of this queue made — an append straight
+            # through the write handle — pauses nothing: an armed window still expires.)
             self.barrier = False
             self.deadline = None
             self.murky = True
+            self.admitted_since_failure = False
 
     def _written(self, seqs: tuple[int, ...]) -> None:
         self.written.update(seqs)
         self.pending = [(seq, at) for seq, at in self.pending if seq not in self.written]
         if not self.pending:  # (a window armed by an event this batch took along has nothing left to expire for)
             self.deadline, self.uncertain, self.fallback = None, False, None
+            self.drained = False
 
 
 def _span(seqs: tuple[int, ...]) -> str:
