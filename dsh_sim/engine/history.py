@@ -70,8 +70,9 @@ class PlantedLink:
 class WindowFact:
     """One happening the write-behind timing model reads, in the order it happened: an event
     ``admit``-ted to a live session (``seq``), a batch acknowledged (``ack``: ``seq`` its first,
-    ``count``), a ``fail``-ed write, a ``barrier`` (flush) starting; ``label`` is the runtime's
-    durability label (a background "window write" or the barrier's reason)."""
+    ``count``), a ``fail``-ed write, a ``barrier`` (flush) starting, a graceful ``stop``
+    starting; ``label`` is the runtime's durability label (a background "window write" or the
+    barrier's reason)."""
 
     kind: str
     lifetime: int

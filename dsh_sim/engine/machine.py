@@ -413,6 +413,10 @@ class Simulation:
             if not life.dead and not life.proc.exited:
                 faults_before = len(self.history.faults)
                 self.note_cancel(life, "stop")  # a turn in flight is torn down: its calls are cancelled
+                # the stop cancels the process's tasks, the write-behind worker with its timer among
+                # them, before its store drains the queue (shielded): a window expiring in between
+                # starts no background write
+                self.history.window.append(WindowFact("stop", life.index, self.now()))
                 self._after(life, life.proc.stop())
                 life.dead = True
                 if life.hung is not None:

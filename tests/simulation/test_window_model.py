@@ -231,3 +231,37 @@ def test_a_failed_write_no_barrier_made_pauses_no_window() -> None:
     model = _model(*facts, WindowFact("ack", 1, 0.27, 9, 1, "window write"))
     assert model.problems == []
     assert _model(*facts).overdue(0.28) is not None  # and it is judged: a write that never comes is late
+
+
+def test_a_graceful_stop_takes_the_timer_with_it() -> None:
+    """A stop cancels the process's tasks — the write-behind worker and its timer — before its
+    store's flush drains the queue (after the flush point's own pause): a window expiring in
+    between starts no background write, and the flush's batch is no window's (found by the main
+    job's durability fuzz, seed 3342203607: 'the window ... expired at 33.122s, but no background
+    write took it: a barrier (explicit flush) wrote seqs 69..71 at 33.150s')."""
+    facts = [
+        WindowFact("admit", 1, 32.9223, 69),
+        WindowFact("stop", 1, 33.1219),
+        WindowFact("barrier", 1, 33.1233, label="explicit flush"),
+        WindowFact("ack", 1, 33.1497, 69, 1, "explicit flush"),
+    ]
+    assert _model(*facts).problems == []
+    unstopped = _model(*facts[:1], *facts[2:])
+    assert any("no background write took it" in p for p in unstopped.problems)
+    late = _model(*facts[:2], WindowFact("ack", 1, 33.2, 69, 1, "window write"))  # after the stop, no timer fires
+    assert any("no window was armed" in p for p in late.problems)
+
+
+def test_a_window_expiring_as_the_stop_begins_may_be_written_first() -> None:
+    """At the very instant of a window's expiry the stop may come first, or the timer: its
+    background write may go on (shielded) while the stop waits for it (the fuzz's next finding
+    once stops were modelled: 'a background write ... but a barrier owned the queue')."""
+    facts = [
+        WindowFact("admit", 1, 5.65, 8, label="bound"),
+        WindowFact("stop", 1, 5.85),
+        WindowFact("barrier", 1, 5.85, label="explicit flush"),
+    ]
+    for label in ("window write", "explicit flush"):  # the timer first, or the stop
+        model = WindowModel(1, bound=0.3)  # (a write of 0.3 s: the fuzz's fsync latency)
+        model.feed([*facts, WindowFact("ack", 1, 6.15, 8, 1, label)])
+        assert model.problems == [], label

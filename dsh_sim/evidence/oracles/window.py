@@ -24,6 +24,8 @@ exactly which events it holds, and holds the acknowledgements to it:
   own time (the configured latency of its operations and the perturbation's pauses);
 * a background write the rules never start (a retry after a failure no new event armed) is one
   too many, and a window that expired with no write acknowledged by then is one too few;
+* a graceful stop cancels the worker and its timer before its store's flush drains the queue:
+  from its start no background write begins;
 * after a failed barrier write, who owns the queue is not observable (its flush may be
   cancelled, a second flush may take over), so the model follows it without timing or
   checking batches until it is empty — except that the timer stays paused: a background write
@@ -81,6 +83,7 @@ class WindowModel:
     murky: bool = False
     admitted_since_failure: bool = False  # an event was admitted after the last failed barrier write (only one arms a window)
     drained: bool = False  # a barrier set out to drain the queue since it was last empty
+    stopping: bool = False  # a graceful stop began: the timer is gone, the stop's flush drains the queue
     written: set[int] = attrs.field(factory=set)
     admitted: dict[int, float] = attrs.field(factory=dict)  # seq -> when it was admitted
     fed: int = 0  # facts consumed from the run's list
@@ -98,6 +101,8 @@ class WindowModel:
     def advance(self, now: float) -> None:
         """Start the background write the timer started before ``now`` (spec: on expiry, the queue;
         what happens at the very instant of the expiry may come before it or after it)."""
+        if self.stopping:
+            return  # the timer went with the stop: no background write starts any more
         if self.barrier and self.active is None and now > self.barrier_since + self.bound + TIE:
             # a barrier writes what it drains within a write's time: one with nothing to show for
             # so long has ended (its owner was cancelled, or it joined one that failed)
@@ -131,13 +136,26 @@ class WindowModel:
 
     # -- what happened -----------------------------------------------------------------------
 
+    def _stop(self, fact: WindowFact) -> None:
+        """A graceful stop cancels the process's tasks — the write-behind worker and its timer —
+        and then its store drains the queue (a flush: the barrier that follows); a write in flight
+        finishes (it is shielded)."""
+        if self.active is None and self.deadline is not None and abs(self.deadline - fact.time) <= TIE:
+            self.advance(fact.time + 2 * TIE)  # the window expires at this very instant: its write may start first
+            if self.active is not None:
+                self.active.optional = True  # ...or the stop may cancel the timer first
+        if self.active is not None and fact.time <= self.active.latest + TIE:
+            self.active.optional = True  # its write may not have started yet (the pause after the write before)
+        self.stopping = True
+        self.deadline, self.uncertain, self.fallback = None, False, None
+
     def _admit(self, fact: WindowFact) -> None:
         if fact.seq in self.admitted or fact.seq in self.written:
             return
         self.admitted[fact.seq] = fact.time
         self.pending.append((fact.seq, fact.time))
         self.admitted_since_failure = True
-        if self.deadline is None and not self.barrier:
+        if self.deadline is None and not self.barrier and not self.stopping:
             self.deadline = fact.time + WINDOW
             self.early_ok = fact.label == "bound"
             self.uncertain = fact.time <= self.failing_until + TIE
