@@ -127,6 +127,7 @@ class Facts:
     stop: int | None = None  # the graceful stop that tore the turn down, if one did
     at: dict[str, int] = attrs.field(factory=dict)  # kind -> first index after the call started
     checkpoint_failed: int | None = None  # where a barrier-C flush of this process failed after the call started
+    cancel_in_flush: bool = False  # the cancellation fired while a barrier-C flush was under way
 
     def seen(self, kind: str) -> bool:
         return kind in self.at
@@ -169,6 +170,9 @@ def facts(marks: Sequence[ToolMark], faults: Sequence[FaultFired], lifetime: int
         if f.lifetime == lifetime and f.durability_step == CHECKPOINT_C and f.marks > start and f.action not in NOT_FAILURES
     ]
     found.checkpoint_failed = min(failures) if failures else None
+    found.cancel_in_flush = found.cancel is not None and any(
+        f.lifetime == lifetime and f.action == "cancel" and f.durability_step == CHECKPOINT_C and f.marks == found.cancel for f in faults
+    )
     return found
 
 
@@ -323,7 +327,9 @@ class _Route:
         # no such tool: no dispatch is announced; its final error is decided where the body would
         # be, right before the result is committed
         dispatched = "result" if self.tool in self.deployment.unknown_tools else "dispatch"
-        if found.cancelled_before(dispatched) and (failed is None or failed > (found.cancel or 0)):
+        # a cancellation that fires while the barrier's flush is under way does not stop it: a
+        # flush that then rejects is the result (spec §4 C: the abort is read after the flush resolves)
+        if found.cancelled_before(dispatched) and (failed is None or (failed > (found.cancel or 0) and not found.cancel_in_flush)):
             self.path.append("allowed, but the turn was cancelled before dispatch")
             return self.done((BEFORE_DISPATCH,))
         if failed is not None and not found.seen("dispatch"):
