@@ -265,3 +265,23 @@ def test_a_window_expiring_as_the_stop_begins_may_be_written_first() -> None:
         model = WindowModel(1, bound=0.3)  # (a write of 0.3 s: the fuzz's fsync latency)
         model.feed([*facts, WindowFact("ack", 1, 6.15, 8, 1, label)])
         assert model.problems == [], label
+
+
+def test_a_process_that_stands_still_longer_still_fires_late() -> None:
+    """Two foreign steps in a row: the model had fixed how late the timer may fire at the end of
+    the first (the judge's visit in between) and judged the stop's flush, after the second, as
+    taking an expired window (durability fuzz, seed 3839035267)."""
+    model = WindowModel(1, bound=0.05)
+    model.feed([WindowFact("admit", 1, 9.9747, 92)])
+    model.stretched = 10.1923  # the first foreign step ends after the expiry (10.1747)
+    assert model.overdue(10.1923) is None
+    model.stretched = 10.4243  # ...and the second one later still
+    assert model.overdue(10.4243) is None
+    model.feed(
+        [
+            WindowFact("stop", 1, 10.4243),
+            WindowFact("barrier", 1, 10.4416, label="explicit flush"),
+            WindowFact("ack", 1, 10.499, 92, 1, "explicit flush"),
+        ]
+    )
+    assert model.problems == []

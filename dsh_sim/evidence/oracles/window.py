@@ -101,6 +101,11 @@ class WindowModel:
     def advance(self, now: float) -> None:
         """Start the background write the timer started before ``now`` (spec: on expiry, the queue;
         what happens at the very instant of the expiry may come before it or after it)."""
+        write = self.active
+        if write is not None and self.stretched >= write.start - TIE:
+            # the process stood still at its window's expiry and after it (another process ran):
+            # its timer fires when it runs again, and whatever it does first then may take the queue
+            write.latest = max(write.latest, self.stretched + self.tail)
         if self.stopping:
             return  # the timer went with the stop: no background write starts any more
         if self.barrier and self.active is None and now > self.barrier_since + self.bound + TIE:
