@@ -101,13 +101,16 @@ class WindowModel:
     def advance(self, now: float) -> None:
         """Start the background write the timer started before ``now`` (spec: on expiry, the queue;
         what happens at the very instant of the expiry may come before it or after it)."""
+        if not self.stopping:  # (the timer went with a stop: no background write starts any more)
+            self._start_expired(now)
         write = self.active
         if write is not None and self.stretched >= write.start - TIE:
-            # the process stood still at its window's expiry and after it (another process ran):
-            # its timer fires when it runs again, and whatever it does first then may take the queue
+            # the process stood still at the expiry and since (another process ran, a delay fault):
+            # its timer fires when it runs again, and whatever it does first then — a barrier of the
+            # command that woke it, its pauses included — may take the queue before the timer
             write.latest = max(write.latest, self.stretched + self.tail)
-        if self.stopping:
-            return  # the timer went with the stop: no background write starts any more
+
+    def _start_expired(self, now: float) -> None:
         if self.barrier and self.active is None and now > self.barrier_since + self.bound + TIE:
             # a barrier writes what it drains within a write's time: one with nothing to show for
             # so long has ended (its owner was cancelled, or it joined one that failed)
@@ -115,11 +118,6 @@ class WindowModel:
         if self.active is None and not self.barrier and self.deadline is not None and self.deadline < now - TIE and self.pending:
             start = max(self.deadline, self.last_end)
             latest = max(self.deadline, self.last_end + self.tail)
-            if self.stretched >= start - TIE:
-                # the process stood still at the expiry (another process ran, a delay fault): its
-                # timer fires when it runs again, and whatever it does first then — a barrier of the
-                # command that woke it, its pauses included — may take the queue before the timer
-                latest = max(latest, self.stretched + self.tail)
             inside = tuple(seq for seq, at in self.pending if at < start - TIE)
             if not self.uncertain:
                 self.active = _Write(start, latest, inside, latest + self.bound)
